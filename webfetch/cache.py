@@ -1,0 +1,133 @@
+"""The cache actor: extracted pages by normalized URL, with a TTL, a sweeper, an LRU byte bound, and
+single-flight loading (concurrent requests for one URL share one render)."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Generic, TypeVar
+
+import trio
+
+from .errors import WebfetchError
+
+log = logging.getLogger("webfetch.cache")
+
+V = TypeVar("V")
+
+
+@dataclass
+class _Entry(Generic[V]):
+    value: V
+    size: int
+    created: float
+
+
+@dataclass
+class _Flight(Generic[V]):
+    done: trio.Event = field(default_factory=trio.Event)
+    value: V | None = None
+    created: float = 0.0
+    error: WebfetchError | None = None   # shared with the waiters: they asked for the same page
+
+
+class Cache(Generic[V]):
+    """Times come from trio's clock, so tests can drive TTL and sweeping with the mock clock."""
+
+    def __init__(self, ttl_s: float, sweep_s: float, max_bytes: int, sizeof: Callable[[V], int]) -> None:
+        self.ttl_s = ttl_s
+        self.sweep_s = sweep_s
+        self.max_bytes = max_bytes
+        self._sizeof = sizeof
+        self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
+        self._flights: dict[str, _Flight[V]] = {}
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> tuple[V, float] | None:
+        """The fresh value and its age in seconds, or None."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        age = trio.current_time() - entry.created
+        if age >= self.ttl_s:
+            self._remove(key)
+            return None
+        self._entries.move_to_end(key)
+        return entry.value, age
+
+    def put(self, key: str, value: V, created: float | None = None) -> None:
+        size = self._sizeof(value)
+        self._remove(key)
+        if size > self.max_bytes:
+            return  # would evict everything else and still not fit
+        self._entries[key] = _Entry(value, size, trio.current_time() if created is None else created)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            oldest = next(iter(self._entries))
+            self._remove(oldest)
+
+    def _remove(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry.size
+
+    def sweep(self) -> int:
+        """Drop expired entries; how many went."""
+        now = trio.current_time()
+        expired = [k for k, e in self._entries.items() if now - e.created >= self.ttl_s]
+        for key in expired:
+            self._remove(key)
+        return len(expired)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self.sweep_s)
+            gone = self.sweep()
+            if gone:
+                log.info("cache sweep removed %d expired entries (%d left, %d bytes)", gone, len(self), self.bytes)
+
+    async def get_or_load(self, key: str, load: Callable[[], Awaitable[V]],
+                          fresh: bool = False) -> tuple[V, float, bool]:
+        """(value, age_s, cached). Concurrent callers for one key share one `load`; if the caller running
+        it is cancelled, a waiting caller takes over rather than failing with someone else's cancel."""
+        if not fresh:
+            hit = self.get(key)
+            if hit is not None:
+                self.hits += 1
+                return hit[0], hit[1], True
+        while True:
+            flight = self._flights.get(key)
+            if flight is None:
+                break
+            await flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            if flight.value is not None:
+                self.hits += 1
+                return flight.value, trio.current_time() - flight.created, True
+            # the loader was cancelled: try again, perhaps as the loader
+        self.misses += 1
+        flight = _Flight[V]()
+        self._flights[key] = flight
+        try:
+            value = await load()
+            flight.created = trio.current_time()
+            flight.value = value
+            self.put(key, value, flight.created)
+            return value, 0.0, False
+        except WebfetchError as e:
+            flight.error = e
+            raise
+        finally:
+            del self._flights[key]
+            flight.done.set()
+
+    def statistics(self) -> dict[str, int]:
+        return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}

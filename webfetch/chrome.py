@@ -1,0 +1,420 @@
+"""The Chrome actor: finds or launches Chrome, keeps one CDP connection to it, restarts it with backoff
+when it dies, and hands out fresh isolated tabs (each in its own browser context) from a small pool."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections import deque
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+import trio
+
+from ._trio import single_error
+from .cdp import CDPClosed, CDPConnection, CDPError, open_cdp
+from .config import BrowserConfig
+from .errors import BrowserCrashed, BrowserUnavailable
+
+log = logging.getLogger("webfetch.chrome")
+
+CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+INSTALL_HINT = ("install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`), or point "
+                "browser.executable in the config or WEBFETCH_CHROME at a Chrome binary")
+# Flags that keep a headless Chrome from phoning home: on a closed network every one of those
+# connections fails, many at a time, and they only cost time anyway.
+BASE_FLAGS = [
+    "--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--disable-extensions", "--disable-breakpad", "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection", "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-quic", "--mute-audio", "--hide-scrollbars", "--metrics-recording-only",
+    "--password-store=basic", "--use-mock-keychain", "--disable-dev-shm-usage",
+]
+LAUNCH_TIMEOUT_S = 30.0
+CRASH_WINDOW_S = 60.0
+CRASH_LOOP_COUNT = 3
+MAX_BACKOFF_S = 30.0
+TAB_CLOSE_TIMEOUT_S = 2.0
+
+
+def find_chrome(configured: str | None = None) -> str | None:
+    """browser.executable, then WEBFETCH_CHROME, then the usual names on PATH."""
+    for candidate in (configured, os.environ.get("WEBFETCH_CHROME")):
+        if candidate:
+            found = shutil.which(os.path.expanduser(candidate))
+            return found
+    for name in CHROME_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # PR_SET_PDEATHSIG: Chrome gets SIGKILL if the daemon dies in any way, even by SIGKILL.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+class BrowserLaunchError(Exception):
+    pass
+
+
+@dataclass
+class Browser:
+    conn: CDPConnection
+    version: str
+    generation: int
+    pid: int | None = None
+
+
+@dataclass
+class Tab:
+    """One page target in its own browser context, attached as a flat session, domains already enabled."""
+
+    browser: Browser
+    context_id: str
+    target_id: str
+    session_id: str
+
+    async def call(self, method: str, params: dict | None = None) -> dict:
+        return await self.browser.conn.call(method, params, self.session_id)
+
+
+# Runs in every document before the page's own scripts: counts what may still change the DOM (short
+# timers, fetch/XHR in flight) and when the DOM last changed, so the renderer can tell a settled page
+# from one whose JavaScript is still working without a fixed sleep on every fetch.
+SETTLE_SCRIPT = r"""
+(() => {
+  if (window.__webfetchSettle) return;
+  const st = {timers: new Set(), inflight: 0, lastMutation: performance.now()};
+  const oSet = window.setTimeout, oClear = window.clearTimeout;
+  window.setTimeout = function (fn, ms, ...args) {
+    const delay = Number(ms) || 0;
+    if (delay > 3000) return oSet.call(this, fn, ms, ...args);
+    let id;
+    const wrapped = function () {
+      st.timers.delete(id);
+      return typeof fn === "function" ? fn.apply(this, arguments) : (0, eval)(String(fn));
+    };
+    id = oSet.call(this, wrapped, ms, ...args);
+    st.timers.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) { st.timers.delete(id); return oClear.call(this, id); };
+  const oFetch = window.fetch;
+  if (oFetch) window.fetch = function () {
+    st.inflight++;
+    const done = () => { st.inflight--; };
+    try { const p = oFetch.apply(this, arguments); p.then(done, done); return p; }
+    catch (e) { done(); throw e; }
+  };
+  const oSend = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function () {
+    st.inflight++;
+    this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
+    return oSend.apply(this, arguments);
+  };
+  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
+      .observe(document, {subtree: true, childList: true, characterData: true});
+  watch();
+  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs) =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const check = () => {
+        const now = performance.now();
+        const busy = st.timers.size > 0 || st.inflight > 0 || document.readyState === "loading";
+        if (!busy && now - st.lastMutation >= quietMs) return resolve("settled");
+        if (now - start >= capMs) return resolve(busy ? "busy" : "changing");
+        oSet(check, 25);
+      };
+      check();
+    })});
+})();
+"""
+
+
+class Chrome:
+    """Owns the browser: launch or attach, supervise, restart with backoff, and a pool of fresh tabs."""
+
+    def __init__(self, config: BrowserConfig) -> None:
+        self.config = config
+        self.executable = None if config.endpoint else find_chrome(config.executable)
+        self.state = "starting"
+        self.version: str | None = None
+        self.last_error: str | None = None
+        self.restarts = 0
+        self._browser: Browser | None = None
+        self._ready = trio.Event()
+        self._crashes: deque[float] = deque()
+        self._generation = 0
+        self._pool_recv: trio.MemoryReceiveChannel[Tab] | None = None
+        self.pid: int | None = None
+
+    # --- what the rest of the daemon sees ----------------------------------------------------------
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if not self.config.endpoint and self.executable is None:
+            out.append(f"no Chrome found: {INSTALL_HINT}")
+        elif self.state == "crash_loop":
+            out.append(f"Chrome keeps failing ({len(self._crashes)} times in {CRASH_WINDOW_S:.0f} s), "
+                       f"restarting with backoff: {self.last_error}")
+        elif self.state == "restarting" and self.last_error:
+            out.append(f"Chrome is restarting: {self.last_error}")
+        return out
+
+    async def wait_browser(self) -> Browser:
+        """The live browser, waiting for a (re)start in progress; BrowserUnavailable when there is none."""
+        while True:
+            b = self._browser
+            if b is not None and not b.conn.is_closed:
+                return b
+            if not self.config.endpoint and self.executable is None:
+                raise BrowserUnavailable(f"no Chrome found; {INSTALL_HINT}")
+            if self.state == "crash_loop":
+                raise BrowserUnavailable(
+                    f"Chrome cannot be started or reached ({self.last_error}); run `webfetch doctor`, or "
+                    f"check browser.executable / browser.endpoint in the config")
+            await self._ready.wait()
+
+    @asynccontextmanager
+    async def open_tab(self) -> AsyncIterator[Tab]:
+        """A fresh tab in its own browser context, closed (context disposed) however the block ends."""
+        browser = await self.wait_browser()
+        tab = None
+        if self._pool_recv is not None and browser.generation == self._generation:
+            try:
+                tab = self._pool_recv.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                tab = None
+        if tab is None or tab.browser.conn.is_closed:
+            tab = await self._new_tab(browser)
+        try:
+            yield tab
+        finally:
+            await close_tab(tab)
+
+    # --- the supervisor ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep a browser up until cancelled. Reports started after the first attempt, success or not."""
+        started = False
+        backoff = 0.5
+        while True:
+            launched_at = time.monotonic()
+            try:
+                async with self._open_browser() as browser:
+                    self._install(browser)
+                    if not started:
+                        task_status.started()
+                        started = True
+                    await self._serve(browser)
+                error = "the browser connection closed"
+            except BrowserLaunchError as e:
+                error = str(e)
+            except CDPClosed as e:
+                error = str(e)
+            except CDPError as e:
+                error = f"browser refused setup: {e}"
+            self._browser = None
+            self._pool_recv = None
+            self._ready = trio.Event()
+            self.last_error = error
+            now = time.monotonic()
+            if now - launched_at > CRASH_WINDOW_S:
+                backoff = 0.5
+            self._crashes.append(now)
+            while self._crashes and now - self._crashes[0] > CRASH_WINDOW_S:
+                self._crashes.popleft()
+            self.state = "crash_loop" if len(self._crashes) >= CRASH_LOOP_COUNT else "restarting"
+            log.warning("browser down (%s); restarting in %.1f s", error, backoff)
+            if not started:
+                task_status.started()
+                started = True
+            await trio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+            self.restarts += 1
+            self.executable = None if self.config.endpoint else find_chrome(self.config.executable)
+
+    def _install(self, browser: Browser) -> None:
+        self._browser = browser
+        self.version = browser.version
+        self.state = "ready"
+        self.pid = browser.pid
+        self._ready.set()
+        log.info("browser ready: %s (generation %d)", browser.version, browser.generation)
+
+    async def _serve(self, browser: Browser) -> None:
+        send, recv = trio.open_memory_channel[Tab](max(self.config.context_pool, 0))
+        self._pool_recv = recv if self.config.context_pool > 0 else None
+        with single_error():
+            async with trio.open_nursery() as nursery:
+                if self.config.context_pool > 0:
+                    nursery.start_soon(self._fill_pool, browser, send)
+                await browser.conn.closed.wait()
+                nursery.cancel_scope.cancel()
+
+    async def _fill_pool(self, browser: Browser, send: trio.MemorySendChannel[Tab]) -> None:
+        # Creating a context and a target costs a few hundred ms: do it before anyone asks.
+        async with send:
+            while True:
+                try:
+                    tab = await self._new_tab(browser)
+                except (CDPClosed, CDPError) as e:
+                    log.debug("pool fill failed: %s", e)
+                    return
+                try:
+                    await send.send(tab)
+                except BaseException:
+                    with trio.CancelScope(shield=True):
+                        await close_tab(tab)
+                    raise
+
+    async def _new_tab(self, browser: Browser) -> Tab:
+        conn = browser.conn
+        try:
+            ctx = (await conn.call("Target.createBrowserContext", {"disposeOnDetach": True}))["browserContextId"]
+            try:
+                target = (await conn.call("Target.createTarget",
+                                          {"url": "about:blank", "browserContextId": ctx}))["targetId"]
+                session = (await conn.call("Target.attachToTarget",
+                                           {"targetId": target, "flatten": True}))["sessionId"]
+                tab = Tab(browser, ctx, target, session)
+                await self._setup_tab(tab)
+            except BaseException:
+                with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
+                    try:
+                        await conn.call("Target.disposeBrowserContext", {"browserContextId": ctx})
+                    except (CDPClosed, CDPError):
+                        pass
+                raise
+        except CDPClosed as e:
+            raise BrowserCrashed(str(e)) from None
+        return tab
+
+    async def _setup_tab(self, tab: Tab) -> None:
+        patterns = [{"urlPattern": "*", "requestStage": "Request"},
+                    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+        await tab.call("Page.enable")
+        await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": SETTLE_SCRIPT})
+        await tab.call("Fetch.enable", {"patterns": patterns})
+        try:
+            await tab.browser.conn.call("Browser.setDownloadBehavior",
+                                        {"behavior": "deny", "browserContextId": tab.context_id})
+        except CDPError:
+            pass
+
+    # --- launching --------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _open_browser(self) -> AsyncIterator[Browser]:
+        self._generation += 1
+        if self.config.endpoint:
+            async with open_cdp(self.config.endpoint) as conn:
+                yield Browser(conn, (await conn.call("Browser.getVersion"))["product"], self._generation)
+            return
+        if self.executable is None:
+            raise BrowserLaunchError(f"no Chrome found; {INSTALL_HINT}")
+        async with launch_chrome(self.executable, self.config.args) as (ws_url, proc):
+            with single_error():
+                async with trio.open_nursery() as nursery:
+                    async with open_cdp(ws_url) as conn:
+                        nursery.start_soon(_close_when_exits, proc, conn)
+                        version = (await conn.call("Browser.getVersion"))["product"]
+                        yield Browser(conn, version, self._generation, proc.pid)
+                    nursery.cancel_scope.cancel()
+
+
+async def _close_when_exits(proc: trio.Process, conn: CDPConnection) -> None:
+    await proc.wait()
+    conn._close(CDPClosed(f"Chrome exited with code {proc.returncode}"))
+
+
+def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> list[str]:
+    args = [executable, *BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chrome refuses to run as root with its sandbox
+    return [*args, *extra, "about:blank"]
+
+
+@asynccontextmanager
+async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, trio.Process]]:
+    """Start Chrome in its own process group with a throwaway profile; yield its websocket URL.
+    On exit the whole group is killed and reaped, and the profile removed."""
+    tmp = tempfile.mkdtemp(prefix="webfetch-chrome-")
+    profile = Path(tmp) / "profile"
+    stderr_path = Path(tmp) / "stderr.log"
+    try:
+        with open(stderr_path, "wb") as stderr:
+            proc = await trio.lowlevel.open_process(
+                chrome_command(executable, str(profile), extra), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            port_file = profile / "DevToolsActivePort"
+            with trio.move_on_after(LAUNCH_TIMEOUT_S):
+                while proc.poll() is None:
+                    try:
+                        port, path = port_file.read_text().split("\n")[:2]
+                        if port and path:
+                            break
+                    except (FileNotFoundError, ValueError):
+                        pass
+                    await trio.sleep(0.02)
+            if proc.poll() is not None or not port_file.exists():
+                tail = _tail(stderr_path)
+                what = (f"exited with code {proc.returncode}" if proc.poll() is not None
+                        else f"did not open its DevTools port within {LAUNCH_TIMEOUT_S:.0f} s")
+                raise BrowserLaunchError(f"{executable} {what}" + (f": {tail}" if tail else ""))
+            yield f"ws://127.0.0.1:{port.strip()}{path.strip()}", proc
+        finally:
+            with trio.CancelScope(shield=True):
+                await _kill_group(proc)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _kill_group(proc: trio.Process) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a moment, and reap the leader."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        with trio.move_on_after(wait):
+            await proc.wait()
+            # the leader is gone; make sure helpers in its group are too
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+async def close_tab(tab: Tab) -> None:
+    """Dispose of the tab's browser context (which closes the tab), shielded and bounded in time."""
+    with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
+        try:
+            await tab.browser.conn.call("Target.disposeBrowserContext", {"browserContextId": tab.context_id})
+        except (CDPClosed, CDPError):
+            pass

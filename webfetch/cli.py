@@ -1,0 +1,135 @@
+"""The `webfetch` command: serve, fetch, status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import __version__
+from .config import ConfigError, load_config, socket_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="webfetch", description="Web pages as clean markdown, for coding agents.")
+    parser.add_argument("--version", action="version", version=f"webfetch {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--socket", help="the daemon's Unix socket (default: PROTOCOL.md's path)")
+        p.add_argument("--config", help="config file (default ~/.config/webfetch/config.toml)")
+
+    p = sub.add_parser("serve", help="run the daemon in the foreground")
+    common(p)
+    p.add_argument("--exit-when-idle", action="store_true",
+                   help="exit after server.idle_exit_s without clients (used when the CLI starts it)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    p = sub.add_parser("fetch", help="print a page's main content as markdown")
+    common(p)
+    p.add_argument("url")
+    p.add_argument("--offset", type=int, help="start at this character of the content")
+    p.add_argument("--max-chars", type=int, help="at most this many characters")
+    p.add_argument("--fresh", action="store_true", help="ignore the cache and load the page again")
+    p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
+    p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
+    p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
+
+    p = sub.add_parser("status", help="show the daemon's state")
+    common(p)
+    p.add_argument("--json", action="store_true", help="print the status frame as JSON")
+
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 2
+    path = socket_path(config, args.socket)
+    if args.command == "serve":
+        return _serve(config, path, args)
+    return _client_command(args, path)
+
+
+def _serve(config, path: Path, args: argparse.Namespace) -> int:
+    import trio
+
+    from .daemon import DaemonError, serve
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        trio.run(lambda: serve(config, path, exit_when_idle=args.exit_when_idle))
+    except DaemonError as e:
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _client_command(args: argparse.Namespace, path: Path) -> int:
+    from .client import Client, ClientError
+
+    try:
+        with Client(path, config=args.config) as client:
+            if args.command == "fetch":
+                return _fetch(client, args)
+            return _status(client, args)
+    except ClientError as e:
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"webfetch: cannot talk to the daemon on {path}: {e}", file=sys.stderr)
+        return 1
+
+
+def _fetch(client, args: argparse.Namespace) -> int:
+    show_progress = sys.stderr.isatty() and not args.json
+    for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
+                                fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout):
+        if args.json:
+            print(json.dumps(frame, ensure_ascii=False), flush=True)
+        kind = frame.get("type")
+        if kind == "progress":
+            if show_progress:
+                print(f"\r\x1b[K{frame.get('stage')}: {frame.get('message')}", end="", file=sys.stderr, flush=True)
+            continue
+        if show_progress:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+        if kind == "error":
+            if not args.json:
+                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+            return 1
+        if not args.json:
+            content = frame.get("content", "")
+            print(content, end="" if content.endswith("\n") else "\n")
+            for note in frame.get("notes", []):
+                print(f"webfetch: note: {note}", file=sys.stderr)
+            if frame.get("next_offset") is not None:
+                print(f"webfetch: {frame['total_chars']} characters in all; continue with --offset "
+                      f"{frame['next_offset']}", file=sys.stderr)
+    return 0
+
+
+def _status(client, args: argparse.Namespace) -> int:
+    for frame in client.request("status"):
+        if frame.get("type") == "error":
+            print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+            return 1
+        if frame.get("type") != "result":
+            continue
+        if args.json:
+            print(json.dumps(frame, indent=2))
+            return 0
+        b, c, r = frame["browser"], frame["cache"], frame["requests"]
+        print(f"webfetch {frame['version']} (protocol {frame['protocol']}), up {frame['uptime_s']:.0f} s")
+        print(f"browser:  {b['state']}  {b.get('version') or ''}  {b.get('executable') or b.get('endpoint') or ''}")
+        print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
+        print(f"requests: {r['in_flight']} in flight, {r['served']} served")
+        for problem in frame.get("problems", []):
+            print(f"problem:  {problem}")
+        return 1 if frame.get("problems") else 0
+    return 1

@@ -1,0 +1,112 @@
+"""The socket client the CLI uses: send one request, read its frames; start a daemon when none listens."""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from .protocol import decode_frame
+
+START_TIMEOUT_S = 30.0
+
+
+class ClientError(Exception):
+    pass
+
+
+def connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _not_listening(e: OSError) -> bool:
+    return e.errno in (errno.ENOENT, errno.ECONNREFUSED)
+
+
+def start_daemon(path: Path, config: str | None) -> None:
+    """Start `webfetch serve` in the background (it exits by itself when idle) and wait until it answers."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = path.parent / "webfetch.log"
+    cmd = [sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--exit-when-idle"]
+    if config:
+        cmd += ["--config", config]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            connect(path).close()
+            return
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            # Maybe another client's daemon won the race for the socket: that is fine too.
+            try:
+                connect(path).close()
+                return
+            except OSError:
+                raise ClientError(f"the daemon exited at start (code {proc.returncode}); see {log_path}: "
+                                  f"{_tail(log_path)}")
+        time.sleep(0.05)
+    raise ClientError(f"the daemon did not start listening on {path} within {START_TIMEOUT_S:.0f} s; "
+                      f"see {log_path}")
+
+
+def _tail(path: Path) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-3:])
+    except OSError:
+        return ""
+
+
+class Client:
+    _ids = itertools.count(1)
+
+    def __init__(self, path: Path, *, autostart: bool = True, config: str | None = None) -> None:
+        self.path = path
+        try:
+            self.sock = connect(path)
+        except OSError as e:
+            if not (autostart and _not_listening(e)):
+                raise ClientError(f"no webfetch daemon is listening on {path} ({e.strerror}); start one "
+                                  f"with `webfetch serve`") from None
+            start_daemon(path, config)
+            self.sock = connect(path)
+        self._file = self.sock.makefile("rb")
+
+    def close(self) -> None:
+        self._file.close()
+        self.sock.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(self, op: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Send one request; yield its frames, the terminal `result` or `error` last."""
+        rid = next(self._ids)
+        body = {"id": rid, "op": op, **{k: v for k, v in fields.items() if v is not None}}
+        self.sock.sendall(json.dumps(body).encode() + b"\n")
+        for line in self._file:
+            frame = decode_frame(line)
+            if frame.get("id") != rid:
+                continue
+            yield frame
+            if frame.get("type") in ("result", "error"):
+                return
+        raise ClientError("the daemon closed the connection before answering")

@@ -1,0 +1,120 @@
+"""Configuration: TOML at ~/.config/webfetch/config.toml (or --config); every key optional.
+
+Unknown keys and wrong types are rejected at start with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta, Struct
+
+from .errors import ConfigError
+
+Positive = Annotated[float, Meta(gt=0)]
+NonNegative = Annotated[float, Meta(ge=0)]
+PositiveInt = Annotated[int, Meta(ge=1)]
+
+
+class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    socket: str | None = None          # default: PROTOCOL.md's path rules
+    max_line_bytes: PositiveInt = 1 << 20
+    idle_exit_s: NonNegative = 900.0   # for a daemon the CLI started on demand; 0 = never
+
+
+class BrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    executable: str | None = None
+    endpoint: str | None = None        # ws:// URL of an existing browser: nothing is launched
+    args: list[str] = []
+    settle_s: NonNegative = 2.0        # cap on waiting for JavaScript to finish after the DOM is there
+    context_pool: Annotated[int, Meta(ge=0, le=64)] = 2
+    max_renders: Annotated[int, Meta(ge=1, le=256)] = 8
+    block_resources: list[str] = msgspec.field(default_factory=lambda: ["Image", "Media", "Font"])
+
+
+class FetchConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    timeout_s: Positive = 30.0
+    max_bytes: PositiveInt = 10 * 1000 * 1000
+    allow_private: bool = False
+    allow_hosts: list[str] = []
+    page_chars: PositiveInt = 50_000
+    page_lines: PositiveInt = 2_000
+
+
+class CacheConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    ttl_s: Positive = 900.0
+    sweep_s: Positive = 300.0
+    max_bytes: PositiveInt = 256 * 1024 * 1024
+
+
+class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    threads: Annotated[int, Meta(ge=1, le=64)] = 2
+
+
+class Config(Struct, forbid_unknown_fields=True, kw_only=True):
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
+    fetch: FetchConfig = msgspec.field(default_factory=FetchConfig)
+    cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
+    extract: ExtractConfig = msgspec.field(default_factory=ExtractConfig)
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "webfetch" / "config.toml"
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read the config file; a missing default file means all defaults, a missing --config file is an error."""
+    explicit = path is not None
+    p = Path(path) if explicit else default_config_path()
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"config file {p} does not exist")
+        return Config()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {p}: {e.strerror}")
+    return parse_config(data, source=str(p))
+
+
+def parse_config(data: bytes | str, source: str = "config") -> Config:
+    try:
+        return msgspec.toml.decode(data, type=Config)
+    except msgspec.ValidationError as e:
+        # msgspec says e.g. "Object contains unknown field `colour` - at `$.browser`": name the key plainly.
+        raise ConfigError(f"{source}: {_toml_path(str(e))}")
+    except msgspec.DecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML: {e}")
+
+
+def _toml_path(msg: str) -> str:
+    m = re.fullmatch(r"Object contains unknown field `([^`]+)`(?: - at `\$\.?([^`]*)`)?", msg)
+    if m:
+        key = f"{m.group(2)}.{m.group(1)}" if m.group(2) else m.group(1)
+        return f"unknown key `{key}`; see the README for the keys webfetch knows"
+    m = re.fullmatch(r"(.*) - at `\$\.([^`]*)`", msg)
+    if m:
+        return f"key `{m.group(2)}`: {m.group(1)}"
+    return msg
+
+
+def default_socket_path() -> Path:
+    """PROTOCOL.md: $XDG_RUNTIME_DIR/webfetch/webfetch.sock, else /tmp/webfetch-<uid>/webfetch.sock."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "webfetch" / "webfetch.sock"
+    return Path(f"/tmp/webfetch-{os.getuid()}") / "webfetch.sock"
+
+
+def socket_path(config: Config, override: str | None = None) -> Path:
+    """--socket beats WEBFETCH_SOCKET beats the config file beats the default."""
+    for candidate in (override, os.environ.get("WEBFETCH_SOCKET"), config.server.socket):
+        if candidate:
+            return Path(os.path.expanduser(candidate))
+    return default_socket_path()

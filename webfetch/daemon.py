@@ -1,0 +1,159 @@
+"""The daemon: start order (actors, then the socket), request dispatch, signals and idle exit."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import signal
+import socket
+import stat
+import time
+from pathlib import Path
+
+import trio
+
+from . import PROTOCOL_VERSION, __version__
+from .cache import Cache
+from .chrome import Chrome
+from .config import Config
+from .errors import WebfetchError
+from .extractor import Extractor
+from .pipeline import Page, Pipeline, page_size
+from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
+                       SearchRequest, StatusRequest, StatusResult, SubagentStatus)
+from .server import Server
+from .errors import SearchUnconfigured
+
+log = logging.getLogger("webfetch.daemon")
+
+SHUTDOWN_GRACE_S = 2.0
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (socket in use, directory unsafe); the message says what to do."""
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """A listening Unix socket at `path` (directory 0700, socket 0600). A stale socket file left by a dead
+    daemon is replaced; a live daemon's is not."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise DaemonError(f"{path} exists and is not a socket; remove it or choose another --socket")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError as e:
+            if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise DaemonError(f"cannot check the existing socket {path}: {e.strerror}")
+            path.unlink(missing_ok=True)  # nobody listens: a dead daemon's leftover
+        else:
+            raise DaemonError(f"another webfetch daemon is already listening on {path}; use it, stop it "
+                              f"first, or pass --socket to run a second one elsewhere")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # the socket is born 0600: no window in which others could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+class Daemon:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.chrome = Chrome(config.browser)
+        self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
+                                        page_size)
+        self.extractor = Extractor(config.extract.threads)
+        self.pipeline = Pipeline(config, self.chrome, self.cache, self.extractor)
+        self.server = Server(self.handle, config.server.max_line_bytes)
+
+    async def handle(self, req: Request, rid: RequestId, progress) -> Frame:
+        if isinstance(req, FetchRequest):
+            result = await self.pipeline.fetch(req, progress)
+            result.id = rid
+            return result
+        if isinstance(req, StatusRequest):
+            return self.status(rid)
+        if isinstance(req, SearchRequest):
+            raise SearchUnconfigured(
+                "web search is not available in this version of the daemon yet")
+        raise WebfetchError(f"unhandled request {type(req).__name__}")
+
+    def status(self, rid: RequestId) -> StatusResult:
+        c = self.chrome
+        return StatusResult(
+            id=rid, version=__version__, protocol=PROTOCOL_VERSION,
+            uptime_s=round(time.monotonic() - self.started, 3),
+            browser=BrowserStatus(state=c.state, version=c.version,
+                                  executable=None if self.config.browser.endpoint else c.executable,
+                                  endpoint=self.config.browser.endpoint),
+            cache=CacheStatus(**self.cache.statistics()),
+            requests=RequestsStatus(in_flight=self.server.in_flight, served=self.server.served),
+            subagent=SubagentStatus(command=None, available=False),
+            search=[], problems=c.problems)
+
+    async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve on `sock` until SIGTERM/SIGINT (or idle exit). Actors start first, then the socket."""
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.chrome.run)
+            await nursery.start(self.cache.run)
+            await nursery.start(self.server.serve, listener)
+            log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
+                     self.chrome.state)
+            task_status.started()
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async with trio.open_nursery() as watchers:
+                    async def on_signal() -> None:
+                        async for signum in signals:
+                            log.info("received %s; shutting down", signal.Signals(signum).name)
+                            break
+                        watchers.cancel_scope.cancel()
+                    watchers.start_soon(on_signal)
+                    if exit_when_idle and self.config.server.idle_exit_s > 0:
+                        async def idle() -> None:
+                            await self._wait_idle(self.config.server.idle_exit_s)
+                            log.info("idle for %g s; exiting", self.config.server.idle_exit_s)
+                            watchers.cancel_scope.cancel()
+                        watchers.start_soon(idle)
+            await listener.aclose()
+            await self._shutdown()
+            nursery.cancel_scope.cancel()
+
+    async def _wait_idle(self, idle_s: float) -> None:
+        while True:
+            await trio.sleep(min(idle_s, 5.0))
+            busy = self.server.connections or self.server.in_flight
+            if not busy and trio.current_time() - self.server.last_activity >= idle_s:
+                return
+
+    async def _shutdown(self) -> None:
+        """In-flight requests get a short grace period; the rest end with `shutting_down`."""
+        with trio.move_on_after(SHUTDOWN_GRACE_S):
+            while self.server.in_flight:
+                await trio.sleep(0.05)
+        self.server.shutdown()
+        with trio.move_on_after(1.0):
+            while self.server.in_flight:
+                await trio.sleep(0.01)
+
+
+async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:
+    sock = bind_socket(path)
+    try:
+        await Daemon(config).run(sock, exit_when_idle=exit_when_idle)
+    finally:
+        sock.close()
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

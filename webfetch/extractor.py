@@ -1,0 +1,116 @@
+"""The extractor actor: trafilatura to markdown in worker threads, a whole-page fallback, raw text bodies."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+import lxml.html
+import markdownify
+import trafilatura
+import trio
+
+from .errors import ExtractionFailed
+
+log = logging.getLogger("webfetch.extractor")
+
+# trafilatura keeps the main content only; when it keeps less than this share of a page's visible text,
+# and the page holds a fair amount of text, it has most likely missed the point (a listing, a docs index):
+# convert the whole page instead.
+FALLBACK_SHARE = 0.10
+FALLBACK_MIN_VISIBLE = 1000
+_NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Extracted:
+    markdown: str
+    extractor: str  # "trafilatura" | "fallback" | "raw"
+
+
+def visible_text_len(doc: lxml.html.HtmlElement) -> int:
+    for bad in doc.xpath(_NOISE):
+        bad.drop_tree()
+    return len("".join(doc.text_content().split()))
+
+
+def trafilatura_markdown(html: str | bytes, url: str | None) -> str:
+    """The equivalent of `trafilatura --markdown --formatting` with links and tables kept."""
+    return trafilatura.extract(
+        html, url=url, output_format="markdown", include_formatting=True, include_links=True,
+        include_tables=True, include_comments=False, include_images=False, with_metadata=False) or ""
+
+
+def fallback_markdown(doc: lxml.html.HtmlElement) -> str:
+    """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped."""
+    body = doc.find("body")
+    html = lxml.html.tostring(body if body is not None else doc, encoding="unicode")
+    md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
+                                 code_language_callback=None)
+    return re.sub(r"\n{3,}", "\n\n", md).strip()
+
+
+def extract_html(html: str | bytes, url: str | None) -> Extracted:
+    """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text."""
+    main = trafilatura_markdown(html, url).strip()
+    try:
+        doc = lxml.html.fromstring(html if html else "<html></html>")
+    except (lxml.etree.ParserError, ValueError):
+        doc = None
+    visible = visible_text_len(doc) if doc is not None else 0
+    main_len = len("".join(main.split()))
+    if main and (visible < FALLBACK_MIN_VISIBLE or main_len >= FALLBACK_SHARE * visible):
+        return Extracted(main, "trafilatura")
+    if doc is not None and visible:
+        whole = fallback_markdown(doc)
+        if len("".join(whole.split())) > main_len:
+            return Extracted(whole, "fallback")
+    if main:
+        return Extracted(main, "trafilatura")
+    raise ExtractionFailed("no text could be extracted from the page (it may be empty, or all images or "
+                           "scripts); try the URL in a browser, or fetch a more specific page")
+
+
+def decode_text(body: bytes, charset: str | None) -> str:
+    if charset:
+        try:
+            return body.decode(charset, errors="replace")
+        except LookupError:
+            pass
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes  # trafilatura's own dependency
+        best = from_bytes(body).best()
+        return str(best) if best is not None else body.decode("utf-8", errors="replace")
+
+
+def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted:
+    """A text body as is; JSON pretty-printed."""
+    text = decode_text(body, charset)
+    if mime and (mime.endswith("json")):
+        try:
+            text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass  # a cut or broken JSON body is still worth reading
+    if not text.strip():
+        raise ExtractionFailed("the response body is empty")
+    return Extracted(text, "raw")
+
+
+class Extractor:
+    """Runs extraction in worker threads, at most `threads` at once, so the event loop never blocks."""
+
+    def __init__(self, threads: int) -> None:
+        self.limiter = trio.CapacityLimiter(threads)
+
+    async def html(self, html: str | bytes, url: str | None) -> Extracted:
+        return await trio.to_thread.run_sync(extract_html, html, url, limiter=self.limiter,
+                                             abandon_on_cancel=True)
+
+    async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:
+        return await trio.to_thread.run_sync(extract_raw, body, mime, charset, limiter=self.limiter,
+                                             abandon_on_cancel=True)

@@ -1,0 +1,150 @@
+"""The fetch path: address policy → cache → render → extract → shape the result (page / redirect; the
+sub-agent's summary and answer plug in at `shape`). Runs in the request's own task, so the client's
+cancellation and the request's deadline reach every step."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+import msgspec
+import trio
+
+from .cache import Cache
+from .chrome import Chrome
+from .config import Config
+from .errors import BrowserCrashed, BrowserUnavailable, Timeout
+from .extractor import Extractor
+from .protocol import FetchRequest, FetchResult
+from .render import render
+from .urls import AddressPolicy, prepare_url
+
+log = logging.getLogger("webfetch.pipeline")
+
+Progress = Callable[[str, str], None]
+
+
+class Page(msgspec.Struct, frozen=True):
+    """What the cache holds for a URL: the whole extraction, before paging and shaping."""
+
+    url: str
+    final_url: str
+    status: int | None
+    content_type: str | None
+    title: str | None
+    markdown: str
+    extractor: str | None
+    truncated: bool
+    redirect_url: str | None
+    notes: tuple[str, ...] = ()
+
+
+def page_size(page: Page) -> int:
+    # strings dominate; count their encoded length plus a fixed overhead per entry
+    return (len(page.markdown.encode()) + len(page.url) + len(page.final_url) + len(page.title or "")
+            + sum(len(n) for n in page.notes) + 512)
+
+
+def paginate(text: str, offset: int, max_chars: int, max_lines: int) -> tuple[str, int | None]:
+    """The slice of `text` from `offset`: at most `max_chars` characters and `max_lines` lines, cut at a line
+    boundary where possible. Returns (content, next_offset or None at the end)."""
+    if offset >= len(text):
+        return "", None
+    end = min(len(text), offset + max_chars)
+    chunk = text[offset:end]
+    cut = -1
+    for _ in range(max_lines):
+        cut = chunk.find("\n", cut + 1)
+        if cut < 0:
+            break
+    if cut >= 0:  # more than max_lines lines: end after the last allowed line
+        chunk = chunk[:cut + 1]
+    elif end < len(text):
+        last = chunk.rfind("\n")
+        if last > 0:
+            chunk = chunk[:last + 1]
+    stop = offset + len(chunk)
+    return chunk, (stop if stop < len(text) else None)
+
+
+class Pipeline:
+    def __init__(self, config: Config, chrome: Chrome, cache: Cache[Page], extractor: Extractor) -> None:
+        self.config = config
+        self.chrome = chrome
+        self.cache = cache
+        self.extractor = extractor
+        self.policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts)
+        self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
+
+    async def fetch(self, req: FetchRequest, progress: Progress) -> FetchResult:
+        key = await prepare_url(req.url, self.policy)
+        timeout = req.timeout_s or self.config.fetch.timeout_s
+        progress("cache", f"looking up {key}")
+        try:
+            with trio.fail_after(timeout):
+                page, age, cached = await self.cache.get_or_load(key, lambda: self._load(key, progress),
+                                                                 fresh=req.fresh)
+        except trio.TooSlowError:
+            raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
+                          f"timeout_s if the site is slow") from None
+        return self.shape(req, page, age, cached)
+
+    def shape(self, req: FetchRequest, page: Page, age: float, cached: bool) -> FetchResult:
+        base = dict(url=page.url, final_url=page.final_url, status=page.status, content_type=page.content_type,
+                    title=page.title, cached=cached, age_s=round(age, 3), extractor=page.extractor,
+                    truncated=page.truncated, notes=list(page.notes))
+        if page.redirect_url is not None:
+            return FetchResult(kind="redirect", redirect_url=page.redirect_url, **base, content=(
+                f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
+                f"cross-host redirects; fetch {page.redirect_url} if you want its content."))
+        fc = self.config.fetch
+        offset = req.offset or 0
+        max_chars = req.max_chars or fc.page_chars
+        content, next_offset = paginate(page.markdown, offset, max_chars, fc.page_lines)
+        if req.prompt is not None:
+            base["notes"].append("prompts need the sub-agent, which this daemon does not have yet; "
+                                 "here is the page's content instead")
+        if offset > len(page.markdown):
+            base["notes"].append(f"offset {offset} is past the end of the content ({len(page.markdown)} "
+                                 f"characters)")
+        return FetchResult(kind="page", content=content, offset=offset, next_offset=next_offset,
+                           total_chars=len(page.markdown), **base)
+
+    async def _load(self, key: str, progress: Progress) -> Page:
+        started = time.monotonic()
+        fc = self.config.fetch
+        bc = self.config.browser
+        for attempt in (1, 2):
+            try:
+                self.renders += 1
+                async with self.chrome.open_tab() as tab:
+                    rendered = await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
+                                            max_bytes=fc.max_bytes, block_types=bc.block_resources,
+                                            progress=progress)
+                break
+            except BrowserCrashed as e:
+                if attempt == 2:
+                    raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "
+                                             f"try again in a few seconds") from None
+                log.warning("browser went away while loading %s (%s); retrying once", key, e)
+                progress("render", "the browser restarted; loading again")
+        render_ms = (time.monotonic() - started) * 1000
+        notes = list(rendered.notes)
+        if rendered.truncated:
+            notes.append(f"the response was larger than {fc.max_bytes} bytes and was cut there before "
+                         f"extraction")
+        common = dict(url=key, final_url=rendered.final_url, status=rendered.status,
+                      content_type=rendered.content_type, truncated=rendered.truncated)
+        if rendered.redirect_url is not None:
+            return Page(title=None, markdown="", extractor=None, redirect_url=rendered.redirect_url,
+                        notes=tuple(notes), **common)
+        progress("extract", "extracting the main content")
+        if rendered.raw:
+            extracted = await self.extractor.raw(rendered.body or b"", rendered.content_type, rendered.charset)
+        else:
+            extracted = await self.extractor.html(rendered.html or "", rendered.final_url)
+        log.info("loaded %s: render %.0f ms, extract %.0f ms, %d chars via %s", key, render_ms,
+                 (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
+        return Page(title=rendered.title, markdown=extracted.markdown, extractor=extracted.extractor,
+                    redirect_url=None, notes=tuple(notes), **common)

@@ -1,0 +1,202 @@
+"""Wire structs and codecs for PROTOCOL.md version 1: requests in, frames out, one JSON object per line."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import Meta, Struct
+
+from .errors import BadRequest
+
+RequestId = Union[str, int, None]
+Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
+OPS = ("fetch", "search", "status", "cancel")
+
+
+# --- requests ---------------------------------------------------------------------------------------
+
+
+class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
+    url: str
+    prompt: str | None = None
+    offset: Annotated[int, Meta(ge=0)] | None = None
+    max_chars: Annotated[int, Meta(ge=1)] | None = None
+    raw: bool = False
+    fresh: bool = False
+    timeout_s: Annotated[float, Meta(gt=0)] | None = None
+    model: str | None = None
+    thinking: Thinking | None = None
+
+
+class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
+    query: str
+    limit: Annotated[int, Meta(ge=1, le=20)] = 10
+    backend: str | None = None
+
+
+class StatusRequest(Struct, tag_field="op", tag="status", kw_only=True):
+    pass
+
+
+class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
+    target: Annotated[str, Meta(min_length=1, max_length=128)] | int
+
+
+Request = Union[FetchRequest, SearchRequest, StatusRequest, CancelRequest]
+
+
+class Envelope(Struct):
+    """A decoded request line: its id (as sent, or None when absent) and the typed request."""
+
+    id: RequestId
+    request: Request
+
+
+_any_decoder = msgspec.json.Decoder()
+
+
+def decode_request(line: bytes) -> Envelope:
+    """Parse one request line. Raises BadRequest carrying the id when one could be read (attribute `id`)."""
+    try:
+        obj = _any_decoder.decode(line)
+    except msgspec.DecodeError:
+        raise _bad(None, f"not valid JSON; send one JSON object per line, for example {EXAMPLE_LINE}")
+    if not isinstance(obj, dict):
+        raise _bad(None, f"expected a JSON object, got {_json_type(obj)}; for example {EXAMPLE_LINE}")
+    rid = obj.get("id")
+    if isinstance(rid, bool) or not (rid is None or isinstance(rid, (str, int))):
+        raise _bad(None, f"`id` must be a string (1-128 characters) or an integer, got {_json_type(rid)} - at `$.id`")
+    if isinstance(rid, str) and not 1 <= len(rid) <= 128:
+        raise _bad(None, "`id` must be a string of 1-128 characters or an integer - at `$.id`")
+    op = obj.get("op")
+    if op is None:
+        raise _bad(rid, f"missing field `op` (one of {', '.join(OPS)}) - at `$.op`")
+    if op not in OPS:
+        raise _bad(rid, f"unknown op {op!r}; expected one of {', '.join(OPS)} - at `$.op`")
+    try:
+        req = msgspec.convert(obj, Request)
+    except msgspec.ValidationError as e:
+        raise _bad(rid, str(e))
+    return Envelope(rid, req)
+
+
+def _bad(rid: RequestId, message: str) -> BadRequest:
+    err = BadRequest(message)
+    err.id = rid  # type: ignore[attr-defined]
+    return err
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(v), type(v).__name__)
+
+
+# --- frames -----------------------------------------------------------------------------------------
+
+
+class Progress(Struct, tag_field="type", tag="progress", kw_only=True):
+    id: RequestId
+    stage: Literal["queued", "cache", "render", "extract", "subagent", "search"]
+    message: str
+    elapsed_ms: int
+
+
+class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "fetch"
+    kind: Literal["page", "summary", "answer", "redirect"] = "page"
+    url: str = ""
+    final_url: str = ""
+    status: int | None = None
+    content_type: str | None = None
+    title: str | None = None
+    content: str = ""
+    offset: int = 0
+    next_offset: int | None = None
+    total_chars: int = 0
+    cached: bool = False
+    age_s: float = 0.0
+    extractor: str | None = None
+    truncated: bool = False
+    redirect_url: str | None = None
+    model: str | None = None
+    notes: list[str] = []
+
+
+class BrowserStatus(Struct, kw_only=True):
+    state: str
+    version: str | None = None
+    executable: str | None = None
+    endpoint: str | None = None
+
+
+class CacheStatus(Struct, kw_only=True):
+    entries: int
+    bytes: int
+    hits: int
+    misses: int
+
+
+class RequestsStatus(Struct, kw_only=True):
+    in_flight: int
+    served: int
+
+
+class SubagentStatus(Struct, kw_only=True):
+    command: str | None
+    available: bool
+
+
+class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "status"
+    version: str
+    protocol: int
+    uptime_s: float
+    browser: BrowserStatus
+    cache: CacheStatus
+    requests: RequestsStatus
+    subagent: SubagentStatus
+    search: list[str]
+    problems: list[str]
+
+
+class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "cancel"
+    target: str | int
+    found: bool
+
+
+class ErrorFrame(Struct, tag_field="type", tag="error", kw_only=True, omit_defaults=True):
+    id: RequestId
+    code: str
+    message: str
+    status: int | None = None
+    content_type: str | None = None
+
+
+Frame = Union[Progress, FetchResult, StatusResult, CancelResult, ErrorFrame]
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_frame(frame: Frame) -> bytes:
+    """One frame as a JSON line, newline included."""
+    buf = bytearray()
+    _encoder.encode_into(frame, buf)
+    buf += b"\n"
+    return bytes(buf)
+
+
+def decode_frame(line: bytes | str) -> dict[str, Any]:
+    """Clients read frames as plain dicts: unknown fields from a newer daemon must not break them."""
+    obj = _any_decoder.decode(line)
+    if not isinstance(obj, dict):
+        raise ValueError(f"daemon sent a non-object frame: {line!r}")
+    return obj

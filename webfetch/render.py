@@ -1,0 +1,407 @@
+"""Loading one URL in one tab: redirects checked hop by hop, the main response inspected before Chrome
+renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import urljoin
+
+import trio
+
+from ._trio import single_error
+from .cdp import CDPClosed, CDPError, Subscription
+from .chrome import Tab
+from .errors import (BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType,
+                     WebfetchError)
+from .urls import AddressPolicy, check_host, parse_url, same_host
+
+log = logging.getLogger("webfetch.render")
+
+MAX_NAVIGATIONS = 20          # main-frame documents per fetch: redirect hops, meta refresh, script navigation
+ERROR_BODY_BYTES = 64 * 1024  # enough of a 4xx/5xx page to quote its first lines
+SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending) = settled
+META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
+IO_CHUNK = 1 << 20
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
+              "application/xml", "text/xml", "text/csv")
+
+CAPTURE_JS = r"""
+(() => {
+  const m = document.querySelector('meta[http-equiv="refresh" i]');
+  return {html: document.documentElement ? document.documentElement.outerHTML : "",
+          title: document.title || null, url: location.href, refresh: m ? m.getAttribute("content") : null};
+})()
+"""
+
+Progress = Callable[[str, str], None]
+
+
+@dataclass
+class Rendered:
+    url: str
+    final_url: str
+    status: int | None = None
+    content_type: str | None = None
+    charset: str | None = None
+    html: str | None = None          # the rendered DOM, for HTML pages
+    body: bytes | None = None        # the main document's bytes as the server sent them (after the size cap)
+    title: str | None = None
+    truncated: bool = False
+    redirect_url: str | None = None
+    raw: bool = False                # a text body (plain, markdown, JSON, XML) that needs no rendering
+    notes: list[str] = field(default_factory=list)
+
+
+def classify(content_type: str | None) -> str:
+    """'html', 'text' or 'other' for a Content-Type header value."""
+    mime = (content_type or "").split(";", 1)[0].strip().lower()
+    if not mime or mime in HTML_TYPES:
+        return "html"
+    if mime in TEXT_TYPES or mime.startswith("text/") or mime.endswith("+json") or mime.endswith("+xml"):
+        return "text"
+    return "other"
+
+
+def _mime(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _charset(content_type: str | None) -> str | None:
+    for part in (content_type or "").split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"\'')
+    return None
+
+
+def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
+    for h in headers or ():
+        if h.get("name", "").lower() == name:
+            return h.get("value")
+    return None
+
+
+class _Done(Exception):
+    """Raised inside the event pump to end the render early with a finished result."""
+
+
+class _Render:
+    def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
+                 block_types: list[str], progress: Progress) -> None:
+        self.tab = tab
+        self.url = url
+        self.policy = policy
+        self.settle_s = settle_s
+        self.max_bytes = max_bytes
+        self.block_types = set(block_types)
+        self.progress = progress
+        self.result = Rendered(url=url, final_url=url)
+        self.navigations = 0
+        self.nav_generation = 0          # bumped by every main-frame document request
+        self.committed = trio.Event()    # the main document's response was let through
+        self.dom_ready = trio.Event()
+        self.loaded = trio.Event()
+        self.finished = trio.Event()     # raw body, redirect or error decided in the pump
+        self.failure: BaseException | None = None
+        self.nav_error: str | None = None
+
+    # --- the event pump ---------------------------------------------------------------------------
+
+    async def pump(self, sub: Subscription) -> None:
+        while True:
+            event = await sub.receive()
+            method = event.get("method")
+            params = event.get("params", {})
+            if method == "Fetch.requestPaused":
+                try:
+                    await self._paused(params)
+                except CDPError as e:
+                    # the request may have been cancelled by the page meanwhile; that is not our failure
+                    log.debug("request handling: %s", e)
+                except WebfetchError as e:
+                    self._finish(e)
+            elif method == "Page.domContentEventFired":
+                self.dom_ready.set()
+            elif method == "Page.loadEventFired":
+                self.dom_ready.set()
+                self.loaded.set()
+            elif method == "Page.javascriptDialogOpening":
+                accept = params.get("type") == "beforeunload"
+                try:
+                    await self.tab.call("Page.handleJavaScriptDialog", {"accept": accept})
+                except CDPError:
+                    pass
+            elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
+                self._finish(BrowserCrashed("the page's renderer process crashed"))
+
+    def _finish(self, failure: BaseException | None = None) -> None:
+        if not self.finished.is_set():
+            self.failure = failure
+            self.finished.set()
+
+    async def _fail(self, request_id: str, reason: str = "Aborted") -> None:
+        await self.tab.call("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+
+    async def _continue(self, request_id: str) -> None:
+        await self.tab.call("Fetch.continueRequest", {"requestId": request_id})
+
+    async def _paused(self, p: dict[str, Any]) -> None:
+        rid = p["requestId"]
+        url = p["request"]["url"]
+        rtype = p.get("resourceType")
+        main = rtype == "Document" and p.get("frameId") == self.tab.target_id
+        response_stage = "responseStatusCode" in p or "responseErrorReason" in p
+        if self.finished.is_set():
+            await self._fail(rid)
+            return
+        if not main:
+            if rtype in self.block_types:
+                await self._fail(rid, "BlockedByClient")
+            else:
+                await self._continue(rid)
+            return
+        if not response_stage:
+            await self._main_request(rid, url)
+        else:
+            await self._main_response(rid, url, p)
+
+    async def _main_request(self, rid: str, url: str) -> None:
+        self.navigations += 1
+        self.nav_generation += 1
+        if self.navigations > MAX_NAVIGATIONS:
+            await self._fail(rid)
+            raise NetworkError(f"net::ERR_TOO_MANY_REDIRECTS: {self.url} redirects in a loop "
+                               f"(more than {MAX_NAVIGATIONS} navigations)")
+        if not url.startswith(("http://", "https://")):
+            await self._fail(rid, "BlockedByClient")
+            raise BlockedUrl(f"the page navigated to {url.split(':', 1)[0]}: URL, which webfetch does not follow")
+        if not same_host(self.url, url):
+            await self._fail(rid)
+            self.result.redirect_url = url
+            self._finish()
+            return
+        await check_host(parse_url(url)[1], self.policy)
+        if self.navigations > 1:
+            self.progress("render", f"following redirect to {url}")
+        await self._continue(rid)
+
+    async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
+        status = p.get("responseStatusCode")
+        headers = p.get("responseHeaders") or []
+        if status is None:  # a network failure; Page.navigate reports it by name
+            await self._continue(rid)
+            return
+        if 300 <= status < 400 and _header(headers, "location"):
+            target = urljoin(url, _header(headers, "location") or "")
+            if not same_host(self.url, target):
+                await self._fail(rid)
+                self.result.redirect_url = target
+                self.result.status = status
+                self._finish()
+                return
+            await self._continue(rid)
+            return
+        ctype = _header(headers, "content-type")
+        r = self.result
+        r.final_url, r.status, r.content_type, r.charset = url, status, _mime(ctype) or None, _charset(ctype)
+        if status >= 400:
+            body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
+            await self._fail(rid)
+            raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
+        kind = classify(ctype)
+        if kind == "other":
+            await self._fail(rid, "BlockedByClient")
+            raise UnsupportedContentType(
+                f"{url} is {_mime(ctype)}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
+                f"plain text, markdown, JSON and XML", content_type=_mime(ctype))
+        body, truncated = await self._read_body(rid, self.max_bytes)
+        r.body, r.truncated = body, truncated
+        if kind == "text":
+            await self._fail(rid)
+            r.raw = True
+            self._finish()
+            return
+        # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
+        kept = [h for h in headers if h.get("name", "").lower() not in
+                ("content-encoding", "content-length", "transfer-encoding")]
+        await self.tab.call("Fetch.fulfillRequest", {
+            "requestId": rid, "responseCode": status, "responseHeaders": kept,
+            "body": base64.b64encode(body).decode()})
+        self.committed.set()
+
+    async def _read_body(self, rid: str, limit: int) -> tuple[bytes, bool]:
+        """Read the paused response's body as a stream, at most `limit` bytes; (bytes, was_cut)."""
+        stream = (await self.tab.call("Fetch.takeResponseBodyAsStream", {"requestId": rid}))["stream"]
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        try:
+            while True:
+                part = await self.tab.call("IO.read", {"handle": stream, "size": IO_CHUNK})
+                data = part.get("data", "")
+                chunk = base64.b64decode(data) if part.get("base64Encoded") else data.encode()
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    truncated = True
+                    break
+                if part.get("eof"):
+                    break
+        finally:
+            try:
+                await self.tab.call("IO.close", {"handle": stream})
+            except CDPError:
+                pass
+        body = b"".join(chunks)
+        return body[:limit], truncated
+
+    # --- the main flow ----------------------------------------------------------------------------
+
+    async def navigate(self, url: str) -> None:
+        try:
+            reply = await self.tab.call("Page.navigate", {"url": url})
+        except CDPError as e:
+            self._finish(NetworkError(f"cannot load {url}: {e.message}"))
+            return
+        error = reply.get("errorText")
+        if error and not self.finished.is_set():
+            # Our own failRequest calls show up here as ERR_ABORTED/ERR_BLOCKED_BY_CLIENT after _finish.
+            await trio.sleep(0)
+            if not self.finished.is_set():
+                self._finish(NetworkError(f"{error} while loading {url}"))
+
+    async def run(self) -> Rendered:
+        conn = self.tab.browser.conn
+        try:
+            with conn.subscribe(self.tab.session_id) as sub:
+                with single_error():
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self.pump, sub)
+                        self.progress("render", f"loading {self.url}")
+                        nursery.start_soon(self.navigate, self.url)
+                        await self._until_captured(nursery)
+                        nursery.cancel_scope.cancel()
+        except CDPClosed as e:
+            raise BrowserCrashed(str(e)) from None
+        if self.failure is not None:
+            raise self.failure
+        return self.result
+
+    async def _first(self, *events: trio.Event) -> None:
+        if any(e.is_set() for e in events):
+            return
+        async with trio.open_nursery() as nursery:
+            for ev in events:
+                async def wait(ev: trio.Event = ev) -> None:
+                    await ev.wait()
+                    nursery.cancel_scope.cancel()
+                nursery.start_soon(wait)
+
+    async def _until_captured(self, nursery: trio.Nursery) -> None:
+        while True:
+            await self._first(self.dom_ready, self.finished)
+            if self.finished.is_set():
+                return
+            generation = self.nav_generation
+            with trio.move_on_after(self.settle_s):
+                await self._first(self.loaded, self.finished)
+            if self.finished.is_set():
+                return
+            if not self.loaded.is_set():
+                try:
+                    await self.tab.call("Page.stopLoading")
+                except CDPError:
+                    pass
+                self.result.notes.append(
+                    f"stopped loading after waiting {self.settle_s:g} s for slow resources; "
+                    f"the content is what had arrived by then")
+            state = await self._settle()
+            if self.finished.is_set():
+                return
+            if generation != self.nav_generation or state is None:
+                # the page navigated meanwhile (meta refresh, script): wait for the new document
+                self.dom_ready, self.loaded = trio.Event(), trio.Event()
+                continue
+            if state != "settled":
+                self.result.notes.append(
+                    f"the page was still running scripts after {self.settle_s:g} s; "
+                    f"the content is what it showed then")
+            captured = (await self.tab.call("Runtime.evaluate", {
+                "expression": CAPTURE_JS, "returnByValue": True}))["result"].get("value") or {}
+            if generation != self.nav_generation:
+                self.dom_ready, self.loaded = trio.Event(), trio.Event()
+                continue
+            target = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
+            if target:
+                self.dom_ready, self.loaded = trio.Event(), trio.Event()
+                nursery.start_soon(self.navigate, target)
+                continue
+            r = self.result
+            r.html = captured.get("html") or ""
+            r.title = captured.get("title")
+            if captured.get("url", "").startswith(("http://", "https://")):
+                r.final_url = captured["url"]
+            return
+
+    async def _settle(self) -> str | None:
+        """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
+        try:
+            reply = await self.tab.call("Runtime.evaluate", {
+                "expression": f"window.__webfetchSettle ? window.__webfetchSettle({self.settle_s * 1000:.0f}, "
+                              f"{SETTLE_QUIET_MS}) : 'settled'",
+                "awaitPromise": True, "returnByValue": True})
+        except CDPError:
+            return None  # "Execution context was destroyed": a navigation replaced the document
+        if "exceptionDetails" in reply:
+            return None
+        return reply["result"].get("value")
+
+
+def _meta_refresh_target(content: str | None, base: str) -> str | None:
+    if not content:
+        return None
+    delay, _, rest = content.partition(";")
+    try:
+        if float(delay.strip() or 0) > META_REFRESH_MAX_S:
+            return None
+    except ValueError:
+        return None
+    rest = rest.strip()
+    if rest[:4].lower() == "url=":
+        rest = rest[4:]
+    rest = rest.strip().strip("'\"")
+    if not rest:
+        return None
+    target = urljoin(base, rest)
+    return target if target != base else None
+
+
+def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str:
+    text = body.decode(_charset(content_type) or "utf-8", errors="replace")
+    if classify(content_type) == "html":
+        try:
+            import lxml.html
+            doc = lxml.html.fromstring(text or "<html></html>")
+            for bad in doc.xpath("//script|//style|//noscript|//head"):
+                bad.drop_tree()
+            text = doc.text_content()
+        except Exception:  # an error page we cannot parse still gets a status in the message
+            return ""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    snippet = " / ".join(line for line in lines if line)[:limit]
+    return f": {snippet}" if snippet else ""
+
+
+async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
+                 block_types: list[str], progress: Progress) -> Rendered:
+    """Load `url` in `tab` and return what extraction needs. Raises a WebfetchError or BrowserCrashed."""
+    started = time.monotonic()
+    result = await _Render(tab, url, policy, settle_s, max_bytes, block_types, progress).run()
+    log.debug("rendered %s in %.0f ms", url, (time.monotonic() - started) * 1000)
+    return result

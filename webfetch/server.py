@@ -1,0 +1,279 @@
+"""Connections, framing and dispatch: line-delimited JSON over a Unix socket (PROTOCOL.md).
+
+One nursery per connection, one writer task per connection, one task per request; each request runs
+under its own cancel scope, so `cancel`, a vanished client and shutdown all end it the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import select
+import time
+from typing import Awaitable, Callable
+
+import trio
+
+from ._trio import single_error
+from .errors import BadRequest, Cancelled, Internal, LineTooLong, ShuttingDown, WebfetchError
+from .protocol import (CancelRequest, CancelResult, ErrorFrame, FetchRequest, Frame, Progress, Request,
+                       RequestId, decode_request, encode_frame)
+
+log = logging.getLogger("webfetch.server")
+
+READ_CHUNK = 64 * 1024
+FRAME_BUFFER = 64           # frames waiting for a slow client before its own requests wait
+HANGUP_POLL_S = 0.25        # how often a half-closed connection is checked for a full hang-up
+
+Handler = Callable[[Request, RequestId, Callable[[str, str], None]], Awaitable[Frame]]
+
+
+class _Active:
+    __slots__ = ("scope", "ended_by", "op", "started")
+
+    def __init__(self, op: str) -> None:
+        self.scope = trio.CancelScope()
+        self.ended_by: WebfetchError | None = None
+        self.op = op
+        self.started = time.monotonic()
+
+
+class Connection:
+    _numbers = itertools.count(1)
+
+    def __init__(self, server: "Server", stream: trio.SocketStream) -> None:
+        self.server = server
+        self.stream = stream
+        self.number = next(self._numbers)
+        self.requests: dict[RequestId, _Active] = {}
+        self._auto_ids = itertools.count(1)
+        self._send, self._recv = trio.open_memory_channel[bytes | None](FRAME_BUFFER)
+        self._idle = trio.Event()
+        self.gone = False
+
+    async def run(self) -> None:
+        try:
+            with single_error():
+                async with trio.open_nursery() as nursery:
+                    self.nursery = nursery
+                    nursery.start_soon(self._writer)
+                    await self._reader(nursery)
+                    # Half-closed (or done): answer what is in flight, then close.
+                    nursery.start_soon(self._watch_hangup)
+                    await self._drain()
+                    await self._send.send(None)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await self.stream.aclose()
+
+    async def _drain(self) -> None:
+        while self.requests:
+            self._idle = trio.Event()
+            await self._idle.wait()
+
+    async def _reader(self, nursery: trio.Nursery) -> None:
+        buf = bytearray()
+        limit = self.server.max_line_bytes
+        while True:
+            try:
+                data = await self.stream.receive_some(READ_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._hang_up()
+                return
+            if not data:
+                return
+            buf += data
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    break
+                line = bytes(buf[:nl])
+                del buf[:nl + 1]
+                if len(line) > limit:
+                    await self._too_long(limit)
+                    return
+                self._handle_line(line, nursery)
+            if len(buf) > limit:
+                await self._too_long(limit)
+                return
+
+    async def _too_long(self, limit: int) -> None:
+        err = LineTooLong(f"request line longer than {limit} bytes; send one JSON object per line, "
+                          f"at most {limit} bytes (server.max_line_bytes)")
+        await self._emit(ErrorFrame(id=None, code=err.code, message=err.message))
+        # PROTOCOL.md: the connection closes after this frame; in-flight requests are abandoned.
+        await self._send.send(None)
+        self._cancel_all(None)
+        await trio.sleep_forever()
+
+    def _handle_line(self, line: bytes, nursery: trio.Nursery) -> None:
+        if not line.strip():
+            return
+        try:
+            env = decode_request(line)
+        except BadRequest as e:
+            self._emit_nowait(ErrorFrame(id=getattr(e, "id", None), code=e.code, message=e.message))
+            return
+        rid, req = env.id, env.request
+        if rid is None:
+            rid = f"auto-{next(self._auto_ids)}"
+        if rid in self.requests:
+            self._emit_nowait(ErrorFrame(id=rid, code="bad_request", message=(
+                f"id {rid!r} is already in flight on this connection; use a new id for each request")))
+            return
+        if isinstance(req, CancelRequest):
+            target = self.requests.get(req.target)
+            if target is not None and target.ended_by is None:
+                target.ended_by = Cancelled(f"request {req.target!r} was cancelled")
+                target.scope.cancel()
+            self._emit_nowait(CancelResult(id=rid, target=req.target, found=target is not None))
+            return
+        active = _Active(type(req).__name__)
+        self.requests[rid] = active
+        nursery.start_soon(self._run_request, rid, req, active)
+
+    async def _run_request(self, rid: RequestId, req: Request, active: _Active) -> None:
+        frame: Frame | None = None
+        self.server.in_flight += 1
+        started = time.monotonic()
+
+        def progress(stage: str, message: str) -> None:
+            self._emit_nowait(Progress(id=rid, stage=stage, message=message,  # type: ignore[arg-type]
+                                       elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
+
+        try:
+            with active.scope:
+                try:
+                    frame = await self.server.handler(req, rid, progress)
+                except WebfetchError as e:
+                    frame = ErrorFrame(id=rid, code=e.code, message=e.message, **e.extra)  # type: ignore[arg-type]
+                except Exception as e:
+                    log.exception("conn=%d id=%r: internal error", self.number, rid)
+                    err = Internal(f"internal error ({type(e).__name__}: {e}); this is a bug in webfetch, "
+                                   f"the daemon's log has the traceback")
+                    frame = ErrorFrame(id=rid, code=err.code, message=err.message)
+            if frame is None and active.ended_by is not None:
+                frame = ErrorFrame(id=rid, code=active.ended_by.code, message=active.ended_by.message)
+            if frame is not None and not self.gone:
+                await self._emit(frame)
+        finally:
+            self.server.in_flight -= 1
+            self.server.served += 1
+            self.requests.pop(rid, None)
+            if not self.requests:
+                self._idle.set()
+            _log_request(self.number, rid, req, frame, started, self.gone)
+
+    def _cancel_all(self, reason: WebfetchError | None) -> None:
+        for active in self.requests.values():
+            if active.ended_by is None:
+                active.ended_by = reason
+            active.scope.cancel()
+
+    def shutdown(self) -> None:
+        self._cancel_all(ShuttingDown("the daemon is shutting down; retry in a moment"))
+
+    def _hang_up(self) -> None:
+        if not self.gone:
+            self.gone = True
+            self._cancel_all(None)
+
+    async def _watch_hangup(self) -> None:
+        # A client that half-closed (nc -N) still gets its results; one that closed entirely has its
+        # requests cancelled. On a Unix socket only the latter raises POLLHUP.
+        poller = select.poll()
+        poller.register(self.stream.socket.fileno(), select.POLLHUP)
+        while self.requests:
+            for _, events in poller.poll(0):
+                if events & (select.POLLHUP | select.POLLERR):
+                    self._hang_up()
+                    return
+            await trio.sleep(HANGUP_POLL_S)
+
+    def _emit_nowait(self, frame: Frame, drop: bool = False) -> None:
+        try:
+            self._send.send_nowait(encode_frame(frame))
+        except trio.WouldBlock:
+            if not drop:
+                self.nursery.start_soon(self._emit, frame)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def _emit(self, frame: Frame) -> None:
+        try:
+            await self._send.send(encode_frame(frame))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def _writer(self) -> None:
+        async with self._recv:
+            async for data in self._recv:
+                if data is None:
+                    break
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._hang_up()
+                    break
+        self._send.close()
+        self.nursery.cancel_scope.cancel()
+
+
+def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, started: float,
+                 gone: bool) -> None:
+    ms = (time.monotonic() - started) * 1000
+    url = getattr(req, "url", None)
+    op = {"FetchRequest": "fetch", "SearchRequest": "search", "StatusRequest": "status"}.get(
+        type(req).__name__, type(req).__name__)
+    if isinstance(frame, ErrorFrame):
+        outcome = f"error={frame.code}"
+    elif frame is None:
+        outcome = "client-gone" if gone else "cancelled"
+    else:
+        outcome = "ok"
+        kind = getattr(frame, "kind", None)
+        if kind:
+            outcome += f" kind={kind} cached={str(getattr(frame, 'cached', False)).lower()}"
+    log.info("conn=%d id=%r op=%s%s %s %.0fms", conn, rid, op, f" url={url}" if url else "", outcome, ms)
+
+
+class Server:
+    def __init__(self, handler: Handler, max_line_bytes: int) -> None:
+        self.handler = handler
+        self.max_line_bytes = max_line_bytes
+        self.connections: set[Connection] = set()
+        self.in_flight = 0
+        self.served = 0
+        self.last_activity = trio.current_time()
+
+    async def serve(self, listener: trio.SocketListener, *,
+                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            while True:
+                try:
+                    stream = await listener.accept()
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    return
+                except OSError as e:  # EMFILE and friends: back off rather than spin
+                    log.warning("accept failed: %s", e)
+                    await trio.sleep(0.1)
+                    continue
+                nursery.start_soon(self._run_connection, stream)
+
+    async def _run_connection(self, stream: trio.SocketStream) -> None:
+        conn = Connection(self, stream)
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+            self.last_activity = trio.current_time()
+
+    def shutdown(self) -> None:
+        """End every in-flight request with `shutting_down`."""
+        for conn in list(self.connections):
+            conn.shutdown()

@@ -1,0 +1,123 @@
+"""URL validation, normalization and the address policy (which hosts the daemon may fetch)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+import trio
+
+from .errors import BlockedUrl, InvalidUrl
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    allow_private: bool = False
+    allow_hosts: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_config(cls, allow_private: bool, allow_hosts: list[str]) -> "AddressPolicy":
+        return cls(allow_private, frozenset(h.lower().rstrip(".") for h in allow_hosts))
+
+
+def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
+    """Split an absolute http(s) URL into (scheme, host, port, path, query); InvalidUrl otherwise."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidUrl("empty URL; pass a full URL such as https://example.com/page")
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as e:
+        raise InvalidUrl(f"{text!r} is not a valid URL ({e}); pass a full URL such as https://example.com/page")
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise InvalidUrl(f"{text!r} is not an http(s) URL; pass a full URL such as https://example.com/page")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise InvalidUrl(f"{text!r} has no host; pass a full URL such as https://example.com/page")
+    try:
+        host = host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
+    except UnicodeError:
+        raise InvalidUrl(f"{text!r} has a host name that is not valid: {host!r}")
+    return scheme, host, port, parts.path or "/", parts.query
+
+
+def build_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != {"http": 80, "https": 443}[scheme]:
+        netloc += f":{port}"
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").rstrip(".").lower()
+
+
+def same_host(a: str, b: str) -> bool:
+    """Hosts compared without a leading `www.` (PROTOCOL.md); scheme and port do not matter."""
+    return _strip_www(host_of(a)) == _strip_www(host_of(b))
+
+
+def _strip_www(host: str) -> str:
+    return host[4:] if host.startswith("www.") else host
+
+
+def ip_is_blocked(ip: IPAddress) -> bool:
+    """Loopback, private, link-local (cloud metadata), unique-local, unspecified, multicast, reserved."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast
+            or ip.is_reserved)
+
+
+async def resolve(host: str) -> list[IPAddress]:
+    """The addresses a host name stands for; [] when it does not resolve (the browser then says why)."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return []
+    out: list[IPAddress] = []
+    for info in infos:
+        addr = info[4][0].split("%", 1)[0]
+        try:
+            out.append(ipaddress.ip_address(addr))
+        except ValueError:
+            continue
+    return out
+
+
+async def check_host(host: str, policy: AddressPolicy) -> bool:
+    """Raise BlockedUrl when policy refuses the host; return True when it is a local host let through."""
+    if host in policy.allow_hosts:
+        return True
+    addrs = await resolve(host)
+    blocked = [a for a in addrs if ip_is_blocked(a)]
+    if not blocked:
+        return False
+    if policy.allow_private:
+        return True
+    shown = host if str(blocked[0]) == host else f"{host} ({blocked[0]})"
+    raise BlockedUrl(
+        f"{shown} is a loopback, private or link-local address, which webfetch does not fetch by default; "
+        f"set fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
+
+
+async def prepare_url(url: str, policy: AddressPolicy) -> str:
+    """Validate, apply the address policy, upgrade http to https (not for allowed local hosts), and
+    normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
+    scheme, host, port, path, query = parse_url(url)
+    local = await check_host(host, policy)
+    if scheme == "http" and not local:
+        scheme = "https"
+        if port == 80:
+            port = None
+    return build_url(scheme, host, port, path, query)
