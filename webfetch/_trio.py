@@ -5,6 +5,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+import trio
+
 
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
@@ -20,6 +22,8 @@ def single_error() -> Iterator[None]:
         yield
     except BaseExceptionGroup as group:
         leaves = _leaves(group)
-        if len(leaves) == 1:
-            raise leaves[0] from None
+        real = [e for e in leaves if not isinstance(e, trio.Cancelled)] or leaves
+        # one failure seen by several helpers (the browser went away under all of them) is one failure
+        if len({type(e) for e in real}) == 1:
+            raise real[0] from None
         raise

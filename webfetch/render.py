@@ -181,12 +181,12 @@ class _Render:
         if not url.startswith(("http://", "https://")):
             await self._fail(rid, "BlockedByClient")
             raise BlockedUrl(f"the page navigated to {url.split(':', 1)[0]}: URL, which webfetch does not follow")
+        await check_host(parse_url(url)[1], self.policy)
         if not same_host(self.url, url):
             await self._fail(rid)
             self.result.redirect_url = url
             self._finish()
             return
-        await check_host(parse_url(url)[1], self.policy)
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
         await self._continue(rid)
@@ -199,6 +199,8 @@ class _Render:
             return
         if 300 <= status < 400 and _header(headers, "location"):
             target = urljoin(url, _header(headers, "location") or "")
+            if target.startswith(("http://", "https://")):
+                await check_host(parse_url(target)[1], self.policy)
             if not same_host(self.url, target):
                 await self._fail(rid)
                 self.result.redirect_url = target

@@ -1,0 +1,62 @@
+# Shared set-up for bin/webfetch, bin/test and bin/bench: sourced, not run.
+# Creates .venv with the package installed (re-installed when pyproject.toml changes) and makes sure a
+# Chrome is there: installed with apt when missing and running as root, otherwise a clear message.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+say() { printf 'webfetch setup: %s\n' "$*" >&2; }
+
+find_python() {
+    for py in python3.13 python3.12 python3.11 python3; do
+        if command -v "$py" >/dev/null 2>&1 &&
+           "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            command -v "$py"; return 0
+        fi
+    done
+    say "Python 3.11 or newer is needed; install it (Debian/Ubuntu: sudo apt-get install python3 python3-venv)"
+    return 1
+}
+
+ensure_venv() {  # $1: pip extras, e.g. "[test]" or ""
+    local extras="$1" stamp="$VENV/.webfetch-installed"
+    local hash want
+    hash="$(sha256sum < "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    want="$hash$extras"
+    if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ]; then
+        # an install with more extras serves a command that needs fewer
+        if grep -qxF "$want" "$stamp" || { [ -z "$extras" ] && grep -q "^$hash" "$stamp"; }; then
+            return 0
+        fi
+    fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating $VENV"
+        "$(find_python)" -m venv "$VENV"
+    fi
+    say "installing webfetch$extras and its dependencies into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT$extras" >&2
+    printf '%s\n' "$want" > "$stamp"
+}
+
+find_chrome() {
+    if [ -n "${WEBFETCH_CHROME:-}" ] && command -v "$WEBFETCH_CHROME" >/dev/null 2>&1; then return 0; fi
+    for name in chromium chromium-browser google-chrome google-chrome-stable; do
+        if command -v "$name" >/dev/null 2>&1; then return 0; fi
+    done
+    return 1
+}
+
+ensure_chrome() {
+    find_chrome && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "no Chrome found; installing Debian's chromium with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq chromium >&2
+        find_chrome && return 0
+    fi
+    say "no Chrome found. Install Chromium (Debian/Ubuntu: sudo apt-get install chromium;"
+    say "Fedora: sudo dnf install chromium), or set WEBFETCH_CHROME to a Chrome binary."
+    return 1
+}

@@ -1,0 +1,81 @@
+"""Test helpers: a line client over a real Unix socket, and a daemon harness."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import trio
+
+
+class LineClient:
+    """A raw protocol client: send JSON lines, read frames (dicts), one at a time."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self._buf = bytearray()
+
+    @classmethod
+    async def connect(cls, path: Path | str) -> "LineClient":
+        return cls(await trio.open_unix_socket(str(path)))
+
+    async def send(self, obj: Any) -> None:
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode() + b"\n"
+        await self.stream.send_all(data)
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next frame, or None at end of stream."""
+        while b"\n" not in self._buf:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                return None
+            self._buf += data
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return json.loads(line)
+
+    async def terminal(self, rid: Any, progress: list | None = None) -> dict[str, Any]:
+        """Frames until the terminal one for `rid`; progress frames for it are appended to `progress`."""
+        while True:
+            frame = await self.receive()
+            assert frame is not None, f"connection closed before the terminal frame of {rid!r}"
+            if frame.get("id") != rid:
+                continue
+            if frame["type"] == "progress":
+                if progress is not None:
+                    progress.append(frame)
+                continue
+            return frame
+
+    async def request(self, obj: dict[str, Any], progress: list | None = None) -> dict[str, Any]:
+        await self.send(obj)
+        return await self.terminal(obj.get("id"), progress)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def chrome_pids_of_group(pgid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry))
+    return out

@@ -1,0 +1,292 @@
+"""Layer 3: the real daemon with real Chromium against the local test site."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import trio
+
+from webfetch.config import BrowserConfig, Config, FetchConfig
+
+from .conftest import make_config
+from .helpers import pid_alive
+from .site import ARTICLE_TEXT, CYRILLIC
+
+
+async def test_noisy_article_becomes_clean_markdown(daemon, site):
+    progress: list = []
+    r = await daemon.request({"id": 1, "op": "fetch", "url": site.url("/article")}, progress)
+    assert r["type"] == "result" and r["kind"] == "page", r
+    assert r["title"] == "Otters return to the valley"
+    assert r["extractor"] == "trafilatura"
+    md = r["content"]
+    for sentence in ARTICLE_TEXT:
+        assert sentence in md
+    assert "A long road back" in md
+    assert "[full survey report](" in md  # links kept
+    for noise in ("BUY CHEAP WATCHES", "Celebrity gossip", "Copyright 2026", "Weather"):
+        assert noise not in md
+    assert r["cached"] is False and r["status"] == 200 and r["content_type"] == "text/html"
+    assert r["url"] == r["final_url"] == site.url("/article")
+    assert r["next_offset"] is None and r["total_chars"] == len(md) and r["offset"] == 0
+    assert [p["stage"] for p in progress][:2] == ["cache", "render"]
+    assert site.hits.get("/pixel.png", 0) == 0  # images are never downloaded
+
+
+async def test_javascript_rendered_content_is_captured(daemon, site):
+    r = await daemon.fetch(site.url("/js"))
+    assert r["type"] == "result", r
+    assert "only exists after the page's JavaScript ran" in r["content"]
+    assert r["title"] == "Rendered by script"
+    assert "Loading" not in r["content"]
+
+
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+async def test_same_host_redirect_chains_are_followed(daemon, site, code):
+    r = await daemon.fetch(site.url(f"/r{code}"))
+    assert r["kind"] == "page", r
+    assert r["final_url"] == site.url("/landed")
+    assert r["url"] == site.url(f"/r{code}")
+    assert "arrived at the landing page" in r["content"]
+
+
+async def test_same_host_meta_refresh_is_followed(daemon, site):
+    r = await daemon.fetch(site.url("/same-meta"))
+    assert r["kind"] == "page", r
+    assert r["final_url"] == site.url("/landed")
+    assert "arrived at the landing page" in r["content"]
+
+
+@pytest.mark.parametrize("path", ["/cross-http", "/cross-meta", "/cross-script"])
+async def test_cross_host_redirects_are_reported_not_followed(daemon, site, path):
+    r = await daemon.fetch(site.url(path))
+    assert r["type"] == "result", r
+    assert r["kind"] == "redirect"
+    assert r["redirect_url"] == site.url("/elsewhere", host="localhost")
+    assert site.url("/elsewhere", host="localhost") in r["content"]
+    assert "different host" in r["content"]
+    assert site.hits.get("/elsewhere", 0) == 0  # stopped before the target was loaded
+
+
+@pytest.mark.parametrize("path", ["/loop", "/meta-loop"])
+async def test_redirect_loops_end_in_an_error(daemon, site, path):
+    r = await daemon.fetch(site.url(path))
+    assert r["type"] == "error", r
+    assert r["code"] == "network_error"
+    assert "ERR_TOO_MANY_REDIRECTS" in r["message"]
+
+
+@pytest.mark.parametrize("path,ctype", [("/doc.pdf", "application/pdf"), ("/image.png", "image/png")])
+async def test_binary_bodies_are_unsupported(daemon, site, path, ctype):
+    r = await daemon.fetch(site.url(path))
+    assert r["type"] == "error", r
+    assert r["code"] == "unsupported_content_type"
+    assert r["content_type"] == ctype
+    assert ctype in r["message"]
+
+
+async def test_json_body_is_returned_pretty_printed(daemon, site):
+    r = await daemon.fetch(site.url("/data.json"))
+    assert r["kind"] == "page", r
+    assert r["extractor"] == "raw" and r["content_type"] == "application/json"
+    assert r["content"] == '{\n  "name": "webfetch",\n  "tags": [\n    "a",\n    "b"\n  ]\n}'
+
+
+async def test_plain_text_body_is_returned_as_is(daemon, site):
+    r = await daemon.fetch(site.url("/notes.txt"))
+    assert r["kind"] == "page", r
+    assert r["extractor"] == "raw"
+    assert r["content"] == "line one\nline two\n"
+
+
+@pytest.mark.parametrize("path,status,text", [("/missing-page", 404, "Page not found"),
+                                              ("/broken", 500, "The database is down.")])
+async def test_error_statuses_are_http_errors(daemon, site, path, status, text):
+    r = await daemon.fetch(site.url(path))
+    assert r["type"] == "error", r
+    assert r["code"] == "http_error"
+    assert r["status"] == status
+    assert f"HTTP {status}" in r["message"] and text in r["message"]
+
+
+async def test_server_that_never_answers_times_out(daemon, site):
+    with trio.fail_after(20):
+        r = await daemon.fetch(site.url("/hang"), timeout_s=1.5)
+    assert r["type"] == "error", r
+    assert r["code"] == "timeout"
+    assert "1.5 s" in r["message"]
+
+
+async def test_connection_refused_is_a_network_error(daemon, site):
+    from .site import free_port
+    r = await daemon.fetch(f"http://127.0.0.1:{free_port()}/")
+    assert r["type"] == "error", r
+    assert r["code"] == "network_error"
+    assert "net::ERR_CONNECTION_REFUSED" in r["message"]
+
+
+async def test_large_page_is_paged(daemon, site):
+    first = await daemon.fetch(site.url("/large"))
+    assert first["kind"] == "page", first
+    assert first["total_chars"] > 100_000
+    assert len(first["content"]) <= 50_000
+    assert first["content"].endswith("\n")  # cut at a line boundary
+    assert first["next_offset"] == len(first["content"])
+    second = await daemon.fetch(site.url("/large"), offset=first["next_offset"], max_chars=1000)
+    assert second["cached"] is True and second["offset"] == first["next_offset"]
+    assert len(second["content"]) <= 1000
+    assert second["next_offset"] == first["next_offset"] + len(second["content"])
+
+
+async def test_body_over_max_bytes_is_cut_and_flagged(start_daemon, site):
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, max_bytes=20_000)))
+    r = await d.fetch(site.url("/large"))
+    assert r["kind"] == "page", r
+    assert r["truncated"] is True
+    assert "Paragraph 0:" in r["content"] and "Paragraph 1400" not in r["content"]
+    assert any("20000 bytes" in n for n in r["notes"])
+
+
+async def test_non_utf8_charset_is_decoded(daemon, site):
+    r = await daemon.fetch(site.url("/cp1251"))
+    assert r["kind"] == "page", r
+    assert r["title"] == "Кириллица"
+    assert CYRILLIC in r["content"]
+
+
+async def test_cache_hit_does_not_touch_chrome(daemon, site):
+    first = await daemon.fetch(site.url("/article"))
+    renders = daemon.daemon.pipeline.renders
+    hits = site.hits["/article"]
+    second = await daemon.fetch(site.url("/article#section"))  # fragment is not part of the key
+    assert second["cached"] is True and second["age_s"] >= 0
+    assert second["content"] == first["content"]
+    assert daemon.daemon.pipeline.renders == renders and site.hits["/article"] == hits
+    fresh = await daemon.fetch(site.url("/article"), fresh=True)
+    assert fresh["cached"] is False and site.hits["/article"] == hits + 1
+
+
+async def test_concurrent_requests_for_one_url_render_once(daemon, site):
+    results = []
+
+    async def one(i: int) -> None:
+        results.append(await daemon.request({"id": i, "op": "fetch", "url": site.url("/article")}))
+
+    async with trio.open_nursery() as n:
+        for i in range(10):
+            n.start_soon(one, i)
+    assert [r["type"] for r in results] == ["result"] * 10
+    assert daemon.daemon.pipeline.renders == 1 and site.hits["/article"] == 1
+    assert sum(not r["cached"] for r in results) == 1
+
+
+async def test_cancel_ends_the_request_and_closes_its_tab(daemon, site):
+    before = {t["targetId"] for t in await daemon.page_targets()}
+    c = await daemon.client()
+    await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    await c.send({"id": "c", "op": "cancel", "target": "slow"})
+    frames = {}
+    with trio.fail_after(5):
+        while len(frames) < 2:
+            f = await c.receive()
+            if f["type"] != "progress":
+                frames[f["id"]] = f
+    assert frames["c"] == {"type": "result", "id": "c", "op": "cancel", "target": "slow", "found": True}
+    assert frames["slow"]["type"] == "error" and frames["slow"]["code"] == "cancelled"
+    await c.aclose()
+    await _wait_no_new_tabs(daemon, before)
+
+
+async def test_disconnect_cancels_within_a_second_and_closes_the_tab(daemon, site):
+    before = {t["targetId"] for t in await daemon.page_targets()}
+    c = await daemon.client()
+    await c.send({"id": 1, "op": "fetch", "url": site.url("/slow-article")})
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0 or daemon.daemon.server.in_flight == 0:
+            await trio.sleep(0.02)
+    await c.aclose()
+    with trio.fail_after(1.0):
+        while daemon.daemon.server.in_flight:
+            await trio.sleep(0.02)
+    await _wait_no_new_tabs(daemon, before)
+
+
+async def _wait_no_new_tabs(daemon, before: set[str]) -> None:
+    # Pool tabs are created in the background; a used tab is one that was in `before` or got a URL.
+    with trio.fail_after(3):
+        while True:
+            pages = await daemon.page_targets()
+            loaded = [t for t in pages if t["url"] not in ("about:blank", "")]
+            if not loaded:
+                return
+            await trio.sleep(0.05)
+
+
+async def test_chrome_killed_mid_request_is_retried_on_a_new_browser(daemon, site):
+    browser = await daemon.daemon.chrome.wait_browser()
+    c = await daemon.client()
+    await c.send({"id": 1, "op": "fetch", "url": site.url("/slow-article")})
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    os.killpg(browser.pid, signal.SIGKILL)
+    site.stall.set()  # the retry gets its answer at once
+    with trio.fail_after(30):
+        r = await c.terminal(1)
+    await c.aclose()
+    assert r["type"] == "result", r
+    assert ARTICLE_TEXT[0] in r["content"]
+    assert site.hits["/slow-article"] == 2
+    assert not pid_alive(browser.pid)
+    new = await daemon.daemon.chrome.wait_browser()
+    assert new.pid != browser.pid and daemon.daemon.chrome.restarts >= 1
+
+
+async def test_private_addresses_are_blocked_by_default(start_daemon, site):
+    d = await start_daemon(Config())
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "error" and r["code"] == "blocked_url", r
+    assert "fetch.allow_private" in r["message"]
+    assert site.hits.get("/article", 0) == 0
+
+
+async def test_redirect_to_metadata_address_is_blocked(start_daemon, site):
+    d = await start_daemon(Config(fetch=FetchConfig(allow_hosts=["127.0.0.1"])))
+    ok = await d.fetch(site.url("/article"))
+    assert ok["kind"] == "page", ok  # the allowed host itself works, over plain http
+    r = await d.fetch(site.url("/metadata"))
+    assert r["type"] == "error" and r["code"] == "blocked_url", r
+    assert "169.254.169.254" in r["message"]
+
+
+async def test_missing_chrome_is_reported(start_daemon, site):
+    d = await start_daemon(make_config(browser=BrowserConfig(executable="/nonexistent/chrome")))
+    status = await d.request({"id": 1, "op": "status"})
+    assert any("no Chrome found" in p for p in status["problems"]), status
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "error" and r["code"] == "browser_unavailable", r
+    assert "apt-get install chromium" in r["message"]
+
+
+async def test_status_reports_browser_and_cache(daemon, site):
+    await daemon.fetch(site.url("/article"))
+    s = await daemon.request({"id": "s", "op": "status"})
+    assert s["type"] == "result" and s["op"] == "status" and s["protocol"] == 1
+    assert s["browser"]["state"] == "ready" and s["browser"]["version"].startswith(("Chrome/", "HeadlessChrome/"))
+    assert s["cache"]["entries"] == 1 and s["cache"]["misses"] == 1
+    assert s["requests"]["served"] >= 1 and s["problems"] == []
+
+
+async def test_stopping_the_daemon_kills_chrome(start_daemon, site, nursery):
+    d = await start_daemon()
+    browser = await d.daemon.chrome.wait_browser()
+    assert pid_alive(browser.pid)
+    nursery.cancel_scope.cancel()
+    with trio.fail_after(10):
+        while pid_alive(browser.pid):
+            await trio.sleep(0.05)
