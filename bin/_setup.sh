@@ -34,8 +34,13 @@ ensure_venv() {  # $1: pip extras, e.g. "[test]" or ""
         "$(find_python)" -m venv "$VENV"
     fi
     say "installing webfetch$extras and its dependencies into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT$extras" >&2
+    local log="$VENV/pip-install.log"
+    if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
+           "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$ROOT$extras"; } >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        say "pip install failed; the whole log is in $log"
+        return 1
+    fi
     printf '%s\n' "$want" > "$stamp"
 }
 

@@ -60,7 +60,7 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(1024)  # 200 clients connecting at once must not be refused
     return sock
 
 

@@ -22,7 +22,7 @@ log = logging.getLogger("webfetch.extractor")
 FALLBACK_SHARE = 0.10
 FALLBACK_MIN_VISIBLE = 1000
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
-_WORD = re.compile(r"\w+")
+_MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 
 
 @dataclass
@@ -53,6 +53,15 @@ def fallback_markdown(doc: lxml.html.HtmlElement) -> str:
     return re.sub(r"\n{3,}", "\n\n", md).strip()
 
 
+def _structureless(md: str) -> bool:
+    """trafilatura's last-resort baseline returns the page's text as bare short lines, every heading, list,
+    table and link lost: the sign that it found no main content (an index, a listing)."""
+    lines = [line for line in md.splitlines() if line.strip()]
+    if len(lines) < 8 or _MARKDOWN.search(md):
+        return False
+    return sum(map(len, lines)) / len(lines) < 60
+
+
 def extract_html(html: str | bytes, url: str | None) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text."""
     main = trafilatura_markdown(html, url).strip()
@@ -62,11 +71,12 @@ def extract_html(html: str | bytes, url: str | None) -> Extracted:
         doc = None
     visible = visible_text_len(doc) if doc is not None else 0
     main_len = len("".join(main.split()))
-    if main and (visible < FALLBACK_MIN_VISIBLE or main_len >= FALLBACK_SHARE * visible):
+    missed = (visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible) or _structureless(main)
+    if main and not missed:
         return Extracted(main, "trafilatura")
     if doc is not None and visible:
         whole = fallback_markdown(doc)
-        if len("".join(whole.split())) > main_len:
+        if len("".join(whole.split())) >= main_len:
             return Extracted(whole, "fallback")
     if main:
         return Extracted(main, "trafilatura")

@@ -1,0 +1,146 @@
+"""Layer 1: the cache on trio's mock clock."""
+
+import pytest
+import trio
+import trio.testing
+
+from webfetch.cache import Cache
+from webfetch.errors import HttpError
+
+
+@pytest.fixture
+def clock():
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+def make(ttl=900.0, sweep=300.0, max_bytes=1000) -> Cache[str]:
+    return Cache(ttl, sweep, max_bytes, sizeof=len)
+
+
+async def test_entries_expire_after_the_ttl(clock):
+    c = make()
+    c.put("k", "value")
+    await trio.sleep(899)
+    value, age = c.get("k")
+    assert value == "value" and age == pytest.approx(899)
+    await trio.sleep(1)
+    assert c.get("k") is None and len(c) == 0 and c.bytes == 0
+
+
+async def test_sweeper_removes_expired_entries_every_five_minutes(clock, nursery):
+    c = make()
+    await nursery.start(c.run)
+    c.put("old", "x" * 10)
+    await trio.sleep(600)
+    c.put("new", "y" * 10)
+    await trio.sleep(300.5)  # sweep at t=900: "old" is exactly 900 s old
+    assert len(c) == 1 and c.bytes == 10
+    await trio.sleep(600)    # sweep at t=1500: "new" is 900 s old
+    assert len(c) == 0 and c.bytes == 0
+
+
+async def test_byte_bound_evicts_least_recently_used(clock):
+    c = make(max_bytes=30)
+    c.put("a", "a" * 10)
+    c.put("b", "b" * 10)
+    c.put("c", "c" * 10)
+    c.get("a")  # a is now the most recently used
+    c.put("d", "d" * 10)
+    assert c.get("b") is None
+    assert [k for k in ("a", "c", "d") if c.get(k)] == ["a", "c", "d"]
+    assert c.bytes == 30
+    c.put("huge", "h" * 31)  # larger than the whole cache: not kept, nothing evicted for it
+    assert c.get("huge") is None and len(c) == 3
+
+
+async def test_ten_concurrent_requests_cause_one_load(clock):
+    c = make()
+    loads = 0
+
+    async def load():
+        nonlocal loads
+        loads += 1
+        await trio.sleep(1)
+        return "page"
+
+    results = []
+
+    async def one():
+        results.append(await c.get_or_load("k", load))
+
+    async with trio.open_nursery() as n:
+        for _ in range(10):
+            n.start_soon(one)
+    assert loads == 1
+    assert sorted(r[2] for r in results) == [False] + [True] * 9
+    assert all(r[0] == "page" for r in results)
+    assert c.misses == 1 and c.hits == 9
+
+
+async def test_a_cancelled_loader_hands_over_to_a_waiter(clock):
+    c = make()
+    calls = []
+
+    async def load():
+        calls.append(trio.current_time())
+        await trio.sleep(5)
+        return "page"
+
+    async with trio.open_nursery() as n:
+        leader = trio.CancelScope()
+
+        async def first():
+            with leader:
+                await c.get_or_load("k", load)
+
+        n.start_soon(first)
+        await trio.sleep(1)
+        result = []
+        n.start_soon(lambda: _append(result, c.get_or_load("k", load)))
+        await trio.sleep(1)
+        leader.cancel()
+    assert result[0][0] == "page" and result[0][2] is False
+    assert len(calls) == 2
+
+
+async def _append(out, coro):
+    out.append(await coro)
+
+
+async def test_errors_are_shared_with_waiters_but_not_cached(clock):
+    c = make()
+    calls = 0
+
+    async def load():
+        nonlocal calls
+        calls += 1
+        await trio.sleep(1)
+        raise HttpError("gone", status=404)
+
+    errors = []
+
+    async def one():
+        try:
+            await c.get_or_load("k", load)
+        except HttpError as e:
+            errors.append(e)
+
+    async with trio.open_nursery() as n:
+        for _ in range(3):
+            n.start_soon(one)
+    assert calls == 1 and len(errors) == 3
+    await one()
+    assert calls == 2
+
+
+async def test_fresh_bypasses_the_read_and_refreshes(clock):
+    c = make()
+    c.put("k", "old")
+
+    async def load():
+        return "new"
+
+    assert await c.get_or_load("k", load) == ("old", 0.0, True)
+    value, age, cached = await c.get_or_load("k", load, fresh=True)
+    assert (value, cached) == ("new", False)
+    assert c.get("k")[0] == "new"

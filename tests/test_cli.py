@@ -1,0 +1,95 @@
+"""The daemon's socket file rules and the CLI, run as real processes."""
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from webfetch.daemon import DaemonError, bind_socket
+
+from .site import ARTICLE_TEXT
+
+
+def run_cli(*args, env=None, timeout=90):
+    return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_socket_and_directory_permissions(short_tmp):
+    path = short_tmp / "run" / "webfetch.sock"
+    sock = bind_socket(path)
+    try:
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    finally:
+        sock.close()
+
+
+def test_stale_socket_is_replaced_live_one_is_not(short_tmp):
+    path = short_tmp / "wf.sock"
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))
+    dead.close()  # the file stays, nobody listens: a crashed daemon's leftover
+    live = bind_socket(path)
+    try:
+        with pytest.raises(DaemonError, match="another webfetch daemon is already listening"):
+            bind_socket(path)
+    finally:
+        live.close()
+
+
+def test_second_daemon_exits_with_a_clear_message(short_tmp):
+    path = short_tmp / "wf.sock"
+    live = bind_socket(path)
+    try:
+        r = run_cli("serve", "--socket", str(path), timeout=30)
+    finally:
+        live.close()
+    assert r.returncode == 1
+    assert "another webfetch daemon is already listening on" in r.stderr
+
+
+def test_bad_config_stops_the_cli_naming_the_key(short_tmp):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\ntimeout = 3\n")
+    r = run_cli("serve", "--config", str(cfg), "--socket", str(short_tmp / "x.sock"))
+    assert r.returncode == 2
+    assert "unknown key `fetch.timeout`" in r.stderr
+
+
+def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 2\n")
+    path = short_tmp / "wf.sock"
+    env = {"WEBFETCH_SOCKET": str(path)}
+    r = run_cli("fetch", "--config", str(cfg), site.url("/article"), env=env)
+    assert r.returncode == 0, r.stderr
+    assert ARTICLE_TEXT[0] in r.stdout and "Copyright" not in r.stdout
+    status = run_cli("status", "--config", str(cfg), env=env)
+    assert status.returncode == 0, status.stderr
+    assert "browser:  ready" in status.stdout and "cache:    1 pages" in status.stdout
+    err = run_cli("fetch", "--config", str(cfg), site.url("/missing-page"), env=env)
+    assert err.returncode == 1 and err.stdout == ""
+    assert err.stderr.startswith("webfetch: http_error: ")
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists(), "the idle daemon should have exited and removed its socket"
+    log = (short_tmp / "webfetch.log").read_text()
+    assert "idle for 2 s; exiting" in log
+
+
+def test_fetch_json_prints_frames(short_tmp, site):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 1\n")
+    r = run_cli("fetch", "--json", "--config", str(cfg), site.url("/data.json"),
+                env={"WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
+    assert r.returncode == 0, r.stderr
+    import json
+    frames = [json.loads(line) for line in r.stdout.splitlines()]
+    assert frames[-1]["type"] == "result" and frames[-1]["extractor"] == "raw"
+    assert all(f["type"] == "progress" for f in frames[:-1])

@@ -1,0 +1,51 @@
+"""Layer 1: the config file."""
+
+import pytest
+
+from webfetch.config import Config, ConfigError, load_config, parse_config, socket_path
+
+
+def test_every_key_is_optional(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert load_config() == Config()
+    assert parse_config(b"") == Config()
+
+
+def test_values_are_read():
+    c = parse_config(b'[browser]\nargs = ["--proxy-server=x"]\nsettle_s = 0.5\n[fetch]\nallow_hosts = ["intranet"]\n'
+                     b'[cache]\nttl_s = 60\n')
+    assert c.browser.args == ["--proxy-server=x"] and c.browser.settle_s == 0.5
+    assert c.fetch.allow_hosts == ["intranet"] and c.cache.ttl_s == 60
+
+
+@pytest.mark.parametrize("text,message", [
+    (b"[browser]\ncolour = 1\n", "unknown key `browser.colour`"),
+    (b"nonsense = 1\n", "unknown key `nonsense`"),
+    (b"[fetch]\ntimeout_s = \"soon\"\n", "key `fetch.timeout_s`: Expected `float`, got `str`"),
+    (b"[cache]\nmax_bytes = 0\n", "key `cache.max_bytes`: Expected `int` >= 1"),
+    (b"[fetch\n", "not valid TOML"),
+])
+def test_bad_config_is_rejected_naming_the_key(text, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, source="config.toml")
+    assert message in str(info.value)
+    assert str(info.value).startswith("config.toml: ")
+
+
+def test_missing_explicit_config_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_socket_path_precedence(monkeypatch, tmp_path):
+    monkeypatch.delenv("WEBFETCH_SOCKET", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert str(socket_path(Config())) == "/run/user/1000/webfetch/webfetch.sock"
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    import os
+    assert str(socket_path(Config())) == f"/tmp/webfetch-{os.getuid()}/webfetch.sock"
+    c = parse_config(b'[server]\nsocket = "/tmp/from-config.sock"\n')
+    assert str(socket_path(c)) == "/tmp/from-config.sock"
+    monkeypatch.setenv("WEBFETCH_SOCKET", "/tmp/from-env.sock")
+    assert str(socket_path(c)) == "/tmp/from-env.sock"
+    assert str(socket_path(c, "/tmp/flag.sock")) == "/tmp/flag.sock"

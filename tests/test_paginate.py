@@ -1,0 +1,41 @@
+"""Layer 1: pagination of extracted content."""
+
+from webfetch.pipeline import paginate
+
+
+def test_short_content_is_one_page():
+    assert paginate("hello\nworld\n", 0, 50_000, 2000) == ("hello\nworld\n", None)
+
+
+def test_cut_at_a_line_boundary():
+    text = "".join(f"line {i:03d}\n" for i in range(100))  # 9 characters a line
+    page, nxt = paginate(text, 0, 50, 2000)
+    assert page == text[:45] and nxt == 45  # 50 would split line 6
+    page2, nxt2 = paginate(text, nxt, 50, 2000)
+    assert page2 == text[45:90] and nxt2 == 90
+
+
+def test_line_limit():
+    text = "x\n" * 5000
+    page, nxt = paginate(text, 0, 50_000, 2000)
+    assert page.count("\n") == 2000 and nxt == 4000
+
+
+def test_a_single_long_line_is_cut_where_it_must_be():
+    text = "y" * 120
+    assert paginate(text, 0, 50, 2000) == ("y" * 50, 50)
+    assert paginate(text, 100, 50, 2000) == ("y" * 20, None)
+
+
+def test_offset_past_the_end():
+    assert paginate("abc", 10, 50, 2000) == ("", None)
+
+
+def test_pages_cover_the_text_exactly():
+    text = "".join(f"{'w' * (i % 37)}\n" for i in range(3000))
+    out, offset = [], 0
+    while offset is not None:
+        page, offset = paginate(text, offset, 1000, 40)
+        assert len(page) <= 1000 and page.count("\n") <= 40
+        out.append(page)
+    assert "".join(out) == text

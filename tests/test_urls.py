@@ -1,0 +1,61 @@
+"""Layer 1: URL validation, normalization and the address policy."""
+
+import pytest
+
+from webfetch.errors import BlockedUrl, InvalidUrl
+from webfetch.urls import AddressPolicy, prepare_url, same_host
+
+DEFAULT = AddressPolicy()
+PRIVATE_OK = AddressPolicy(allow_private=True)
+
+
+@pytest.mark.parametrize("url,expected", [
+    ("http://Example.COM", "https://example.com/"),
+    ("HTTPS://example.com:443/a/b?x=1&y=2#frag", "https://example.com/a/b?x=1&y=2"),
+    ("http://example.com:80/p", "https://example.com/p"),
+    ("https://example.com:8443/p", "https://example.com:8443/p"),
+    ("  https://bücher.example/ ", "https://xn--bcher-kva.example/"),
+])
+async def test_normalization_and_https_upgrade(url, expected):
+    assert await prepare_url(url, DEFAULT) == expected
+
+
+@pytest.mark.parametrize("url,message", [
+    ("ftp://example.com/x", "is not an http(s) URL"),
+    ("example.com/page", "is not an http(s) URL"),
+    ("http://", "has no host"),
+    ("", "empty URL"),
+    ("http://[::1", "is not a valid URL"),
+    ("https://example.com:99999/", "is not a valid URL"),
+])
+async def test_invalid_urls_say_what_to_pass(url, message):
+    with pytest.raises(InvalidUrl) as info:
+        await prepare_url(url, DEFAULT)
+    assert message in info.value.message
+    assert info.value.code == "invalid_url"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://localhost:8080/", "http://10.1.2.3/",
+                                 "http://192.168.0.1/", "http://172.16.5.5/", "http://169.254.169.254/latest",
+                                 "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/",
+                                 "http://[::ffff:127.0.0.1]/"])
+async def test_private_addresses_are_blocked_by_default(url):
+    with pytest.raises(BlockedUrl) as info:
+        await prepare_url(url, DEFAULT)
+    assert info.value.code == "blocked_url"
+    assert "fetch.allow_private" in info.value.message and "fetch.allow_hosts" in info.value.message
+
+
+async def test_allowed_local_hosts_keep_plain_http():
+    assert await prepare_url("http://127.0.0.1:8000/x", PRIVATE_OK) == "http://127.0.0.1:8000/x"
+    assert await prepare_url("http://localhost/", PRIVATE_OK) == "http://localhost/"
+    only = AddressPolicy.from_config(False, ["LocalHost"])
+    assert await prepare_url("http://localhost:9/", only) == "http://localhost:9/"
+    with pytest.raises(BlockedUrl):
+        await prepare_url("http://127.0.0.1/", only)
+
+
+def test_same_host_ignores_www_scheme_and_port():
+    assert same_host("https://www.example.com/a", "http://example.com:8080/b")
+    assert not same_host("https://example.com/", "https://api.example.com/")
+    assert not same_host("http://127.0.0.1:1/", "http://localhost:1/")
