@@ -38,6 +38,13 @@ BASE_FLAGS = [
     "--disable-client-side-phishing-detection", "--disable-features=Translate,MediaRouter,OptimizationHints",
     "--disable-quic", "--mute-audio", "--hide-scrollbars", "--metrics-recording-only",
     "--password-store=basic", "--use-mock-keychain", "--disable-dev-shm-usage",
+    # A pooled tab waits in the background; Chrome would lower its renderer's priority and throttle its
+    # timers, and the first navigation in it would then crawl.
+    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding", "--disable-ipc-flooding-protection",
+    # Every cross-site frame would get a renderer process of its own; frames are never extracted
+    # (see render.py) and each request already has a browser context to itself.
+    "--disable-site-isolation-trials", "--disable-features=IsolateOrigins,site-per-process",
 ]
 LAUNCH_TIMEOUT_S = 30.0
 CRASH_WINDOW_S = 60.0
@@ -59,12 +66,50 @@ def find_chrome(configured: str | None = None) -> str | None:
     return None
 
 
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up now: nothing may be loaded after fork
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    # PR_SET_PDEATHSIG: Chrome gets SIGKILL if the daemon dies in any way, even by SIGKILL.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
+    # Chrome gets SIGKILL if the daemon dies in any way, even by SIGKILL.
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ChromeProcess:
+    """Chrome as a child of the daemon's main thread.
+
+    trio.lowlevel.open_process forks from a worker thread, and the parent-death signal fires when the
+    forking *thread* exits: trio retires idle worker threads after a few seconds, which killed Chrome
+    mid-request. So we fork here, in the thread that lives as long as the daemon, and wait on a pidfd."""
+
+    def __init__(self, args: list[str], stderr: object) -> None:
+        self.popen = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                      start_new_session=True, preexec_fn=_die_with_parent)
+        self.pid = self.popen.pid
+        self._pidfd = os.pidfd_open(self.pid)
+        self._lock = trio.Lock()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        async with self._lock:  # one task at a time may wait on the pidfd
+            while self.popen.poll() is None:
+                await trio.lowlevel.wait_readable(self._pidfd)
+        return self.popen.returncode
+
+    def close(self) -> None:
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
 
 
 class BrowserLaunchError(Exception):
@@ -159,7 +204,8 @@ class Chrome:
         self._ready = trio.Event()
         self._crashes: deque[float] = deque()
         self._generation = 0
-        self._pool_recv: trio.MemoryReceiveChannel[Tab] | None = None
+        self._pool: list[Tab] = []
+        self._pool_wanted = trio.Event()
         self.pid: int | None = None
 
     # --- what the rest of the daemon sees ----------------------------------------------------------
@@ -195,17 +241,19 @@ class Chrome:
         """A fresh tab in its own browser context, closed (context disposed) however the block ends."""
         browser = await self.wait_browser()
         tab = None
-        if self._pool_recv is not None and browser.generation == self._generation:
-            try:
-                tab = self._pool_recv.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+        while self._pool and tab is None:
+            tab = self._pool.pop()
+            if tab.browser is not browser or tab.browser.conn.is_closed:
                 tab = None
-        if tab is None or tab.browser.conn.is_closed:
+        if tab is None:
             tab = await self._new_tab(browser)
         try:
             yield tab
         finally:
             await close_tab(tab)
+            # Refill now, not when the tab was taken: creating a context and a renderer while this
+            # request's page loads would compete with it for the CPU.
+            self._pool_wanted.set()
 
     # --- the supervisor ---------------------------------------------------------------------------
 
@@ -230,7 +278,7 @@ class Chrome:
             except CDPError as e:
                 error = f"browser refused setup: {e}"
             self._browser = None
-            self._pool_recv = None
+            self._pool = []
             self._ready = trio.Event()
             self.last_error = error
             now = time.monotonic()
@@ -258,30 +306,25 @@ class Chrome:
         log.info("browser ready: %s (generation %d)", browser.version, browser.generation)
 
     async def _serve(self, browser: Browser) -> None:
-        send, recv = trio.open_memory_channel[Tab](max(self.config.context_pool, 0))
-        self._pool_recv = recv if self.config.context_pool > 0 else None
         with single_error():
             async with trio.open_nursery() as nursery:
                 if self.config.context_pool > 0:
-                    nursery.start_soon(self._fill_pool, browser, send)
+                    nursery.start_soon(self._fill_pool, browser)
                 await browser.conn.closed.wait()
                 nursery.cancel_scope.cancel()
 
-    async def _fill_pool(self, browser: Browser, send: trio.MemorySendChannel[Tab]) -> None:
+    async def _fill_pool(self, browser: Browser) -> None:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
-        async with send:
-            while True:
+        while True:
+            while len(self._pool) < self.config.context_pool:
                 try:
                     tab = await self._new_tab(browser)
-                except (CDPClosed, CDPError) as e:
+                except (BrowserCrashed, CDPError) as e:
                     log.debug("pool fill failed: %s", e)
                     return
-                try:
-                    await send.send(tab)
-                except BaseException:
-                    with trio.CancelScope(shield=True):
-                        await close_tab(tab)
-                    raise
+                self._pool.append(tab)
+            self._pool_wanted = trio.Event()
+            await self._pool_wanted.wait()
 
     async def _new_tab(self, browser: Browser) -> Tab:
         conn = browser.conn
@@ -306,8 +349,13 @@ class Chrome:
         return tab
 
     async def _setup_tab(self, tab: Tab) -> None:
-        patterns = [{"urlPattern": "*", "requestStage": "Request"},
+        # Pause only what we must decide on: every document (redirect hops, the main response) and the
+        # resource types we refuse. Scripts, stylesheets and XHR flow untouched: pausing each of them
+        # costs a CDP round trip on the page's critical path.
+        patterns = [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
                     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+        patterns += [{"urlPattern": "*", "resourceType": t, "requestStage": "Request"}
+                     for t in self.config.block_resources]
         await tab.call("Page.enable")
         await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": SETTLE_SCRIPT})
         await tab.call("Fetch.enable", {"patterns": patterns})
@@ -338,8 +386,9 @@ class Chrome:
                     nursery.cancel_scope.cancel()
 
 
-async def _close_when_exits(proc: trio.Process, conn: CDPConnection) -> None:
+async def _close_when_exits(proc: ChromeProcess, conn: CDPConnection) -> None:
     await proc.wait()
+    log.warning("Chrome (pid %d) exited with code %s", proc.pid, proc.returncode)
     conn._close(CDPClosed(f"Chrome exited with code {proc.returncode}"))
 
 
@@ -351,7 +400,7 @@ def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> lis
 
 
 @asynccontextmanager
-async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, trio.Process]]:
+async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChromeProcess]]:
     """Start Chrome in its own process group with a throwaway profile; yield its websocket URL.
     On exit the whole group is killed and reaped, and the profile removed."""
     tmp = tempfile.mkdtemp(prefix="webfetch-chrome-")
@@ -359,9 +408,7 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
     stderr_path = Path(tmp) / "stderr.log"
     try:
         with open(stderr_path, "wb") as stderr:
-            proc = await trio.lowlevel.open_process(
-                chrome_command(executable, str(profile), extra), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, preexec_fn=_die_with_parent)
+            proc = ChromeProcess(chrome_command(executable, str(profile), extra), stderr)
         try:
             port_file = profile / "DevToolsActivePort"
             with trio.move_on_after(LAUNCH_TIMEOUT_S):
@@ -382,11 +429,12 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
         finally:
             with trio.CancelScope(shield=True):
                 await _kill_group(proc)
+            proc.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def _kill_group(proc: trio.Process) -> None:
+async def _kill_group(proc: ChromeProcess) -> None:
     """SIGTERM the process group, SIGKILL what is left after a moment, and reap the leader."""
     for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
         try:

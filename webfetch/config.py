@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta, Struct
@@ -38,6 +38,9 @@ class BrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class FetchConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     timeout_s: Positive = 30.0
+    # auto: run the page's scripts only when the server's HTML does not already hold the content;
+    # always: run them for every page and keep the better of the two extractions.
+    render: Literal["auto", "always"] = "auto"
     max_bytes: PositiveInt = 10 * 1000 * 1000
     allow_private: bool = False
     allow_hosts: list[str] = []

@@ -22,6 +22,7 @@ log = logging.getLogger("webfetch.extractor")
 FALLBACK_SHARE = 0.10
 FALLBACK_MIN_VISIBLE = 1000
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 
 
@@ -29,6 +30,19 @@ _MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 class Extracted:
     markdown: str
     extractor: str  # "trafilatura" | "fallback" | "raw"
+    title: str | None = None
+
+    @property
+    def text_len(self) -> int:
+        """Characters of text, not counting white space or link targets."""
+        return len("".join(_LINK_TARGET.sub("]", self.markdown).split()))
+
+
+def _title(doc: lxml.html.HtmlElement | None) -> str | None:
+    if doc is None:
+        return None
+    title = doc.findtext(".//title")
+    return " ".join(title.split()) or None if title else None
 
 
 def visible_text_len(doc: lxml.html.HtmlElement) -> int:
@@ -62,24 +76,31 @@ def _structureless(md: str) -> bool:
     return sum(map(len, lines)) / len(lines) < 60
 
 
-def extract_html(html: str | bytes, url: str | None) -> Extracted:
-    """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text."""
+def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
+    """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
+    Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares."""
+    if isinstance(html, bytes) and charset:
+        try:
+            html = html.decode(charset, errors="replace")
+        except LookupError:
+            pass
     main = trafilatura_markdown(html, url).strip()
     try:
         doc = lxml.html.fromstring(html if html else "<html></html>")
     except (lxml.etree.ParserError, ValueError):
         doc = None
+    title = _title(doc)
     visible = visible_text_len(doc) if doc is not None else 0
     main_len = len("".join(main.split()))
     missed = (visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible) or _structureless(main)
     if main and not missed:
-        return Extracted(main, "trafilatura")
+        return Extracted(main, "trafilatura", title)
     if doc is not None and visible:
         whole = fallback_markdown(doc)
         if len("".join(whole.split())) >= main_len:
-            return Extracted(whole, "fallback")
+            return Extracted(whole, "fallback", title)
     if main:
-        return Extracted(main, "trafilatura")
+        return Extracted(main, "trafilatura", title)
     raise ExtractionFailed("no text could be extracted from the page (it may be empty, or all images or "
                            "scripts); try the URL in a browser, or fetch a more specific page")
 
@@ -117,8 +138,8 @@ class Extractor:
     def __init__(self, threads: int) -> None:
         self.limiter = trio.CapacityLimiter(threads)
 
-    async def html(self, html: str | bytes, url: str | None) -> Extracted:
-        return await trio.to_thread.run_sync(extract_html, html, url, limiter=self.limiter,
+    async def html(self, html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
+        return await trio.to_thread.run_sync(extract_html, html, url, charset, limiter=self.limiter,
                                              abandon_on_cancel=True)
 
     async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:

@@ -14,8 +14,8 @@ import trio
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config
-from .errors import BrowserCrashed, BrowserUnavailable, Timeout
-from .extractor import Extractor
+from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
+from .extractor import Extracted, Extractor
 from .protocol import FetchRequest, FetchResult
 from .render import render
 from .urls import AddressPolicy, prepare_url
@@ -23,6 +23,12 @@ from .urls import AddressPolicy, prepare_url
 log = logging.getLogger("webfetch.pipeline")
 
 Progress = Callable[[str, str], None]
+
+# The server's HTML "holds the content" when trafilatura finds a main text at least this long in it.
+# Shorter pages, SPA shells ("Loading…", "enable JavaScript") and listings are rendered by Chrome.
+ENOUGH_TEXT_CHARS = 1000
+# With both extractions at hand, the rendered one wins unless it lost more than this share of the text.
+RENDERED_MIN_SHARE = 0.9
 
 
 class Page(msgspec.Struct, frozen=True):
@@ -115,13 +121,29 @@ class Pipeline:
         started = time.monotonic()
         fc = self.config.fetch
         bc = self.config.browser
+        from_server: Extracted | None = None
+
+        async def server_html(body: bytes, charset: str | None, url: str) -> bool:
+            # Extract from the HTML as the server sent it, before Chrome renders anything: for most of the
+            # web that is the content, found in a fraction of the time and without scripts' clutter.
+            nonlocal from_server
+            progress("extract", "extracting the main content from the server's HTML")
+            try:
+                from_server = await self.extractor.html(body, url, charset)
+            except ExtractionFailed:
+                from_server = None
+                return False
+            return (fc.render == "auto" and from_server.extractor == "trafilatura"
+                    and from_server.text_len >= ENOUGH_TEXT_CHARS)
+
         for attempt in (1, 2):
+            from_server = None
             try:
                 self.renders += 1
                 async with self.chrome.open_tab() as tab:
                     rendered = await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
                                             max_bytes=fc.max_bytes, block_types=bc.block_resources,
-                                            progress=progress)
+                                            progress=progress, body_check=server_html)
                 break
             except BrowserCrashed as e:
                 if attempt == 2:
@@ -139,12 +161,26 @@ class Pipeline:
         if rendered.redirect_url is not None:
             return Page(title=None, markdown="", extractor=None, redirect_url=rendered.redirect_url,
                         notes=tuple(notes), **common)
-        progress("extract", "extracting the main content")
+        title = rendered.title
         if rendered.raw:
+            progress("extract", "reading the text body")
             extracted = await self.extractor.raw(rendered.body or b"", rendered.content_type, rendered.charset)
+        elif not rendered.rendered:
+            assert from_server is not None
+            extracted = from_server
         else:
-            extracted = await self.extractor.html(rendered.html or "", rendered.final_url)
-        log.info("loaded %s: render %.0f ms, extract %.0f ms, %d chars via %s", key, render_ms,
+            progress("extract", "extracting the main content")
+            try:
+                extracted = await self.extractor.html(rendered.html or "", rendered.final_url)
+            except ExtractionFailed:
+                if from_server is None:
+                    raise
+                extracted = from_server
+            if from_server is not None and extracted.text_len < RENDERED_MIN_SHARE * from_server.text_len:
+                extracted = from_server  # scripts took text away (or rendering broke it)
+        title = title or extracted.title
+        log.info("loaded %s: %s %.0f ms, extract %.0f ms, %d chars via %s", key,
+                 "render" if rendered.rendered else "load (server HTML sufficed)", render_ms,
                  (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
-        return Page(title=rendered.title, markdown=extracted.markdown, extractor=extracted.extractor,
+        return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor,
                     redirect_url=None, notes=tuple(notes), **common)

@@ -7,7 +7,7 @@ import base64
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 from urllib.parse import urljoin
 
 import trio
@@ -40,6 +40,9 @@ CAPTURE_JS = r"""
 """
 
 Progress = Callable[[str, str], None]
+# Called with the main document's HTML as the server sent it, before Chrome renders it. True means the
+# content is already there: the render stops and Chrome never parses the page or runs its scripts.
+BodyCheck = Callable[[bytes, str | None, str], Awaitable[bool]]
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Rendered:
     truncated: bool = False
     redirect_url: str | None = None
     raw: bool = False                # a text body (plain, markdown, JSON, XML) that needs no rendering
+    rendered: bool = False           # html is Chrome's DOM (False: the server's HTML sufficed)
     notes: list[str] = field(default_factory=list)
 
 
@@ -93,7 +97,8 @@ class _Done(Exception):
 
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress) -> None:
+                 block_types: list[str], progress: Progress, body_check: BodyCheck | None) -> None:
+        self.body_check = body_check
         self.tab = tab
         self.url = url
         self.policy = policy
@@ -103,34 +108,41 @@ class _Render:
         self.progress = progress
         self.result = Rendered(url=url, final_url=url)
         self.navigations = 0
+        # Generations tell the documents of one fetch apart (redirect hops, meta refresh, script
+        # navigation): a DOMContentLoaded or load belongs to the document committed last.
         self.nav_generation = 0          # bumped by every main-frame document request
-        self.committed = trio.Event()    # the main document's response was let through
-        self.dom_ready = trio.Event()
-        self.loaded = trio.Event()
+        self.committed_gen = 0
+        self.dom_gen = 0
+        self.load_gen = 0
+        self._changed = trio.Event()     # pulsed on every change of the above
         self.finished = trio.Event()     # raw body, redirect or error decided in the pump
         self.failure: BaseException | None = None
         self.nav_error: str | None = None
+        self.marks: dict[str, float] = {"start": time.monotonic()}
+        self.settle_state: str | None = None
 
     # --- the event pump ---------------------------------------------------------------------------
 
-    async def pump(self, sub: Subscription) -> None:
+    async def pump(self, sub: Subscription, nursery: trio.Nursery) -> None:
         while True:
             event = await sub.receive()
             method = event.get("method")
             params = event.get("params", {})
             if method == "Fetch.requestPaused":
-                try:
-                    await self._paused(params)
-                except CDPError as e:
-                    # the request may have been cancelled by the page meanwhile; that is not our failure
-                    log.debug("request handling: %s", e)
-                except WebfetchError as e:
-                    self._finish(e)
+                if params.get("resourceType") == "Document" and params.get("frameId") == self.tab.target_id:
+                    await self._paused_safely(params)  # main-document steps happen one after another
+                else:
+                    nursery.start_soon(self._paused_safely, params)  # never hold up other events
+            elif method == "Page.frameNavigated" and params.get("frame", {}).get("id") == self.tab.target_id:
+                self.marks.setdefault("committed", time.monotonic())
+                self.committed_gen = self.nav_generation
+                self._pulse()
             elif method == "Page.domContentEventFired":
-                self.dom_ready.set()
+                self.dom_gen = self.committed_gen
+                self._pulse()
             elif method == "Page.loadEventFired":
-                self.dom_ready.set()
-                self.loaded.set()
+                self.dom_gen = self.load_gen = self.committed_gen
+                self._pulse()
             elif method == "Page.javascriptDialogOpening":
                 accept = params.get("type") == "beforeunload"
                 try:
@@ -140,10 +152,28 @@ class _Render:
             elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
                 self._finish(BrowserCrashed("the page's renderer process crashed"))
 
+    async def _paused_safely(self, params: dict[str, Any]) -> None:
+        try:
+            await self._paused(params)
+        except CDPError as e:
+            # the request may have been cancelled by the page meanwhile; that is not our failure
+            log.debug("request handling: %s", e)
+        except WebfetchError as e:
+            self._finish(e)
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _wait_for(self, condition: Callable[[], bool]) -> None:
+        while not (self.finished.is_set() or condition()):
+            await self._changed.wait()
+
     def _finish(self, failure: BaseException | None = None) -> None:
         if not self.finished.is_set():
             self.failure = failure
             self.finished.set()
+            self._pulse()
 
     async def _fail(self, request_id: str, reason: str = "Aborted") -> None:
         await self.tab.call("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
@@ -161,7 +191,9 @@ class _Render:
             await self._fail(rid)
             return
         if not main:
-            if rtype in self.block_types:
+            # Frames are separate documents that the main document's DOM does not contain, so the
+            # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
+            if rtype in self.block_types or rtype == "Document":
                 await self._fail(rid, "BlockedByClient")
             else:
                 await self._continue(rid)
@@ -172,8 +204,10 @@ class _Render:
             await self._main_response(rid, url, p)
 
     async def _main_request(self, rid: str, url: str) -> None:
+        self.marks.setdefault("req", time.monotonic())
         self.navigations += 1
         self.nav_generation += 1
+        self._pulse()
         if self.navigations > MAX_NAVIGATIONS:
             await self._fail(rid)
             raise NetworkError(f"net::ERR_TOO_MANY_REDIRECTS: {self.url} redirects in a loop "
@@ -222,20 +256,27 @@ class _Render:
             raise UnsupportedContentType(
                 f"{url} is {_mime(ctype)}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
                 f"plain text, markdown, JSON and XML", content_type=_mime(ctype))
+        self.marks.setdefault("resp", time.monotonic())
         body, truncated = await self._read_body(rid, self.max_bytes)
+        self.marks.setdefault("body", time.monotonic())
         r.body, r.truncated = body, truncated
         if kind == "text":
             await self._fail(rid)
             r.raw = True
             self._finish()
             return
+        if self.body_check is not None and await self.body_check(body, r.charset, url):
+            await self._fail(rid)
+            self._finish()
+            return
+        self.progress("render", f"running the page's scripts ({url})")
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
         kept = [h for h in headers if h.get("name", "").lower() not in
                 ("content-encoding", "content-length", "transfer-encoding")]
         await self.tab.call("Fetch.fulfillRequest", {
             "requestId": rid, "responseCode": status, "responseHeaders": kept,
             "body": base64.b64encode(body).decode()})
-        self.committed.set()
+        self.marks.setdefault("fulfilled", time.monotonic())
 
     async def _read_body(self, rid: str, limit: int) -> tuple[bytes, bool]:
         """Read the paused response's body as a stream, at most `limit` bytes; (bytes, was_cut)."""
@@ -284,7 +325,7 @@ class _Render:
             with conn.subscribe(self.tab.session_id) as sub:
                 with single_error():
                     async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self.pump, sub)
+                        nursery.start_soon(self.pump, sub, nursery)
                         self.progress("render", f"loading {self.url}")
                         nursery.start_soon(self.navigate, self.url)
                         await self._until_captured(nursery)
@@ -295,27 +336,20 @@ class _Render:
             raise self.failure
         return self.result
 
-    async def _first(self, *events: trio.Event) -> None:
-        if any(e.is_set() for e in events):
-            return
-        async with trio.open_nursery() as nursery:
-            for ev in events:
-                async def wait(ev: trio.Event = ev) -> None:
-                    await ev.wait()
-                    nursery.cancel_scope.cancel()
-                nursery.start_soon(wait)
-
     async def _until_captured(self, nursery: trio.Nursery) -> None:
         while True:
-            await self._first(self.dom_ready, self.finished)
+            await self._wait_for(lambda: self.nav_generation > 0 and self.dom_gen == self.nav_generation)
             if self.finished.is_set():
                 return
-            generation = self.nav_generation
+            gen = self.nav_generation
+            self.marks["dom"] = time.monotonic()
             with trio.move_on_after(self.settle_s):
-                await self._first(self.loaded, self.finished)
+                await self._wait_for(lambda: self.load_gen == gen or self.nav_generation != gen)
             if self.finished.is_set():
                 return
-            if not self.loaded.is_set():
+            if self.nav_generation != gen:
+                continue  # the page navigated meanwhile (meta refresh, script): wait for the new document
+            if self.load_gen != gen:
                 try:
                     await self.tab.call("Page.stopLoading")
                 except CDPError:
@@ -323,12 +357,13 @@ class _Render:
                 self.result.notes.append(
                     f"stopped loading after waiting {self.settle_s:g} s for slow resources; "
                     f"the content is what had arrived by then")
+            self.marks["load"] = time.monotonic()
             state = await self._settle()
+            self.marks["settle"] = time.monotonic()
+            self.settle_state = state
             if self.finished.is_set():
                 return
-            if generation != self.nav_generation or state is None:
-                # the page navigated meanwhile (meta refresh, script): wait for the new document
-                self.dom_ready, self.loaded = trio.Event(), trio.Event()
+            if self.nav_generation != gen or state is None:
                 continue
             if state != "settled":
                 self.result.notes.append(
@@ -336,16 +371,16 @@ class _Render:
                     f"the content is what it showed then")
             captured = (await self.tab.call("Runtime.evaluate", {
                 "expression": CAPTURE_JS, "returnByValue": True}))["result"].get("value") or {}
-            if generation != self.nav_generation:
-                self.dom_ready, self.loaded = trio.Event(), trio.Event()
+            if self.nav_generation != gen:
                 continue
             target = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
             if target:
-                self.dom_ready, self.loaded = trio.Event(), trio.Event()
                 nursery.start_soon(self.navigate, target)
+                await self._wait_for(lambda: self.nav_generation != gen)
                 continue
             r = self.result
             r.html = captured.get("html") or ""
+            r.rendered = True
             r.title = captured.get("title")
             if captured.get("url", "").startswith(("http://", "https://")):
                 r.final_url = captured["url"]
@@ -381,7 +416,8 @@ def _meta_refresh_target(content: str | None, base: str) -> str | None:
     if not rest:
         return None
     target = urljoin(base, rest)
-    return target if target != base else None
+    # a refresh to the same document (or a fragment of it) is not a redirect
+    return target if target.split("#", 1)[0] != base.split("#", 1)[0] else None
 
 
 def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str:
@@ -401,9 +437,13 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress) -> Rendered:
+                 block_types: list[str], progress: Progress, body_check: BodyCheck | None = None) -> Rendered:
     """Load `url` in `tab` and return what extraction needs. Raises a WebfetchError or BrowserCrashed."""
-    started = time.monotonic()
-    result = await _Render(tab, url, policy, settle_s, max_bytes, block_types, progress).run()
-    log.debug("rendered %s in %.0f ms", url, (time.monotonic() - started) * 1000)
+    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, body_check)
+    result = await r.run()
+    if log.isEnabledFor(logging.DEBUG):
+        m = r.marks
+        steps = " ".join(f"{k}={(v - m['start']) * 1000:.0f}ms" for k, v in m.items() if k != "start")
+        log.debug("rendered %s in %.0f ms: %s settle=%s", url, (time.monotonic() - m["start"]) * 1000, steps,
+                  r.settle_state)
     return result

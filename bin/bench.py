@@ -1,0 +1,237 @@
+"""webfetch benchmark: serves corpus pages on 127.0.0.1 and measures, side by side in one run,
+1. the per-call pipeline (a new `chromium --headless --dump-dom` per page piped into a new
+   `trafilatura --markdown --formatting` process),
+2. webfetch cold fetches (cache bypassed) through the socket,
+3. webfetch cache hits through the socket,
+4. 8 concurrent clients (pages per second),
+plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
+trafilatura run directly on the stored HTML."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from webfetch.chrome import BASE_FLAGS, find_chrome  # noqa: E402
+from webfetch.client import Client  # noqa: E402
+from webfetch.extractor import trafilatura_markdown  # noqa: E402
+
+RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+WORD = re.compile(r"\w+")
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def load_corpus(root: Path, name: str) -> list[dict]:
+    truth = json.loads((root / name / "ground-truth.json").read_text())
+    pages = []
+    for pid, info in sorted(truth.items()):
+        path = root / name / "html" / f"{pid}.html.gz"
+        if path.exists() and info.get("articleBody", "").strip():
+            pages.append({"id": pid, "corpus": name, "html": gzip.decompress(path.read_bytes()),
+                          "truth": info["articleBody"], "type": info.get("page_type", "article")})
+    return pages
+
+
+def f1(predicted: str, truth: str) -> float:
+    pred = Counter(WORD.findall(LINK_TARGET.sub("]", predicted).lower()))
+    gold = Counter(WORD.findall(truth.lower()))
+    overlap = sum((pred & gold).values())
+    if not overlap:
+        return 0.0
+    p, r = overlap / sum(pred.values()), overlap / sum(gold.values())
+    return 2 * p * r / (p + r)
+
+
+class CorpusServer:
+    def __init__(self, pages: list[dict]) -> None:
+        by_path = {f"/{p['corpus']}/{p['id']}": p["html"] for p in pages}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                body = by_path.get(self.path)
+                if body is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, page: dict) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{page['corpus']}/{page['id']}"
+
+
+class Daemon:
+    def __init__(self, tmp: Path) -> None:
+        self.sock = tmp / "wf.sock"
+        cfg = tmp / "config.toml"
+        cfg.write_text(f'[fetch]\nallow_private = true\n[browser]\nargs = [{json.dumps(RESOLVER)}]\n'
+                       f'[cache]\nmax_bytes = 1073741824\n')
+        self.log = open(tmp / "daemon.log", "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
+                                      "--config", str(cfg), "--log-level", "warning"],
+                                     stdout=self.log, stderr=self.log, cwd=ROOT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with Client(self.sock, autostart=False) as c:
+                    status = list(c.request("status"))[-1]
+                if status["browser"]["state"] == "ready":
+                    time.sleep(1.0)  # let the tab pool fill
+                    return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("the daemon did not become ready; see " + str(tmp / "daemon.log"))
+
+    def fetch(self, url: str, **fields) -> tuple[dict, float]:
+        started = time.perf_counter()
+        with Client(self.sock, autostart=False) as c:
+            frame = list(c.request("fetch", url=url, **fields))[-1]
+        return frame, time.perf_counter() - started
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+def per_call_pipeline(chrome: str, url: str, tmp: Path) -> tuple[str, float]:
+    started = time.perf_counter()
+    profile = tempfile.mkdtemp(dir=tmp)
+    flags = [f for f in BASE_FLAGS if f != "--headless"] + ["--headless", f"--user-data-dir={profile}", RESOLVER]
+    if os.geteuid() == 0:
+        flags.append("--no-sandbox")
+    dom = subprocess.run([chrome, *flags, "--dump-dom", url], capture_output=True, timeout=120).stdout
+    md = subprocess.run([str(Path(sys.executable).parent / "trafilatura"), "--markdown", "--formatting"],
+                        input=dom, capture_output=True, timeout=120).stdout.decode(errors="replace")
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(profile, ignore_errors=True)
+    return md, elapsed
+
+
+def summarize(times: list[float]) -> tuple[float, float]:
+    s = sorted(times)
+    return statistics.median(s), s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=os.environ.get("WEBFETCH_CORPUS", str(ROOT.parent / "shared" / "corpus")))
+    ap.add_argument("--speed-pages", type=int, default=12, help="pages for the speed rows (default 12)")
+    ap.add_argument("--quality-pages", type=int, default=0,
+                    help="pages per corpus for F1 (default 0 = all of them)")
+    ap.add_argument("--skip-quality", action="store_true")
+    args = ap.parse_args()
+    corpus = Path(args.corpus)
+    aeb = load_corpus(corpus, "scrapinghub-aeb")
+    wcxb = load_corpus(corpus, "wcxb-test")
+    if args.quality_pages:
+        aeb, wcxb = aeb[:args.quality_pages], wcxb[:args.quality_pages]
+    server = CorpusServer(aeb + wcxb)
+    chrome = find_chrome()
+    if chrome is None:
+        raise SystemExit("no Chrome found")
+    tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
+    daemon = Daemon(tmp)
+    rows = []
+    try:
+        speed = aeb[: args.speed_pages]
+        urls = [server.url(p) for p in speed]
+        print(f"speed: {len(urls)} pages of scrapinghub-aeb; machine: {os.cpu_count()} cores", flush=True)
+
+        base = [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
+        rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
+        cold = []
+        for u in urls:
+            frame, t = daemon.fetch(u, fresh=True)
+            assert frame["type"] == "result", frame
+            cold.append(t)
+        rows.append(("2. webfetch cold fetch (cache bypassed)", cold))
+        hits = []
+        for _ in range(5):
+            for u in urls:
+                frame, t = daemon.fetch(u)
+                assert frame["cached"], frame
+                hits.append(t)
+        rows.append(("3. webfetch cache hit", hits))
+
+        conc_urls = [server.url(p) for p in aeb[: max(48, args.speed_pages)]]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls))
+        conc_elapsed = time.perf_counter() - started
+
+        base_med = summarize(base)[0]
+        print(f"\n{'row':52} {'median':>10} {'p95':>10} {'vs row 1':>10}")
+        for name, times in rows:
+            med, p95 = summarize(times)
+            print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x")
+        pps = len(conc_urls) / conc_elapsed
+        print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
+              f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)")
+
+        if args.skip_quality:
+            return
+        print("\nquality: word-bag F1 against the ground truth (mean over pages)", flush=True)
+        for name, pages in (("scrapinghub-aeb", aeb), ("wcxb-test", wcxb)):
+            ours, direct = defaultdict(list), defaultdict(list)
+            failures = Counter()
+
+            def one(p):
+                frame, _ = daemon.fetch(server.url(p), fresh=True, raw=True, max_chars=10_000_000)
+                if frame["type"] != "result":
+                    failures[frame["code"]] += 1
+                    return p, ""
+                return p, frame["content"]
+
+            with ThreadPoolExecutor(2) as pool:
+                for p, md in pool.map(one, pages):
+                    ours[p["type"]].append(f1(md, p["truth"]))
+                    direct[p["type"]].append(f1(trafilatura_markdown(p["html"], None), p["truth"]))
+            all_ours = [x for v in ours.values() for x in v]
+            all_direct = [x for v in direct.values() for x in v]
+            print(f"{name:18} pages {len(all_ours):4}  webfetch {statistics.mean(all_ours):.3f}  "
+                  f"trafilatura-direct {statistics.mean(all_direct):.3f}"
+                  + (f"  errors {dict(failures)}" if failures else ""))
+            if len(ours) > 1:
+                for t in sorted(ours):
+                    print(f"  {t:16} pages {len(ours[t]):4}  webfetch {statistics.mean(ours[t]):.3f}  "
+                          f"trafilatura-direct {statistics.mean(direct[t]):.3f}")
+    finally:
+        daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
