@@ -72,6 +72,11 @@ def large_page(paragraphs: int = 1500) -> str:
     return simple_page("A very large page", *paras)
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a browser hanging up early is not news
+        pass
+
+
 class Site:
     """Routes are functions of the request handler; hits counts requests per path."""
 
@@ -118,7 +123,7 @@ class Site:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -206,6 +206,8 @@ class Chrome:
         self._generation = 0
         self._pool: list[Tab] = []
         self._pool_wanted = trio.Event()
+        self._to_close, _ = trio.open_memory_channel[Tab](0)
+        self._to_close.close()
         self.pid: int | None = None
 
     # --- what the rest of the daemon sees ----------------------------------------------------------
@@ -250,10 +252,12 @@ class Chrome:
         try:
             yield tab
         finally:
-            await close_tab(tab)
-            # Refill now, not when the tab was taken: creating a context and a renderer while this
-            # request's page loads would compete with it for the CPU.
-            self._pool_wanted.set()
+            # Disposing of a context takes Chrome tens to hundreds of milliseconds: the answer need not
+            # wait for it. The closer task does it at once, and only then refills the pool.
+            try:
+                self._to_close.send_nowait(tab)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass  # that browser is gone, and its tabs with it
 
     # --- the supervisor ---------------------------------------------------------------------------
 
@@ -306,12 +310,23 @@ class Chrome:
         log.info("browser ready: %s (generation %d)", browser.version, browser.generation)
 
     async def _serve(self, browser: Browser) -> None:
+        # Unbounded, but never larger than the number of requests that ran: each gives back one tab.
+        self._to_close, to_close = trio.open_memory_channel[Tab](float("inf"))
         with single_error():
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._closer, to_close)
                 if self.config.context_pool > 0:
                     nursery.start_soon(self._fill_pool, browser)
                 await browser.conn.closed.wait()
                 nursery.cancel_scope.cancel()
+        self._to_close.close()
+
+    async def _closer(self, to_close: trio.MemoryReceiveChannel[Tab]) -> None:
+        async for tab in to_close:
+            await close_tab(tab)
+            # Refill after a request, not when its tab was taken: creating a context and a renderer
+            # while the request's page loads would compete with it for the CPU.
+            self._pool_wanted.set()
 
     async def _fill_pool(self, browser: Browser) -> None:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
