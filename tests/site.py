@@ -175,6 +175,11 @@ class Site:
         self.route("/cp1251", lambda h: h.reply(200, "text/html; charset=windows-1251", simple_page(
             "Кириллица", CYRILLIC, CYRILLIC + " " + CYRILLIC).encode("windows-1251")))
         self.route("/slow-article", self._slow_article)
+        self.html("/stalled-async", simple_page("Stalled", "This sentence was there before the stall began.")
+                  .replace("</body>", '<script async src="/hang"></script></body>'))
+        self.html("/stalled-sync", "<html><head><title>Blocked parser</title></head><body><article><p>"
+                  "This paragraph was written before the script that never arrives.</p>"
+                  '<script src="/hang"></script><p>After.</p></article></body></html>')
 
     def _slow_article(self, h: http.server.BaseHTTPRequestHandler) -> None:
         """Sends headers, then holds the body until `stall` is set: a render that is certainly in flight."""

@@ -290,3 +290,55 @@ async def test_stopping_the_daemon_kills_chrome(start_daemon, site, nursery):
     with trio.fail_after(10):
         while pid_alive(browser.pid):
             await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("path,text", [
+    ("/stalled-async", "This sentence was there before the stall began."),
+    ("/stalled-sync", "This paragraph was written before the script that never arrives."),
+])
+async def test_a_stalled_resource_does_not_hold_the_answer_hostage(start_daemon, site, path, text):
+    d = await start_daemon(make_config(browser=BrowserConfig(settle_s=1.0)))
+    with trio.fail_after(25):  # far below the 30 s page deadline: a hang fails here
+        r = await d.fetch(site.url(path))
+    assert r["type"] == "result", r
+    assert text in r["content"]
+    assert any("stopped loading" in n for n in r["notes"]), r["notes"]
+
+
+async def test_extra_chrome_args_and_allowed_hosts(start_daemon, site):
+    config = Config(browser=BrowserConfig(args=["--host-resolver-rules=MAP example.test 127.0.0.1"]),
+                    fetch=FetchConfig(allow_hosts=["example.test"]))
+    d = await start_daemon(config)
+    url = f"http://example.test:{site.port}/article"
+    r = await d.fetch(url)
+    assert r["type"] == "result", r
+    assert r["url"] == url  # an allowed local host keeps plain http
+    assert ARTICLE_TEXT[0] in r["content"]
+
+
+async def test_attaching_to_an_existing_browser(start_daemon, site):
+    from webfetch.chrome import find_chrome, launch_chrome
+    async with launch_chrome(find_chrome(), []) as (ws_url, proc):
+        d = await start_daemon(make_config(browser=BrowserConfig(endpoint=ws_url)))
+        r = await d.fetch(site.url("/article"))
+        assert r["type"] == "result", r and ARTICLE_TEXT[0] in r["content"]
+        s = await d.request({"id": "s", "op": "status"})
+        assert s["browser"]["endpoint"] == ws_url and s["browser"]["executable"] is None
+        assert s["browser"]["state"] == "ready"
+        assert proc.poll() is None
+
+
+async def test_a_browser_that_keeps_failing_is_a_crash_loop(start_daemon, site, short_tmp):
+    fake = short_tmp / "broken-chrome"
+    fake.write_text("#!/bin/sh\necho 'error while loading shared libraries: libnss3.so' >&2\nexit 127\n")
+    fake.chmod(0o755)
+    d = await start_daemon(make_config(browser=BrowserConfig(executable=str(fake))))
+    with trio.fail_after(20):
+        while d.daemon.chrome.state != "crash_loop":
+            await trio.sleep(0.1)
+    s = await d.request({"id": "s", "op": "status"})
+    assert s["browser"]["state"] == "crash_loop"
+    assert any("keeps failing" in p and "libnss3.so" in p for p in s["problems"]), s["problems"]
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "error" and r["code"] == "browser_unavailable", r
+    assert "libnss3.so" in r["message"] and "webfetch doctor" not in r["message"]

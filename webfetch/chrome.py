@@ -234,8 +234,8 @@ class Chrome:
                 raise BrowserUnavailable(f"no Chrome found; {INSTALL_HINT}")
             if self.state == "crash_loop":
                 raise BrowserUnavailable(
-                    f"Chrome cannot be started or reached ({self.last_error}); run `webfetch doctor`, or "
-                    f"check browser.executable / browser.endpoint in the config")
+                    f"Chrome cannot be started or reached ({self.last_error}); check browser.executable / "
+                    f"browser.endpoint in the config, or start that browser by hand to see why it fails")
             await self._ready.wait()
 
     @asynccontextmanager

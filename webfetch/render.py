@@ -24,6 +24,7 @@ log = logging.getLogger("webfetch.render")
 MAX_NAVIGATIONS = 20          # main-frame documents per fetch: redirect hops, meta refresh, script navigation
 ERROR_BODY_BYTES = 64 * 1024  # enough of a 4xx/5xx page to quote its first lines
 SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending) = settled
+DCL_GRACE_S = 5.0            # after the document arrived, how long a stalled parser may hold it back
 META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
 IO_CHUNK = 1 << 20
 
@@ -338,10 +339,18 @@ class _Render:
 
     async def _until_captured(self, nursery: trio.Nursery) -> None:
         while True:
-            await self._wait_for(lambda: self.nav_generation > 0 and self.dom_gen == self.nav_generation)
+            await self._wait_for(lambda: self.nav_generation > 0 and self.committed_gen == self.nav_generation)
             if self.finished.is_set():
                 return
             gen = self.nav_generation
+            # A parser-blocking script that never arrives holds DOMContentLoaded back for ever; the
+            # document parsed so far is still worth reading.
+            with trio.move_on_after(max(self.settle_s, DCL_GRACE_S)):
+                await self._wait_for(lambda: self.dom_gen == gen or self.nav_generation != gen)
+            if self.finished.is_set():
+                return
+            if self.nav_generation != gen:
+                continue
             self.marks["dom"] = time.monotonic()
             with trio.move_on_after(self.settle_s):
                 await self._wait_for(lambda: self.load_gen == gen or self.nav_generation != gen)
