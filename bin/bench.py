@@ -97,10 +97,12 @@ class CorpusServer:
 
 
 class Daemon:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, render: str = "auto", block: list[str] | None = None) -> None:
         self.sock = tmp / "wf.sock"
         cfg = tmp / "config.toml"
-        cfg.write_text(f'[fetch]\nallow_private = true\n[browser]\nargs = [{json.dumps(RESOLVER)}]\n'
+        blocked = json.dumps(["Image", "Media", "Font", *(block or [])])
+        cfg.write_text(f'[fetch]\nallow_private = true\nrender = "{render}"\n'
+                       f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
                        f'[cache]\nmax_bytes = 1073741824\n')
         self.log = open(tmp / "daemon.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
@@ -159,6 +161,10 @@ def main() -> None:
     ap.add_argument("--quality-pages", type=int, default=0,
                     help="pages per corpus for F1 (default 0 = all of them)")
     ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
+    ap.add_argument("--block", action="append", default=[],
+                    help="a further CDP resource type to refuse, e.g. Stylesheet (repeatable)")
     args = ap.parse_args()
     corpus = Path(args.corpus)
     aeb = load_corpus(corpus, "scrapinghub-aeb")
@@ -170,82 +176,88 @@ def main() -> None:
     if chrome is None:
         raise SystemExit("no Chrome found")
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
-    daemon = Daemon(tmp)
-    rows = []
+    daemon = Daemon(tmp, args.render, args.block)
+    print(f"daemon: fetch.render = {args.render}; refusing Image, Media, Font{''.join(', ' + b for b in args.block)}")
     try:
-        speed = aeb[: args.speed_pages]
-        urls = [server.url(p) for p in speed]
-        print(f"speed: {len(urls)} pages of scrapinghub-aeb; machine: {os.cpu_count()} cores", flush=True)
-
-        base = [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
-        rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
-        cold = []
-        for u in urls:
-            frame, t = daemon.fetch(u, fresh=True)
-            assert frame["type"] == "result", frame
-            cold.append(t)
-        rows.append(("2. webfetch cold fetch, back to back", cold))
-        idle = []
-        for u in urls:
-            time.sleep(0.5)  # an agent thinks between calls: the daemon's background work is done
-            frame, t = daemon.fetch(u, fresh=True)
-            assert frame["type"] == "result", frame
-            idle.append(t)
-        rows.append(("2b. webfetch cold fetch, 0.5 s between calls", idle))
-        hits = []
-        for _ in range(5):
-            for u in urls:
-                frame, t = daemon.fetch(u)
-                assert frame["cached"], frame
-                hits.append(t)
-        rows.append(("3. webfetch cache hit", hits))
-
-        conc_urls = [server.url(p) for p in aeb[: max(48, args.speed_pages)]]
-        started = time.perf_counter()
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls))
-        conc_elapsed = time.perf_counter() - started
-
-        base_med = summarize(base)[0]
-        print(f"\n{'row (cold = cache bypassed)':52} {'median':>10} {'p95':>10} {'vs row 1':>10}")
-        for name, times in rows:
-            med, p95 = summarize(times)
-            print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x")
-        pps = len(conc_urls) / conc_elapsed
-        print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
-              f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)")
-
-        if args.skip_quality:
-            return
-        print("\nquality: word-bag F1 against the ground truth (mean over pages)", flush=True)
-        for name, pages in (("scrapinghub-aeb", aeb), ("wcxb-test", wcxb)):
-            ours, direct = defaultdict(list), defaultdict(list)
-            failures = Counter()
-
-            def one(p):
-                frame, _ = daemon.fetch(server.url(p), fresh=True, raw=True, max_chars=10_000_000)
-                if frame["type"] != "result":
-                    failures[frame["code"]] += 1
-                    return p, ""
-                return p, frame["content"]
-
-            with ThreadPoolExecutor(2) as pool:
-                for p, md in pool.map(one, pages):
-                    ours[p["type"]].append(f1(md, p["truth"]))
-                    direct[p["type"]].append(f1(trafilatura_markdown(p["html"], None), p["truth"]))
-            all_ours = [x for v in ours.values() for x in v]
-            all_direct = [x for v in direct.values() for x in v]
-            print(f"{name:18} pages {len(all_ours):4}  webfetch {statistics.mean(all_ours):.3f}  "
-                  f"trafilatura-direct {statistics.mean(all_direct):.3f}"
-                  + (f"  errors {dict(failures)}" if failures else ""))
-            if len(ours) > 1:
-                for t in sorted(ours):
-                    print(f"  {t:16} pages {len(ours[t]):4}  webfetch {statistics.mean(ours[t]):.3f}  "
-                          f"trafilatura-direct {statistics.mean(direct[t]):.3f}")
+        if not args.skip_speed:
+            speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
+        if not args.skip_quality:
+            quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
+
+def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n: int, tmp: Path) -> None:
+    urls = [server.url(p) for p in aeb[:n]]
+    print(f"speed: {len(urls)} pages of scrapinghub-aeb; machine: {os.cpu_count()} cores", flush=True)
+    rows = []
+
+    def cold(pause: float) -> list[float]:
+        times = []
+        for u in urls:
+            time.sleep(pause)
+            frame, t = daemon.fetch(u, fresh=True)
+            assert frame["type"] == "result", frame
+            times.append(t)
+        return times
+
+    base = [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
+    rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
+    rows.append(("2. webfetch cold fetch, back to back", cold(0.0)))
+    # an agent thinks between calls: by then the daemon's background work (closing and refilling
+    # browser contexts) is done
+    rows.append(("2b. webfetch cold fetch, 0.5 s between calls", cold(0.5)))
+    hits = []
+    for _ in range(5):
+        for u in urls:
+            frame, t = daemon.fetch(u)
+            assert frame["cached"], frame
+            hits.append(t)
+    rows.append(("3. webfetch cache hit", hits))
+
+    conc_urls = [server.url(p) for p in aeb[: max(48, n)]]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls))
+    conc_elapsed = time.perf_counter() - started
+
+    base_med = summarize(base)[0]
+    print(f"\n{'row (cold = cache bypassed)':52} {'median':>10} {'p95':>10} {'vs row 1':>10}")
+    for name, times in rows:
+        med, p95 = summarize(times)
+        print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x")
+    pps = len(conc_urls) / conc_elapsed
+    print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
+          f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)", flush=True)
+
+
+def quality(daemon: Daemon, server: CorpusServer, corpora: dict[str, list[dict]]) -> None:
+    print("\nquality: word-bag F1 against the ground truth (mean over pages)", flush=True)
+    for name, pages in corpora.items():
+        ours, direct = defaultdict(list), defaultdict(list)
+        failures: Counter = Counter()
+
+        def one(p):
+            frame, _ = daemon.fetch(server.url(p), fresh=True, raw=True, max_chars=10_000_000)
+            if frame["type"] != "result":
+                failures[frame["code"]] += 1
+                return p, ""
+            return p, frame["content"]
+
+        with ThreadPoolExecutor(2) as pool:
+            for p, md in pool.map(one, pages):
+                ours[p["type"]].append(f1(md, p["truth"]))
+                direct[p["type"]].append(f1(trafilatura_markdown(p["html"], None), p["truth"]))
+        all_ours = [x for v in ours.values() for x in v]
+        all_direct = [x for v in direct.values() for x in v]
+        print(f"{name:18} pages {len(all_ours):4}  webfetch {statistics.mean(all_ours):.3f}  "
+              f"trafilatura-direct {statistics.mean(all_direct):.3f}"
+              + (f"  errors {dict(failures)}" if failures else ""), flush=True)
+        if len(ours) > 1:
+            for t in sorted(ours):
+                print(f"  {t:16} pages {len(ours[t]):4}  webfetch {statistics.mean(ours[t]):.3f}  "
+                      f"trafilatura-direct {statistics.mean(direct[t]):.3f}")
 
 if __name__ == "__main__":
     main()

@@ -175,6 +175,15 @@ class Site:
         self.route("/cp1251", lambda h: h.reply(200, "text/html; charset=windows-1251", simple_page(
             "Кириллица", CYRILLIC, CYRILLIC + " " + CYRILLIC).encode("windows-1251")))
         self.route("/slow-article", self._slow_article)
+        self.html("/server-rendered", simple_page("Server rendered", *ARTICLE_TEXT * 4).replace(
+            "</body>", "<script>document.querySelector('article').insertAdjacentHTML('beforeend', '<p>"
+            "This paragraph was added by the page script after the server sent the HTML.</p>')</script></body>"))
+        long_article = simple_page("Cookie jar", *ARTICLE_TEXT * 4)
+        self.route("/set-cookie", lambda h: h.reply(200, "text/html", long_article,
+                                                    {"Set-Cookie": "secret=s3cr3t; Path=/",
+                                                     "Cache-Control": "max-age=3600"}))
+        self.route("/echo-headers", lambda h: h.reply(200, "text/plain", "".join(
+            f"{k.lower()}: {v}\n" for k, v in h.headers.items())))
         self.html("/stalled-async", simple_page("Stalled", "This sentence was there before the stall began.")
                   .replace("</body>", '<script async src="/hang"></script></body>'))
         self.html("/stalled-sync", "<html><head><title>Blocked parser</title></head><body><article><p>"

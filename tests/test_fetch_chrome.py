@@ -342,3 +342,59 @@ async def test_a_browser_that_keeps_failing_is_a_crash_loop(start_daemon, site, 
     r = await d.fetch(site.url("/article"))
     assert r["type"] == "error" and r["code"] == "browser_unavailable", r
     assert "libnss3.so" in r["message"] and "webfetch doctor" not in r["message"]
+
+
+async def test_server_html_that_holds_the_content_is_not_rendered(daemon, site):
+    r = await daemon.fetch(site.url("/server-rendered"))
+    assert r["type"] == "result", r
+    assert ARTICLE_TEXT[3] in r["content"] and r["title"] == "Server rendered"
+    assert "added by the page script" not in r["content"]  # the page's scripts never ran
+
+
+async def test_render_always_runs_the_scripts(start_daemon, site):
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always")))
+    r = await d.fetch(site.url("/server-rendered"))
+    assert r["type"] == "result", r
+    assert ARTICLE_TEXT[3] in r["content"]
+    assert "added by the page script after the server sent the HTML" in r["content"]
+
+
+async def test_renders_beyond_the_cap_wait_in_a_queue(start_daemon, site):
+    d = await start_daemon(make_config(browser=BrowserConfig(max_renders=1)))
+    c1, c2 = await d.client(), await d.client()
+    await c1.send({"id": "a", "op": "fetch", "url": site.url("/slow-article")})
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    progress: list = []
+    await c2.send({"id": "b", "op": "fetch", "url": site.url("/article")})
+    with trio.fail_after(10):
+        while not progress:
+            f = await c2.receive()
+            if f["stage"] == "queued":
+                progress.append(f)
+    assert site.hits.get("/article", 0) == 0  # it waits for the slot
+    site.stall.set()
+    with trio.fail_after(30):
+        assert (await c1.terminal("a"))["type"] == "result"
+        assert (await c2.terminal("b"))["type"] == "result"
+    await c1.aclose()
+    await c2.aclose()
+
+
+async def test_a_recycled_tab_carries_no_cookies_and_bypasses_the_http_cache(start_daemon, site):
+    d = await start_daemon(make_config(browser=BrowserConfig(context_pool=1)))
+    with trio.fail_after(10):
+        while not d.daemon.chrome._pool:
+            await trio.sleep(0.02)
+    first = await d.fetch(site.url("/set-cookie"))
+    assert first["type"] == "result" and ARTICLE_TEXT[0] in first["content"], first
+    with trio.fail_after(5):  # the closer puts the tab back in the pool
+        while not d.daemon.chrome._pool or d.daemon.chrome._pool[-1].uses != 1:
+            await trio.sleep(0.02)
+    seen = await d.fetch(site.url("/echo-headers"))
+    assert seen["type"] == "result", seen
+    assert "cache-control: no-cache" in seen["content"]  # proof that the same context served it
+    assert "s3cr3t" not in seen["content"]
+    again = await d.fetch(site.url("/set-cookie"), fresh=True)
+    assert again["cached"] is False and site.hits["/set-cookie"] == 2  # Chrome's cache did not answer

@@ -59,3 +59,10 @@ def test_same_host_ignores_www_scheme_and_port():
     assert same_host("https://www.example.com/a", "http://example.com:8080/b")
     assert not same_host("https://example.com/", "https://api.example.com/")
     assert not same_host("http://127.0.0.1:1/", "http://localhost:1/")
+
+
+def test_likely_key_needs_no_dns_and_matches_public_hosts():
+    from webfetch.urls import likely_key
+    assert likely_key("http://Example.com:80/a?b#frag", DEFAULT) == "https://example.com/a?b"
+    assert likely_key("http://intranet:8080/x", AddressPolicy.from_config(False, ["intranet"])) == \
+        "http://intranet:8080/x"

@@ -61,6 +61,13 @@ class Cache(Generic[V]):
         self._entries.move_to_end(key)
         return entry.value, age
 
+    def lookup(self, key: str) -> tuple[V, float] | None:
+        """`get`, counted as a hit when found (misses are counted by whoever then loads)."""
+        hit = self.get(key)
+        if hit is not None:
+            self.hits += 1
+        return hit
+
     def put(self, key: str, value: V, created: float | None = None) -> None:
         size = self._sizeof(value)
         self._remove(key)
@@ -98,9 +105,8 @@ class Cache(Generic[V]):
         """(value, age_s, cached). Concurrent callers for one key share one `load`; if the caller running
         it is cancelled, a waiting caller takes over rather than failing with someone else's cancel."""
         if not fresh:
-            hit = self.get(key)
+            hit = self.lookup(key)
             if hit is not None:
-                self.hits += 1
                 return hit[0], hit[1], True
         while True:
             flight = self._flights.get(key)

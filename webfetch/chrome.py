@@ -51,6 +51,7 @@ CRASH_WINDOW_S = 60.0
 CRASH_LOOP_COUNT = 3
 MAX_BACKOFF_S = 30.0
 TAB_CLOSE_TIMEOUT_S = 2.0
+MAX_TAB_USES = 100  # a recycled tab is retired after this many requests all the same
 
 
 def find_chrome(configured: str | None = None) -> str | None:
@@ -132,6 +133,8 @@ class Tab:
     context_id: str
     target_id: str
     session_id: str
+    uses: int = 0            # requests served so far
+    reusable: bool = False   # set by the renderer: no document was ever committed in it
 
     async def call(self, method: str, params: dict | None = None) -> dict:
         return await self.browser.conn.call(method, params, self.session_id)
@@ -249,6 +252,7 @@ class Chrome:
                 tab = None
         if tab is None:
             tab = await self._new_tab(browser)
+        tab.uses += 1
         try:
             yield tab
         finally:
@@ -323,10 +327,32 @@ class Chrome:
 
     async def _closer(self, to_close: trio.MemoryReceiveChannel[Tab]) -> None:
         async for tab in to_close:
+            if await self._recycle(tab):
+                continue
             await close_tab(tab)
             # Refill after a request, not when its tab was taken: creating a context and a renderer
             # while the request's page loads would compete with it for the CPU.
             self._pool_wanted.set()
+
+    async def _recycle(self, tab: Tab) -> bool:
+        """Put a tab whose request ended before any document was committed (the server's HTML sufficed, an
+        error status, a redirect, a text body) back in the pool. No page ever ran in its context, so the
+        only state it can hold is cookies from response headers, which are cleared here, and the HTTP
+        cache, which the renderer bypasses for a reused tab. Disposing of the context and making a new one
+        would cost Chrome a renderer process each time."""
+        if (not tab.reusable or tab.uses >= MAX_TAB_USES or tab.browser is not self._browser
+                or tab.browser.conn.is_closed or len(self._pool) >= self.config.context_pool):
+            return False
+        try:
+            with trio.move_on_after(TAB_CLOSE_TIMEOUT_S) as timeout:
+                await tab.browser.conn.call("Storage.clearCookies", {"browserContextId": tab.context_id})
+        except (CDPClosed, CDPError):
+            return False
+        if timeout.cancelled_caught:
+            return False
+        tab.reusable = False
+        self._pool.append(tab)
+        return True
 
     async def _fill_pool(self, browser: Browser) -> None:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.

@@ -145,6 +145,7 @@ class Daemon:
         with trio.move_on_after(1.0):
             while self.server.in_flight:
                 await trio.sleep(0.01)
+            await self.server.wait_flushed()  # the `shutting_down` frames reach their clients
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:

@@ -18,7 +18,7 @@ from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeou
 from .extractor import Extracted, Extractor
 from .protocol import FetchRequest, FetchResult
 from .render import render
-from .urls import AddressPolicy, prepare_url
+from .urls import AddressPolicy, likely_key, prepare_url
 
 log = logging.getLogger("webfetch.pipeline")
 
@@ -82,8 +82,14 @@ class Pipeline:
         self.extractor = extractor
         self.policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts)
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
+        self.render_slots = trio.CapacityLimiter(config.browser.max_renders)
 
     async def fetch(self, req: FetchRequest, progress: Progress) -> FetchResult:
+        if not req.fresh:
+            # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
+            hit = self.cache.lookup(likely_key(req.url, self.policy))
+            if hit is not None:
+                return self.shape(req, hit[0], hit[1], True)
         key = await prepare_url(req.url, self.policy)
         timeout = req.timeout_s or self.config.fetch.timeout_s
         progress("cache", f"looking up {key}")
@@ -136,11 +142,13 @@ class Pipeline:
             return (fc.render == "auto" and from_server.extractor == "trafilatura"
                     and from_server.text_len >= ENOUGH_TEXT_CHARS)
 
+        if self.render_slots.available_tokens == 0:
+            progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
         for attempt in (1, 2):
             from_server = None
             try:
                 self.renders += 1
-                async with self.chrome.open_tab() as tab:
+                async with self.render_slots, self.chrome.open_tab() as tab:
                     rendered = await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
                                             max_bytes=fc.max_bytes, block_types=bc.block_resources,
                                             progress=progress, body_check=server_html)

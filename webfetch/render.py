@@ -117,6 +117,8 @@ class _Render:
         self.load_gen = 0
         self._changed = trio.Event()     # pulsed on every change of the above
         self.finished = trio.Event()     # raw body, redirect or error decided in the pump
+        self.main_request: str | None = None  # the paused main-document request being handled
+        self.main_aborted = False        # we ended the main document's request ourselves
         self.failure: BaseException | None = None
         self.nav_error: str | None = None
         self.marks: dict[str, float] = {"start": time.monotonic()}
@@ -178,6 +180,8 @@ class _Render:
 
     async def _fail(self, request_id: str, reason: str = "Aborted") -> None:
         await self.tab.call("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+        if request_id == self.main_request:
+            self.main_aborted = True
 
     async def _continue(self, request_id: str) -> None:
         await self.tab.call("Fetch.continueRequest", {"requestId": request_id})
@@ -199,12 +203,13 @@ class _Render:
             else:
                 await self._continue(rid)
             return
+        self.main_request = rid
         if not response_stage:
-            await self._main_request(rid, url)
+            await self._main_request(rid, url, p["request"].get("headers") or {})
         else:
             await self._main_response(rid, url, p)
 
-    async def _main_request(self, rid: str, url: str) -> None:
+    async def _main_request(self, rid: str, url: str, headers: dict[str, str]) -> None:
         self.marks.setdefault("req", time.monotonic())
         self.navigations += 1
         self.nav_generation += 1
@@ -224,6 +229,13 @@ class _Render:
             return
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
+        if self.tab.uses > 1:
+            # A recycled tab's context may hold an earlier response in its HTTP cache: revalidate.
+            sent = [{"name": k, "value": v} for k, v in headers.items()
+                    if k.lower() not in ("cache-control", "pragma")]
+            sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
+            await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": sent})
+            return
         await self._continue(rid)
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
@@ -333,6 +345,8 @@ class _Render:
                         nursery.cancel_scope.cancel()
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
+        # The request ended before Chrome committed any document: the tab can serve another request.
+        self.tab.reusable = self.main_aborted and self.committed_gen == 0 and self.finished.is_set()
         if self.failure is not None:
             raise self.failure
         return self.result

@@ -277,3 +277,8 @@ class Server:
         """End every in-flight request with `shutting_down`."""
         for conn in list(self.connections):
             conn.shutdown()
+
+    async def wait_flushed(self) -> None:
+        """Until every connection's queued frames have been written (bound it with a deadline)."""
+        while any(c._send.statistics().current_buffer_used for c in self.connections):
+            await trio.sleep(0.01)

@@ -111,13 +111,24 @@ async def check_host(host: str, policy: AddressPolicy) -> bool:
         f"set fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
 
 
-async def prepare_url(url: str, policy: AddressPolicy) -> str:
-    """Validate, apply the address policy, upgrade http to https (not for allowed local hosts), and
-    normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
-    scheme, host, port, path, query = parse_url(url)
-    local = await check_host(host, policy)
+def _key(scheme: str, host: str, port: int | None, path: str, query: str, local: bool) -> str:
     if scheme == "http" and not local:
         scheme = "https"
         if port == 80:
             port = None
     return build_url(scheme, host, port, path, query)
+
+
+def likely_key(url: str, policy: AddressPolicy) -> str:
+    """The cache key `prepare_url` gives for a public host, computed without DNS: what a cache lookup
+    tries first, so a hit costs no name resolution. (A local host's key differs; it then misses here.)"""
+    scheme, host, port, path, query = parse_url(url)
+    return _key(scheme, host, port, path, query, host in policy.allow_hosts)
+
+
+async def prepare_url(url: str, policy: AddressPolicy) -> str:
+    """Validate, apply the address policy, upgrade http to https (not for allowed local hosts), and
+    normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
+    scheme, host, port, path, query = parse_url(url)
+    local = await check_host(host, policy)
+    return _key(scheme, host, port, path, query, local)
