@@ -100,7 +100,7 @@ class Daemon:
     def __init__(self, tmp: Path, render: str = "auto", block: list[str] | None = None) -> None:
         self.sock = tmp / "wf.sock"
         cfg = tmp / "config.toml"
-        blocked = json.dumps(["Image", "Media", "Font", *(block or [])])
+        blocked = json.dumps(["Image", "Media", "Font", "Stylesheet", *(block or [])])
         cfg.write_text(f'[fetch]\nallow_private = true\nrender = "{render}"\n'
                        f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
                        f'[cache]\nmax_bytes = 1073741824\n')
@@ -164,7 +164,7 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
     ap.add_argument("--block", action="append", default=[],
-                    help="a further CDP resource type to refuse, e.g. Stylesheet (repeatable)")
+                    help="a further CDP resource type to refuse, e.g. Script (repeatable)")
     args = ap.parse_args()
     corpus = Path(args.corpus)
     aeb = load_corpus(corpus, "scrapinghub-aeb")
@@ -177,7 +177,7 @@ def main() -> None:
         raise SystemExit("no Chrome found")
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
     daemon = Daemon(tmp, args.render, args.block)
-    print(f"daemon: fetch.render = {args.render}; refusing Image, Media, Font{''.join(', ' + b for b in args.block)}")
+    print(f"daemon: fetch.render = {args.render}; refusing Image, Media, Font, Stylesheet{''.join(', ' + b for b in args.block)}")
     try:
         if not args.skip_speed:
             speed(daemon, server, chrome, aeb, args.speed_pages, tmp)

@@ -29,6 +29,25 @@ def test_socket_and_directory_permissions(short_tmp):
         sock.close()
 
 
+def test_an_open_socket_directory_is_closed_down(short_tmp):
+    run = short_tmp / "run"
+    run.mkdir(mode=0o777)
+    run.chmod(0o777)
+    bind_socket(run / "wf.sock").close()
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+
+
+def test_a_socket_directory_of_another_user_is_refused(short_tmp):
+    theirs = short_tmp / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, os.geteuid() + 1, os.getegid() + 1)  # the tests run as root in CI; or as anyone
+    try:
+        with pytest.raises(DaemonError, match="belongs to another user"):
+            bind_socket(theirs / "wf.sock")
+    finally:
+        os.chown(theirs, os.geteuid(), os.getegid())
+
+
 def test_stale_socket_is_replaced_live_one_is_not(short_tmp):
     path = short_tmp / "wf.sock"
     dead = socket.socket(socket.AF_UNIX)

@@ -33,7 +33,7 @@ class BrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     settle_s: NonNegative = 2.0        # cap on waiting for JavaScript to finish after the DOM is there
     context_pool: Annotated[int, Meta(ge=0, le=64)] = 2
     max_renders: Annotated[int, Meta(ge=1, le=256)] = 8
-    block_resources: list[str] = msgspec.field(default_factory=lambda: ["Image", "Media", "Font"])
+    block_resources: list[str] = msgspec.field(default_factory=lambda: ["Image", "Media", "Font", "Stylesheet"])
 
 
 class FetchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -38,6 +38,12 @@ def bind_socket(path: Path) -> socket.socket:
     """A listening Unix socket at `path` (directory 0700, socket 0600). A stale socket file left by a dead
     daemon is replaced; a live daemon's is not."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.parent.stat()
+    if info.st_uid != os.geteuid():
+        raise DaemonError(f"{path.parent} belongs to another user; webfetch will not put its socket there. "
+                          f"Remove it, or pass --socket with a path in a directory of your own")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path.parent, 0o700)  # ours, but others could reach the socket through it
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise DaemonError(f"{path} exists and is not a socket; remove it or choose another --socket")

@@ -92,10 +92,6 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
     return None
 
 
-class _Done(Exception):
-    """Raised inside the event pump to end the render early with a finished result."""
-
-
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: Progress, body_check: BodyCheck | None) -> None:
@@ -120,7 +116,6 @@ class _Render:
         self.main_request: str | None = None  # the paused main-document request being handled
         self.main_aborted = False        # we ended the main document's request ourselves
         self.failure: BaseException | None = None
-        self.nav_error: str | None = None
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
 
@@ -179,9 +174,9 @@ class _Render:
             self._pulse()
 
     async def _fail(self, request_id: str, reason: str = "Aborted") -> None:
-        await self.tab.call("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
         if request_id == self.main_request:
-            self.main_aborted = True
+            self.main_aborted = True  # before the call: Page.navigate may report the abort first
+        await self.tab.call("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
 
     async def _continue(self, request_id: str) -> None:
         await self.tab.call("Fetch.continueRequest", {"requestId": request_id})
@@ -326,11 +321,9 @@ class _Render:
             self._finish(NetworkError(f"cannot load {url}: {e.message}"))
             return
         error = reply.get("errorText")
-        if error and not self.finished.is_set():
-            # Our own failRequest calls show up here as ERR_ABORTED/ERR_BLOCKED_BY_CLIENT after _finish.
-            await trio.sleep(0)
-            if not self.finished.is_set():
-                self._finish(NetworkError(f"{error} while loading {url}"))
+        # Our own failRequest of the main document shows up here too (ERR_ABORTED, ERR_BLOCKED_BY_CLIENT).
+        if error and not self.main_aborted:
+            self._finish(NetworkError(f"{error} while loading {url}"))
 
     async def run(self) -> Rendered:
         conn = self.tab.browser.conn
@@ -439,6 +432,8 @@ def _meta_refresh_target(content: str | None, base: str) -> str | None:
     if not rest:
         return None
     target = urljoin(base, rest)
+    if not target.startswith(("http://", "https://")):
+        return None
     # a refresh to the same document (or a fragment of it) is not a redirect
     return target if target.split("#", 1)[0] != base.split("#", 1)[0] else None
 
