@@ -184,6 +184,10 @@ class Site:
                                                      "Cache-Control": "max-age=3600"}))
         self.route("/echo-headers", lambda h: h.reply(200, "text/plain", "".join(
             f"{k.lower()}: {v}\n" for k, v in h.headers.items())))
+        self.html("/dialogs", simple_page("Dialogs", "The text behind the dialog boxes.").replace(
+            "</body>", "<script>alert('hello'); if (confirm('sure?')) document.title = 'confirmed';"
+            "window.addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; });"
+            "</script></body>"))
         self.html("/stalled-async", simple_page("Stalled", "This sentence was there before the stall began.")
                   .replace("</body>", '<script async src="/hang"></script></body>'))
         self.html("/stalled-sync", "<html><head><title>Blocked parser</title></head><body><article><p>"

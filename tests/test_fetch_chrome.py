@@ -398,3 +398,11 @@ async def test_a_recycled_tab_carries_no_cookies_and_bypasses_the_http_cache(sta
     assert "s3cr3t" not in seen["content"]
     again = await d.fetch(site.url("/set-cookie"), fresh=True)
     assert again["cached"] is False and site.hits["/set-cookie"] == 2  # Chrome's cache did not answer
+
+
+async def test_dialogs_are_dismissed(daemon, site):
+    with trio.fail_after(20):
+        r = await daemon.fetch(site.url("/dialogs"))
+    assert r["type"] == "result", r
+    assert "The text behind the dialog boxes." in r["content"]
+    assert r["title"] == "Dialogs"  # confirm() was answered "no"
