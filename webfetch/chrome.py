@@ -243,7 +243,8 @@ class Chrome:
 
     @asynccontextmanager
     async def open_tab(self) -> AsyncIterator[Tab]:
-        """A fresh tab in its own browser context, closed (context disposed) however the block ends."""
+        """A tab in a browser context of its own: new, or recycled from a request in which no document was
+        ever committed. It is closed (context disposed) or recycled however the block ends."""
         browser = await self.wait_browser()
         tab = None
         while self._pool and tab is None:

@@ -187,8 +187,12 @@ class Pipeline:
             if from_server is not None and extracted.text_len < RENDERED_MIN_SHARE * from_server.text_len:
                 extracted = from_server  # scripts took text away (or rendering broke it)
         title = title or extracted.title
-        log.info("loaded %s: %s %.0f ms, extract %.0f ms, %d chars via %s", key,
-                 "render" if rendered.rendered else "load (server HTML sufficed)", render_ms,
-                 (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
+        if rendered.rendered:
+            log.info("loaded %s: rendered in %.0f ms, extracted in %.0f ms, %d chars via %s", key, render_ms,
+                     (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
+        else:
+            log.info("loaded %s: %.0f ms, not rendered (%s), %d chars via %s", key, render_ms,
+                     "text body" if rendered.raw else "the server's HTML held the content",
+                     len(extracted.markdown), extracted.extractor)
         return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor,
                     redirect_url=None, notes=tuple(notes), **common)
