@@ -1,6 +1,7 @@
 """The daemon's socket file rules and the CLI, run as real processes."""
 
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -112,3 +113,56 @@ def test_fetch_json_prints_frames(short_tmp, site):
     frames = [json.loads(line) for line in r.stdout.splitlines()]
     assert frames[-1]["type"] == "result" and frames[-1]["extractor"] == "raw"
     assert all(f["type"] == "progress" for f in frames[:-1])
+
+
+def _start_serve(path):
+    proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), "the daemon did not create its socket"
+    chrome = []
+    while not chrome and time.monotonic() < deadline:  # Chrome is the daemon's child
+        chrome = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == proc.pid]
+        time.sleep(0.05)
+    assert chrome, "the daemon started no browser"
+    return proc, chrome[0]
+
+
+def _ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return -1
+
+
+def _gone(pid, timeout=10.0):
+    from .helpers import pid_alive
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_stop_the_daemon_and_its_browser(short_tmp, sig):
+    path = short_tmp / "wf.sock"
+    proc, chrome = _start_serve(path)
+    proc.send_signal(sig)
+    assert proc.wait(30) == 0, proc.stderr.read()
+    assert not path.exists()
+    assert _gone(chrome)
+    assert "shutting down" in proc.stderr.read()
+
+
+def test_a_killed_daemon_takes_its_browser_with_it(short_tmp):
+    path = short_tmp / "wf.sock"
+    proc, chrome = _start_serve(path)
+    time.sleep(12)  # longer than trio keeps an idle worker thread: the browser must survive that
+    from .helpers import pid_alive
+    assert pid_alive(chrome)
+    proc.kill()
+    proc.wait(10)
+    assert _gone(chrome), "Chrome outlived a SIGKILLed daemon"

@@ -10,6 +10,7 @@ import socket
 import stat
 import time
 from pathlib import Path
+from typing import AsyncIterator
 
 import trio
 
@@ -107,33 +108,36 @@ class Daemon:
             search=[], problems=c.problems)
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
+                  signals: AsyncIterator[int] | None = None,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve on `sock` until SIGTERM/SIGINT (or idle exit). Actors start first, then the socket."""
+        """Serve on `sock` until a signal arrives on `signals` (or idle exit, or cancellation).
+        Actors start first, then the socket; a signal during start-up stops it just as cleanly."""
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         async with trio.open_nursery() as nursery:
-            await nursery.start(self.chrome.run)
-            await nursery.start(self.cache.run)
-            await nursery.start(self.server.serve, listener)
-            log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
-                     self.chrome.state)
-            task_status.started()
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async with trio.open_nursery() as watchers:
-                    async def on_signal() -> None:
-                        async for signum in signals:
-                            log.info("received %s; shutting down", signal.Signals(signum).name)
-                            break
-                        watchers.cancel_scope.cancel()
-                    watchers.start_soon(on_signal)
-                    if exit_when_idle and self.config.server.idle_exit_s > 0:
-                        async def idle() -> None:
-                            await self._wait_idle(self.config.server.idle_exit_s)
-                            log.info("idle for %g s; exiting", self.config.server.idle_exit_s)
-                            watchers.cancel_scope.cancel()
-                        watchers.start_soon(idle)
+            with trio.CancelScope() as serving:
+                if signals is not None:
+                    nursery.start_soon(self._stop_on_signal, signals, serving)
+                await nursery.start(self.chrome.run)
+                await nursery.start(self.cache.run)
+                await nursery.start(self.server.serve, listener)
+                log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
+                         self.chrome.state)
+                task_status.started()
+                if exit_when_idle and self.config.server.idle_exit_s > 0:
+                    await self._wait_idle(self.config.server.idle_exit_s)
+                    log.info("idle for %g s; exiting", self.config.server.idle_exit_s)
+                else:
+                    await trio.sleep_forever()
             await listener.aclose()
             await self._shutdown()
             nursery.cancel_scope.cancel()
+
+    @staticmethod
+    async def _stop_on_signal(signals: AsyncIterator[int], serving: trio.CancelScope) -> None:
+        async for signum in signals:
+            log.info("received %s; shutting down", signal.Signals(signum).name)
+            serving.cancel()
+            return
 
     async def _wait_idle(self, idle_s: float) -> None:
         while True:
@@ -155,12 +159,22 @@ class Daemon:
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:
-    sock = bind_socket(path)
+    """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        sock = bind_socket(path)
+        await _serve_on(config, path, sock, exit_when_idle, signals)
+
+
+async def _serve_on(config: Config, path: Path, sock: socket.socket, exit_when_idle: bool,
+                    signals: AsyncIterator[int]) -> None:
+    ours = path.stat().st_ino
     try:
-        await Daemon(config).run(sock, exit_when_idle=exit_when_idle)
+        await Daemon(config).run(sock, exit_when_idle=exit_when_idle, signals=signals)
     finally:
         sock.close()
         try:
-            path.unlink()
+            if path.stat().st_ino == ours:  # not a socket another daemon has put there since
+                path.unlink()
         except FileNotFoundError:
             pass
+        log.info("stopped")
