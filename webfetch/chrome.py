@@ -3,12 +3,10 @@ when it dies, and hands out fresh isolated tabs (each in its own browser context
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from collections import deque
@@ -23,6 +21,7 @@ from ._trio import single_error
 from .cdp import CDPClosed, CDPConnection, CDPError, open_cdp
 from .config import BrowserConfig
 from .errors import BrowserCrashed, BrowserUnavailable
+from .procs import ChildProcess
 
 log = logging.getLogger("webfetch.chrome")
 
@@ -65,52 +64,6 @@ def find_chrome(configured: str | None = None) -> str | None:
         if found:
             return found
     return None
-
-
-try:
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up now: nothing may be loaded after fork
-except (OSError, AttributeError):  # not Linux
-    _prctl = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    # Chrome gets SIGKILL if the daemon dies in any way, even by SIGKILL.
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class ChromeProcess:
-    """Chrome as a child of the daemon's main thread.
-
-    trio.lowlevel.open_process forks from a worker thread, and the parent-death signal fires when the
-    forking *thread* exits: trio retires idle worker threads after a few seconds, which killed Chrome
-    mid-request. So we fork here, in the thread that lives as long as the daemon, and wait on a pidfd."""
-
-    def __init__(self, args: list[str], stderr: object) -> None:
-        self.popen = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                                      start_new_session=True, preexec_fn=_die_with_parent)
-        self.pid = self.popen.pid
-        self._pidfd = os.pidfd_open(self.pid)
-        self._lock = trio.Lock()
-
-    @property
-    def returncode(self) -> int | None:
-        return self.popen.returncode
-
-    def poll(self) -> int | None:
-        return self.popen.poll()
-
-    async def wait(self) -> int:
-        async with self._lock:  # one task at a time may wait on the pidfd
-            while self.popen.poll() is None:
-                await trio.lowlevel.wait_readable(self._pidfd)
-        return self.popen.returncode
-
-    def close(self) -> None:
-        if self._pidfd >= 0:
-            os.close(self._pidfd)
-            self._pidfd = -1
 
 
 class BrowserLaunchError(Exception):
@@ -428,7 +381,7 @@ class Chrome:
                     nursery.cancel_scope.cancel()
 
 
-async def _close_when_exits(proc: ChromeProcess, conn: CDPConnection) -> None:
+async def _close_when_exits(proc: ChildProcess, conn: CDPConnection) -> None:
     await proc.wait()
     log.warning("Chrome (pid %d) exited with code %s", proc.pid, proc.returncode)
     conn._close(CDPClosed(f"Chrome exited with code {proc.returncode}"))
@@ -442,7 +395,7 @@ def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> lis
 
 
 @asynccontextmanager
-async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChromeProcess]]:
+async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChildProcess]]:
     """Start Chrome in its own process group with a throwaway profile; yield its websocket URL.
     On exit the whole group is killed and reaped, and the profile removed."""
     tmp = tempfile.mkdtemp(prefix="webfetch-chrome-")
@@ -450,7 +403,7 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
     stderr_path = Path(tmp) / "stderr.log"
     try:
         with open(stderr_path, "wb") as stderr:
-            proc = ChromeProcess(chrome_command(executable, str(profile), extra), stderr)
+            proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr=stderr)
         try:
             port_file = profile / "DevToolsActivePort"
             with trio.move_on_after(LAUNCH_TIMEOUT_S):
@@ -469,28 +422,9 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
                 raise BrowserLaunchError(f"{executable} {what}" + (f": {tail}" if tail else ""))
             yield f"ws://127.0.0.1:{port.strip()}{path.strip()}", proc
         finally:
-            with trio.CancelScope(shield=True):
-                await _kill_group(proc)
-            proc.close()
+            await proc.aclose()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-async def _kill_group(proc: ChromeProcess) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a moment, and reap the leader."""
-    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        with trio.move_on_after(wait):
-            await proc.wait()
-            # the leader is gone; make sure helpers in its group are too
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            return
 
 
 def _tail(path: Path, lines: int = 3) -> str:

@@ -1,0 +1,101 @@
+"""Child processes that never outlive the daemon: Chrome and the sub-agent CLI."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+
+import trio
+
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up now: nothing may be loaded after fork
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # The child gets SIGKILL if the daemon dies in any way, even by SIGKILL.
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ChildProcess:
+    """A child in a process group of its own, forked from the daemon's main thread.
+
+    trio.lowlevel.open_process forks from a worker thread, and the parent-death signal fires when the
+    forking *thread* exits: trio retires idle worker threads after a few seconds, which killed Chrome
+    mid-request. So we fork here, in the thread that lives as long as the daemon, and wait on a pidfd.
+    With `pipes`, stdin and stdout are trio streams (`stdin`, `stdout`)."""
+
+    def __init__(self, args: list[str], *, stderr: object = subprocess.DEVNULL, pipes: bool = False,
+                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+        self.stdin: trio.lowlevel.FdStream | None = None
+        self.stdout: trio.lowlevel.FdStream | None = None
+        child_in, child_out = subprocess.DEVNULL, subprocess.DEVNULL
+        ours: list[int] = []
+        if pipes:
+            in_r, in_w = os.pipe()
+            out_r, out_w = os.pipe()
+            child_in, child_out, ours = in_r, out_w, [in_w, out_r]
+        try:
+            self.popen = subprocess.Popen(args, stdin=child_in, stdout=child_out, stderr=stderr, cwd=cwd,
+                                          env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            if pipes:
+                os.close(child_in)  # type: ignore[arg-type]
+                os.close(child_out)  # type: ignore[arg-type]
+        if pipes:
+            self.stdin = trio.lowlevel.FdStream(ours[0])
+            self.stdout = trio.lowlevel.FdStream(ours[1])
+        self.pid = self.popen.pid
+        self._pidfd = os.pidfd_open(self.pid)
+        self._lock = trio.Lock()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        async with self._lock:  # one task at a time may wait on the pidfd
+            while self.popen.poll() is None:
+                await trio.lowlevel.wait_readable(self._pidfd)
+        return self.popen.returncode
+
+    async def kill_group(self, grace_s: float = 2.0) -> None:
+        """SIGTERM the process group, SIGKILL what is left after `grace_s`, and reap the leader.
+        Shielded: it runs to the end even in a cancelled scope."""
+        with trio.CancelScope(shield=True):
+            for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                with trio.move_on_after(wait):
+                    await self.wait()
+                    # the leader is gone; make sure helpers in its group are too
+                    try:
+                        os.killpg(self.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    return
+
+    async def aclose(self) -> None:
+        """Kill the group and release the pipes and the pidfd."""
+        await self.kill_group()
+        for stream in (self.stdin, self.stdout):
+            if stream is not None:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
