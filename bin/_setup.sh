@@ -65,3 +65,29 @@ ensure_chrome() {
     say "Fedora: sudo dnf install chromium), or set WEBFETCH_CHROME to a Chrome binary."
     return 1
 }
+
+ensure_test_tools() {  # the real pi, pinned by tests/tools/package-lock.json
+    local dir="$ROOT/tests/tools" stamp="$ROOT/tests/tools/node_modules/.webfetch-installed"
+    if ! command -v npm >/dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            say "no npm found; installing Debian's nodejs and npm with apt-get"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -qq >&2
+            apt-get install -y -qq nodejs npm >&2
+        else
+            say "Node.js and npm are needed for the sub-agent tests: install them (sudo apt-get install nodejs npm)"
+            return 1
+        fi
+    fi
+    local want
+    want="$(sha256sum < "$dir/package-lock.json" | cut -d' ' -f1)"
+    if [ -x "$dir/node_modules/.bin/pi" ] && [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
+        return 0
+    fi
+    say "installing the test tools (pi) from tests/tools/package-lock.json"
+    if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2; then
+        say "npm ci failed in $dir"
+        return 1
+    fi
+    printf '%s\n' "$want" > "$stamp"
+}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from webfetch.config import Config, FetchConfig
+from webfetch.config import Config, FetchConfig, SubagentConfig
 from webfetch.daemon import Daemon, bind_socket
 
 from .helpers import LineClient
@@ -34,6 +34,8 @@ def short_tmp():
 def make_config(**sections: Any) -> Config:
     """Defaults, plus private addresses allowed (the test site is on 127.0.0.1)."""
     sections.setdefault("fetch", FetchConfig(allow_private=True))
+    # never whatever pi the machine has on PATH: the sub-agent tests name theirs
+    sections.setdefault("subagent", SubagentConfig(command="/nonexistent/pi-for-tests"))
     return Config(**sections)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections import deque

@@ -58,12 +58,19 @@ class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     threads: Annotated[int, Meta(ge=1, le=64)] = 2
 
 
+class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    command: str = "pi"                # a pi-compatible CLI: `--mode json`, page on stdin
+    timeout_s: Positive = 120.0
+    max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
     fetch: FetchConfig = msgspec.field(default_factory=FetchConfig)
     cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
     extract: ExtractConfig = msgspec.field(default_factory=ExtractConfig)
+    subagent: SubagentConfig = msgspec.field(default_factory=SubagentConfig)
 
 
 def default_config_path() -> Path:

@@ -24,6 +24,7 @@ from .pipeline import Page, Pipeline, page_size
 from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
                        SearchRequest, StatusRequest, StatusResult, SubagentStatus)
 from .server import Server
+from .subagent import Subagent
 from .errors import SearchUnconfigured
 
 log = logging.getLogger("webfetch.daemon")
@@ -79,7 +80,8 @@ class Daemon:
         self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.threads)
-        self.pipeline = Pipeline(config, self.chrome, self.cache, self.extractor)
+        self.subagent = Subagent(config.subagent)
+        self.pipeline = Pipeline(config, self.chrome, self.cache, self.extractor, self.subagent)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress) -> Frame:
@@ -104,7 +106,8 @@ class Daemon:
                                   endpoint=self.config.browser.endpoint),
             cache=CacheStatus(**self.cache.statistics()),
             requests=RequestsStatus(in_flight=self.server.in_flight, served=self.server.served),
-            subagent=SubagentStatus(command=None, available=False),
+            subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
+                                    available=self.subagent.available, version=self.subagent.version),
             search=[], problems=c.problems)
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
@@ -119,6 +122,7 @@ class Daemon:
                     nursery.start_soon(self._stop_on_signal, signals, serving)
                 await nursery.start(self.chrome.run)
                 await nursery.start(self.cache.run)
+                await nursery.start(self.subagent.run)
                 await nursery.start(self.server.serve, listener)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)

@@ -18,6 +18,7 @@ from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeou
 from .extractor import Extracted, Extractor
 from .protocol import FetchRequest, FetchResult
 from .render import render
+from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, likely_key, prepare_url
 
 log = logging.getLogger("webfetch.pipeline")
@@ -75,8 +76,10 @@ def paginate(text: str, offset: int, max_chars: int, max_lines: int) -> tuple[st
 
 
 class Pipeline:
-    def __init__(self, config: Config, chrome: Chrome, cache: Cache[Page], extractor: Extractor) -> None:
+    def __init__(self, config: Config, chrome: Chrome, cache: Cache[Page], extractor: Extractor,
+                 subagent: Subagent) -> None:
         self.config = config
+        self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
         self.extractor = extractor
@@ -89,7 +92,7 @@ class Pipeline:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
             hit = self.cache.lookup(likely_key(req.url, self.policy))
             if hit is not None:
-                return self.shape(req, hit[0], hit[1], True)
+                return await self.shape(req, hit[0], hit[1], True, progress)
         key = await prepare_url(req.url, self.policy)
         timeout = req.timeout_s or self.config.fetch.timeout_s
         progress("cache", f"looking up {key}")
@@ -100,9 +103,13 @@ class Pipeline:
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
                           f"timeout_s if the site is slow") from None
-        return self.shape(req, page, age, cached)
+        return await self.shape(req, page, age, cached, progress)
 
-    def shape(self, req: FetchRequest, page: Page, age: float, cached: bool) -> FetchResult:
+    async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
+                    progress: Progress) -> FetchResult:
+        """The result the request asked for: an answer to its prompt, a summary of a page too large for
+        one reply, a slice of the raw markdown, or a redirect. When the sub-agent fails, the first page
+        of raw content with a note saying why."""
         base = dict(url=page.url, final_url=page.final_url, status=page.status, content_type=page.content_type,
                     title=page.title, cached=cached, age_s=round(age, 3), extractor=page.extractor,
                     truncated=page.truncated, notes=list(page.notes))
@@ -111,17 +118,42 @@ class Pipeline:
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
                 f"cross-host redirects; fetch {page.redirect_url} if you want its content."))
         fc = self.config.fetch
+        total = len(page.markdown)
         offset = req.offset or 0
         max_chars = req.max_chars or fc.page_chars
         content, next_offset = paginate(page.markdown, offset, max_chars, fc.page_lines)
+        task = None
         if req.prompt is not None:
-            base["notes"].append("prompts need the sub-agent, which this daemon does not have yet; "
-                                 "here is the page's content instead")
+            task = f"Question about this page: {req.prompt}"
+        elif req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
+                                                              fc.page_lines)[1] is not None:
+            task = SUMMARY_TASK
+        if task is not None:
+            try:
+                answer = await self.subagent.ask(page.markdown, page.final_url, task, model=req.model,
+                                                 thinking=req.thinking, progress=progress)
+            except SubagentFailed as e:
+                base["notes"].append(f"{e}; here is the page's raw content instead")
+            else:
+                if req.prompt is not None:
+                    return FetchResult(kind="answer", content=answer.text, model=answer.model,
+                                       total_chars=total, **base)
+                return FetchResult(kind="summary", model=answer.model, total_chars=total, **base,
+                                   content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
         if offset > len(page.markdown):
             base["notes"].append(f"offset {offset} is past the end of the content ({len(page.markdown)} "
                                  f"characters)")
         return FetchResult(kind="page", content=content, offset=offset, next_offset=next_offset,
                            total_chars=len(page.markdown), **base)
+
+    def _paging_facts(self, total: int) -> str:
+        fc = self.config.fetch
+        pages = -(-total // fc.page_chars)
+        return (f"---\nThe page holds {total} characters of markdown, about {pages} pages of {fc.page_chars} "
+                f"characters (at most {fc.page_lines} lines each), too much for one reply. For specific "
+                f"information, fetch the same URL again with a `prompt` saying what you need: the page is "
+                f"cached, so that is fast. To read the raw markdown, fetch it with `offset` 0, then with each "
+                f"reply's `next_offset`.")
 
     async def _load(self, key: str, progress: Progress) -> Page:
         started = time.monotonic()

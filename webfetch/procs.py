@@ -89,9 +89,9 @@ class ChildProcess:
                         pass
                     return
 
-    async def aclose(self) -> None:
+    async def aclose(self, grace_s: float = 2.0) -> None:
         """Kill the group and release the pipes and the pidfd."""
-        await self.kill_group()
+        await self.kill_group(grace_s)
         for stream in (self.stdin, self.stdout):
             if stream is not None:
                 with trio.CancelScope(shield=True):

@@ -150,6 +150,7 @@ class RequestsStatus(Struct, kw_only=True):
 class SubagentStatus(Struct, kw_only=True):
     command: str | None
     available: bool
+    version: str | None = None
 
 
 class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
