@@ -96,6 +96,9 @@ class CorpusServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/{page['corpus']}/{page['id']}"
 
 
+PI = ROOT / "tests" / "tools" / "node_modules" / ".bin" / "pi"
+
+
 class Daemon:
     def __init__(self, tmp: Path, render: str = "auto", block: list[str] | None = None) -> None:
         self.sock = tmp / "wf.sock"
@@ -103,7 +106,7 @@ class Daemon:
         blocked = json.dumps(["Image", "Media", "Font", "Stylesheet", *(block or [])])
         cfg.write_text(f'[fetch]\nallow_private = true\nrender = "{render}"\n'
                        f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
-                       f'[cache]\nmax_bytes = 1073741824\n')
+                       f'[cache]\nmax_bytes = 1073741824\n[subagent]\ncommand = {json.dumps(str(PI))}\n')
         self.log = open(tmp / "daemon.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
                                       "--config", str(cfg), "--log-level", "warning"],
@@ -176,11 +179,22 @@ def main() -> None:
     if chrome is None:
         raise SystemExit("no Chrome found")
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
+    # The sub-agent's model: the fake OpenAI-compatible server of the tests, answering at once, so the
+    # sub-agent row measures what webfetch and pi add, not a model's thinking time.
+    sys.path.insert(0, str(ROOT))
+    from tests.fake_llm import FakeLLM
+    llm = FakeLLM()
+    llm.reply = lambda body: "The answer."
+    agent_dir = tmp / "pi-agent"
+    agent_dir.mkdir()
+    (agent_dir / "models.json").write_text(json.dumps(llm.models_json()))
+    os.environ["PI_CODING_AGENT_DIR"] = str(agent_dir)  # inherited by the daemon, then by pi
     daemon = Daemon(tmp, args.render, args.block)
     print(f"daemon: fetch.render = {args.render}; refusing Image, Media, Font, Stylesheet{''.join(', ' + b for b in args.block)}")
     try:
         if not args.skip_speed:
             speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
+            subagent_overhead(daemon, server, aeb[0])
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
     finally:
@@ -230,6 +244,21 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     pps = len(conc_urls) / conc_elapsed
     print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
           f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)", flush=True)
+
+
+def subagent_overhead(daemon: Daemon, server: CorpusServer, page: dict) -> None:
+    url = server.url(page)
+    daemon.fetch(url)  # cached: the calls below run only the sub-agent
+    hits, answers = [], []
+    for _ in range(10):
+        hits.append(daemon.fetch(url)[1])
+        frame, t = daemon.fetch(url, prompt="What is this page about?", model="fake/fake-1")
+        assert frame["kind"] == "answer", frame
+        answers.append(t)
+    overhead = statistics.median(answers) - statistics.median(hits)
+    print(f"{'5. prompt on a cached page, model answers at once':52} {statistics.median(answers) * 1000:9.1f}ms "
+          f"{summarize(answers)[1] * 1000:9.1f}ms   (sub-agent overhead {overhead * 1000:.0f} ms over a cache hit)",
+          flush=True)
 
 
 def quality(daemon: Daemon, server: CorpusServer, corpora: dict[str, list[dict]]) -> None:

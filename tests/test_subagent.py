@@ -199,3 +199,31 @@ def test_the_fence_cannot_be_closed_from_inside():
     assert text.endswith("\n</untrusted_page_content>\n")
     assert text.lower().count("</untrusted_page_content") == 1
     assert "untrusted\\_page" not in text and text.count("&lt;/untrusted_page_content") == 3
+
+
+async def test_the_sub_agent_has_its_own_deadline(start_daemon, site, llm, pi_home):
+    llm.reply = lambda body: ("forever",)
+    config = sub_config()
+    config.subagent.timeout_s = 4
+    d = await start_daemon(config)
+    with trio.fail_after(30):
+        r = await d.fetch(site.url("/article"), prompt="Go on", model="fake/fake-1")
+    assert r["kind"] == "page", r
+    assert any("did not answer within 4 s" in n for n in r["notes"]), r["notes"]
+    with trio.fail_after(10):
+        while _pi_processes():
+            await trio.sleep(0.1)
+
+
+def test_cli_prompt(short_tmp, site, llm, pi_home):
+    import subprocess
+    import sys
+    llm.reply = lambda body: "Eleven families."
+    cfg = short_tmp / "c.toml"
+    cfg.write_text(f'[fetch]\nallow_private = true\n[server]\nidle_exit_s = 1\n[subagent]\ncommand = "{PI}"\n')
+    r = subprocess.run([sys.executable, "-m", "webfetch", "fetch", "--config", str(cfg), site.url("/article"),
+                        "--prompt", "How many families?", "--model", "fake/fake-1"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "Eleven families.\n"

@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="ignore the cache and load the page again")
     p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
+    p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
+    p.add_argument("--model", help="the sub-agent's model as provider/id (pi's web-fetch.json wins)")
+    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"],
+                   help="the sub-agent's thinking level")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
     p = sub.add_parser("status", help="show the daemon's state")
@@ -89,7 +93,8 @@ def _client_command(args: argparse.Namespace, path: Path) -> int:
 def _fetch(client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
     for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
-                                fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout):
+                                fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
+                                prompt=args.prompt, model=args.model, thinking=args.thinking):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
         kind = frame.get("type")
