@@ -27,3 +27,15 @@ def single_error() -> Iterator[None]:
         if len({type(e) for e in real}) == 1:
             raise real[0] from None
         raise
+
+
+def pop_lines(buf: bytearray) -> Iterator[bytes]:
+    """The complete `\n`-terminated lines at the front of `buf`, without their newline, each removed from
+    `buf` as it is yielded; a partial last line stays for the next read."""
+    while True:
+        nl = buf.find(b"\n")
+        if nl < 0:
+            return
+        line = bytes(buf[:nl])
+        del buf[:nl + 1]
+        yield line

@@ -14,7 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ._trio import single_error
+from ._trio import pop_lines, single_error
 from .errors import BadRequest, Cancelled, Internal, LineTooLong, ShuttingDown, WebfetchError
 from .protocol import (CancelRequest, CancelResult, ErrorFrame, FetchRequest, Frame, Progress, Request,
                        RequestId, decode_request, encode_frame)
@@ -85,12 +85,7 @@ class Connection:
             if not data:
                 return
             buf += data
-            while True:
-                nl = buf.find(b"\n")
-                if nl < 0:
-                    break
-                line = bytes(buf[:nl])
-                del buf[:nl + 1]
+            for line in pop_lines(buf):
                 if len(line) > limit:
                     await self._too_long(limit)
                     return

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import msgspec
 import trio
 
+from ._trio import pop_lines
 from .config import SubagentConfig
 from .procs import ChildProcess
 
@@ -207,12 +208,8 @@ async def _events(stream: trio.lowlevel.FdStream):
         if not data:
             break
         buf += data
-        while True:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                break
-            line = bytes(buf[:nl]).strip()
-            del buf[:nl + 1]
+        for line in pop_lines(buf):
+            line = line.strip()
             if not line:
                 continue
             try:
