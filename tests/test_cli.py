@@ -166,3 +166,16 @@ def test_a_killed_daemon_takes_its_browser_with_it(short_tmp):
     proc.kill()
     proc.wait(10)
     assert _gone(chrome), "Chrome outlived a SIGKILLed daemon"
+    import glob
+    import tempfile
+    left = glob.glob(os.path.join(tempfile.gettempdir(), f"webfetch-*-{proc.pid}-*"))
+    assert left  # a SIGKILLed daemon cleans nothing up itself ...
+    again, chrome2 = _start_serve(path)  # ... the next one removes what it left
+    try:
+        deadline = time.monotonic() + 15
+        while any(os.path.exists(d) for d in left) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(os.path.exists(d) for d in left)
+    finally:
+        again.terminate()
+        again.wait(30)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections import deque
 from contextlib import asynccontextmanager
@@ -20,7 +19,7 @@ from ._trio import single_error
 from .cdp import CDPClosed, CDPConnection, CDPError, open_cdp
 from .config import BrowserConfig
 from .errors import BrowserCrashed, BrowserUnavailable
-from .procs import ChildProcess
+from .procs import ChildProcess, private_tempdir
 
 log = logging.getLogger("webfetch.chrome")
 
@@ -397,7 +396,7 @@ def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> lis
 async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChildProcess]]:
     """Start Chrome in its own process group with a throwaway profile; yield its websocket URL.
     On exit the whole group is killed and reaped, and the profile removed."""
-    tmp = tempfile.mkdtemp(prefix="webfetch-chrome-")
+    tmp = private_tempdir("chrome")
     profile = Path(tmp) / "profile"
     stderr_path = Path(tmp) / "stderr.log"
     try:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
+import shutil
 import signal
 import subprocess
+import tempfile
 
 import trio
 
@@ -99,3 +102,25 @@ class ChildProcess:
         if self._pidfd >= 0:
             os.close(self._pidfd)
             self._pidfd = -1
+
+
+def private_tempdir(kind: str) -> str:
+    """A new temporary directory `webfetch-<kind>-<our pid>-…`. Those left by a webfetch process that is
+    gone (a daemon killed with SIGKILL cleans nothing up) are removed first."""
+    base = tempfile.gettempdir()
+    pattern = re.compile(rf"webfetch-{re.escape(kind)}-(\d+)-")
+    for name in os.listdir(base):
+        m = pattern.match(name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"webfetch-{kind}-{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +17,7 @@ import trio
 
 from ._trio import pop_lines
 from .config import SubagentConfig
-from .procs import ChildProcess
+from .procs import ChildProcess, private_tempdir
 
 log = logging.getLogger("webfetch.subagent")
 
@@ -97,7 +96,7 @@ class Subagent:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Owns the working directory the CLI runs in: its .pi/settings.json turns pi's retry loop off, so a
         failing model fails in seconds rather than after three retries."""
-        self._workdir = tempfile.mkdtemp(prefix="webfetch-subagent-")
+        self._workdir = private_tempdir("subagent")
         try:
             settings = Path(self._workdir) / ".pi"
             settings.mkdir()
