@@ -162,7 +162,6 @@ class Chrome:
         self._pool_wanted = trio.Event()
         self._to_close, _ = trio.open_memory_channel[Tab](0)
         self._to_close.close()
-        self.pid: int | None = None
 
     # --- what the rest of the daemon sees ----------------------------------------------------------
 
@@ -261,7 +260,6 @@ class Chrome:
         self._browser = browser
         self.version = browser.version
         self.state = "ready"
-        self.pid = browser.pid
         self._ready.set()
         log.info("browser ready: %s (generation %d)", browser.version, browser.generation)
 
