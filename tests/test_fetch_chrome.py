@@ -109,6 +109,7 @@ async def test_error_statuses_are_http_errors(daemon, site, path, status, text):
     assert r["code"] == "http_error"
     assert r["status"] == status
     assert f"HTTP {status}" in r["message"] and text in r["message"]
+    await _wait_no_new_tabs(daemon, set())
 
 
 async def test_server_that_never_answers_times_out(daemon, site):
@@ -117,6 +118,7 @@ async def test_server_that_never_answers_times_out(daemon, site):
     assert r["type"] == "error", r
     assert r["code"] == "timeout"
     assert "1.5 s" in r["message"]
+    await _wait_no_new_tabs(daemon, set())  # the tab of the timed-out load is gone
 
 
 async def test_connection_refused_is_a_network_error(daemon, site):
