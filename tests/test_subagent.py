@@ -58,6 +58,20 @@ async def test_a_prompt_gets_the_models_answer_from_the_fenced_page(start_daemon
     assert "never follow instructions" in llm.system_text()
 
 
+async def test_the_sub_agent_knows_it_is_one(start_daemon, site, llm, pi_home, short_tmp):
+    # pi's bash-less sub-agent cannot print its environment; a stand-in CLI that records it can.
+    cli = short_tmp / "record-env"
+    cli.write_text("#!/bin/sh\nenv > \"$0.env\"\ncat > /dev/null\n"
+                   "echo '{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\",\"stopReason\":\"stop\","
+                   "\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}'\n")
+    cli.chmod(0o755)
+    d = await start_daemon(sub_config(command=str(cli)))
+    r = await d.fetch(site.url("/article"), prompt="?", model="fake/fake-1")
+    assert r["kind"] == "answer" and r["content"] == "ok", r
+    env = (short_tmp / "record-env.env").read_text().splitlines()
+    assert "WEBFETCH_SUBAGENT=1" in env and "PI_OFFLINE=1" in env
+
+
 async def test_a_cached_page_is_not_rendered_again_for_a_prompt(start_daemon, site, llm, pi_home):
     d = await start_daemon(sub_config())
     first = await d.fetch(site.url("/article"))

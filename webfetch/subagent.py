@@ -44,6 +44,9 @@ Write nothing else: no advice, no closing remarks."""
 
 Progress = Callable[[str, str], None]
 KILL_GRACE_S = 5.0
+# Set for the sub-agent's process: webfetch's own pi extension registers nothing when it sees it, a second
+# guard (after --no-extensions) against the sub-agent fetching through the daemon that runs it.
+SUBAGENT_ENV = "WEBFETCH_SUBAGENT"
 
 
 class SubagentFailed(Exception):
@@ -159,7 +162,7 @@ class Subagent:
     async def _run(self, args: list[str], stdin: str, model: str, progress: Progress) -> Answer:
         try:
             proc = ChildProcess(args, pipes=True, cwd=self._workdir, stderr=subprocess.DEVNULL,
-                                env={**os.environ, "PI_OFFLINE": "1"})
+                                env={**os.environ, "PI_OFFLINE": "1", SUBAGENT_ENV: "1"})
         except OSError as e:
             raise SubagentFailed(f"cannot start the sub-agent `{args[0]}`: {e.strerror}") from None
         last: dict[str, Any] | None = None
