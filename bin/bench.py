@@ -218,6 +218,7 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
 
     base = [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
     rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
+    time.sleep(3)  # row 1's last browser finishes exiting: its teardown is not webfetch's to pay for
     rows.append(("2. webfetch cold fetch, back to back", cold(0.0)))
     # an agent thinks between calls: by then the daemon's background work (closing and refilling
     # browser contexts) is done
