@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from webfetch.chrome import find_chrome  # noqa: E402
 from webfetch.client import Client  # noqa: E402
 from webfetch.extractor import trafilatura_markdown  # noqa: E402
+from tests.site import QuietHTTPServer  # noqa: E402
 
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 WORD = re.compile(r"\w+")
@@ -60,11 +61,6 @@ def f1(predicted: str, truth: str) -> float:
     return 2 * p * r / (p + r)
 
 
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):  # a browser hanging up early is not news
-        pass
-
-
 class CorpusServer:
     def __init__(self, pages: list[dict]) -> None:
         by_path = {f"/{p['corpus']}/{p['id']}": p["html"] for p in pages}
@@ -88,8 +84,7 @@ class CorpusServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def url(self, page: dict) -> str:
@@ -181,7 +176,6 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
     # The sub-agent's model: the fake OpenAI-compatible server of the tests, answering at once, so the
     # sub-agent row measures what webfetch and pi add, not a model's thinking time.
-    sys.path.insert(0, str(ROOT))
     from tests.fake_llm import FakeLLM
     llm = FakeLLM()
     llm.reply = lambda body: "The answer."

@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from .site import QuietHTTPServer
+
 
 class FakeLLM:
     """`reply` decides each answer from the request body: a string (streamed as the answer), or
@@ -69,13 +71,7 @@ class FakeLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass
-
-        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

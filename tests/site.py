@@ -72,8 +72,12 @@ def large_page(paragraphs: int = 1500) -> str:
     return simple_page("A very large page", *paras)
 
 
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):  # a browser hanging up early is not news
+class QuietHTTPServer(http.server.ThreadingHTTPServer):
+    """A threaded HTTP server on loopback for tests and benchmarks: a client hanging up early is not news."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
         pass
 
 
@@ -123,8 +127,7 @@ class Site:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._install_routes()

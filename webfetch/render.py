@@ -127,7 +127,7 @@ class _Render:
             method = event.get("method")
             params = event.get("params", {})
             if method == "Fetch.requestPaused":
-                if params.get("resourceType") == "Document" and params.get("frameId") == self.tab.target_id:
+                if self._is_main(params):
                     await self._paused_safely(params)  # main-document steps happen one after another
                 else:
                     nursery.start_soon(self._paused_safely, params)  # never hold up other events
@@ -149,6 +149,10 @@ class _Render:
                     pass
             elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
                 self._finish(BrowserCrashed("the page's renderer process crashed"))
+
+    def _is_main(self, paused: dict[str, Any]) -> bool:
+        """A paused request for the tab's own document (not a frame's, not a resource)."""
+        return paused.get("resourceType") == "Document" and paused.get("frameId") == self.tab.target_id
 
     async def _paused_safely(self, params: dict[str, Any]) -> None:
         try:
@@ -185,7 +189,7 @@ class _Render:
         rid = p["requestId"]
         url = p["request"]["url"]
         rtype = p.get("resourceType")
-        main = rtype == "Document" and p.get("frameId") == self.tab.target_id
+        main = self._is_main(p)
         response_stage = "responseStatusCode" in p or "responseErrorReason" in p
         if self.finished.is_set():
             await self._fail(rid)
