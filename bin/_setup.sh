@@ -66,8 +66,8 @@ ensure_chrome() {
     return 1
 }
 
-ensure_test_tools() {  # the real pi, pinned by tests/tools/package-lock.json
-    local dir="$ROOT/tests/tools" stamp="$ROOT/tests/tools/node_modules/.webfetch-installed"
+ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/package-lock.json
+    local dir="$ROOT/tests/node" stamp="$ROOT/tests/node/node_modules/.webfetch-installed"
     if ! command -v npm >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             say "no npm found; installing Debian's nodejs and npm with apt-get"
@@ -79,12 +79,17 @@ ensure_test_tools() {  # the real pi, pinned by tests/tools/package-lock.json
             return 1
         fi
     fi
+    # pi 0.73 runs on Node 20; the test runner's --test-concurrency came in 20.10
+    if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)'; then
+        say "Node.js 20.10 or newer is needed for the extension tests; this is $(node --version)"
+        return 1
+    fi
     local want
     want="$(sha256sum < "$dir/package-lock.json" | cut -d' ' -f1)"
     if [ -x "$dir/node_modules/.bin/pi" ] && [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
         return 0
     fi
-    say "installing the test tools (pi) from tests/tools/package-lock.json"
+    say "installing the test tools (pi) from tests/node/package-lock.json"
     if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2; then
         say "npm ci failed in $dir"
         return 1

@@ -91,7 +91,7 @@ class CorpusServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/{page['corpus']}/{page['id']}"
 
 
-PI = ROOT / "tests" / "tools" / "node_modules" / ".bin" / "pi"
+PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
 
 
 class Daemon:

@@ -7,6 +7,7 @@ from webfetch.config import Config, ConfigError, load_config, parse_config, sock
 
 def test_every_key_is_optional(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("WEBFETCH_CONFIG", raising=False)
     assert load_config() == Config()
     assert parse_config(b"") == Config()
 
@@ -32,9 +33,26 @@ def test_bad_config_is_rejected_naming_the_key(text, message):
     assert str(info.value).startswith("config.toml: ")
 
 
-def test_missing_explicit_config_is_an_error(tmp_path):
+def test_missing_explicit_config_is_an_error(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.toml")
+    monkeypatch.setenv("WEBFETCH_CONFIG", str(tmp_path / "gone.toml"))
+    with pytest.raises(ConfigError, match="gone.toml does not exist"):
+        load_config()
+
+
+def test_config_path_precedence(tmp_path, monkeypatch):
+    """--config beats WEBFETCH_CONFIG beats the default path (the pi extension's daemon gets the variable)."""
+    (tmp_path / "webfetch").mkdir()
+    (tmp_path / "webfetch" / "config.toml").write_text("[cache]\nttl_s = 1\n")
+    (tmp_path / "env.toml").write_text("[cache]\nttl_s = 2\n")
+    (tmp_path / "arg.toml").write_text("[cache]\nttl_s = 3\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("WEBFETCH_CONFIG", raising=False)
+    assert load_config().cache.ttl_s == 1
+    monkeypatch.setenv("WEBFETCH_CONFIG", str(tmp_path / "env.toml"))
+    assert load_config().cache.ttl_s == 2
+    assert load_config(tmp_path / "arg.toml").cache.ttl_s == 3
 
 
 def test_socket_path_precedence(monkeypatch, tmp_path):

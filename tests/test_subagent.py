@@ -1,4 +1,4 @@
-"""The sub-agent against the real pi (installed by bin/test from tests/tools) and a fake LLM server."""
+"""The sub-agent against the real pi (installed by bin/test from tests/node) and a fake LLM server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from webfetch.config import Config, FetchConfig, SubagentConfig
 from .fake_llm import FakeLLM
 from .site import ARTICLE_TEXT
 
-PI = Path(__file__).parent / "tools" / "node_modules" / ".bin" / "pi"
+PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def llm():
 @pytest.fixture
 def pi_home(llm, short_tmp, monkeypatch):
     """An isolated pi agent dir whose only provider is the fake server."""
-    assert PI.exists(), f"{PI} is missing: bin/test installs it (npm ci in tests/tools)"
+    assert PI.exists(), f"{PI} is missing: bin/test installs it (npm ci in tests/node)"
     home = short_tmp / "pi-agent"
     home.mkdir()
     (home / "models.json").write_text(json.dumps(llm.models_json()))

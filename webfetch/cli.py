@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, status."""
+"""The `webfetch` command: serve, fetch, status, pi."""
 
 from __future__ import annotations
 
@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p.add_argument("--json", action="store_true", help="print the status frame as JSON")
 
+    p = sub.add_parser("pi", help="add the web_fetch tool to the pi coding agent, or remove it")
+    common(p)
+    p.add_argument("action", choices=["install", "uninstall"],
+                   help="install: copy the extension into $PI_CODING_AGENT_DIR or ~/.pi/agent (extensions/webfetch)")
+
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
@@ -54,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(config, args.socket)
     if args.command == "serve":
         return _serve(config, path, args)
+    if args.command == "pi":
+        from . import pi_install
+
+        return pi_install.main(args.action, config, args.socket)
     return _client_command(args, path)
 
 

@@ -79,7 +79,10 @@ def default_config_path() -> Path:
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """Read the config file; a missing default file means all defaults, a missing --config file is an error."""
+    """Read the config file (--config, else WEBFETCH_CONFIG, else the default path); a missing default file
+    means all defaults, a missing named file is an error."""
+    if path is None:
+        path = os.environ.get("WEBFETCH_CONFIG") or None
     explicit = path is not None
     p = Path(path) if explicit else default_config_path()
     try:

@@ -105,7 +105,8 @@ class Daemon:
                                   executable=None if self.config.browser.endpoint else c.executable,
                                   endpoint=self.config.browser.endpoint),
             cache=CacheStatus(**self.cache.statistics()),
-            requests=RequestsStatus(in_flight=self.server.in_flight, served=self.server.served),
+            # not counting this status request: an idle daemon reports 0
+            requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
             search=[], problems=c.problems)

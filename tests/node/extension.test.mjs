@@ -1,0 +1,276 @@
+// The web_fetch extension loaded by pi's own loader, its tool called against a real daemon (real Chrome,
+// the sub-agent being the real pi against a fake LLM), pages served from 127.0.0.1.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { discoverAndLoadExtensions } from "@mariozechner/pi-coding-agent";
+import {
+	ARTICLE,
+	EXTENSION,
+	PI,
+	WEBFETCH,
+	bigParagraph,
+	connectable,
+	messagesText,
+	rawRequest,
+	startDaemon,
+	startFakeLLM,
+	startSite,
+	tempDir,
+	waitFor,
+	writeConfig,
+} from "./helpers.mjs";
+
+const PI_LIMIT_BYTES = 50 * 1024;
+const CTX = { model: { provider: "fake", id: "fake-1" }, hasUI: false, ui: { notify() {} } };
+const THEME = { fg: (_c, s) => s, bold: (s) => s };
+
+async function loadExtension() {
+	const agentDir = tempDir("wf-agent");
+	try {
+		const loaded = await discoverAndLoadExtensions([EXTENSION], process.cwd(), agentDir);
+		assert.deepEqual(loaded.errors, []);
+		return loaded.extensions[0];
+	} finally {
+		fs.rmSync(agentDir, { recursive: true, force: true });
+	}
+}
+
+/** Run `fn` with some environment variables set, restoring them afterwards. */
+async function withEnv(vars, fn) {
+	const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+	Object.assign(process.env, vars);
+	try {
+		return await fn();
+	} finally {
+		for (const [k, v] of Object.entries(saved)) {
+			if (v === undefined) delete process.env[k];
+			else process.env[k] = v;
+		}
+	}
+}
+
+let site;
+let llm;
+let agentDir;
+let daemon;
+let tool;
+let extension;
+
+before(async () => {
+	site = await startSite();
+	llm = await startFakeLLM(() => "The article says nurseries wait for their children.");
+	agentDir = llm.agentDir();
+	daemon = await startDaemon({ subagent: PI, env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" } });
+	process.env.WEBFETCH_SOCKET = daemon.socket;
+	extension = await loadExtension();
+	tool = extension.tools.get("web_fetch").definition;
+});
+
+after(async () => {
+	delete process.env.WEBFETCH_SOCKET;
+	const end = await daemon?.stop();
+	assert.deepEqual(end, { code: 0, signal: null }, "the daemon exits 0 on SIGTERM");
+	await site?.stop();
+	await llm?.stop();
+	fs.rmSync(agentDir, { recursive: true, force: true });
+});
+
+function call(params, { signal, updates } = {}) {
+	return tool.execute("call-1", params, signal, (u) => updates?.push(u), CTX);
+}
+
+describe("the web_fetch tool", () => {
+	test("is registered once, with url, prompt, offset and raw", () => {
+		assert.deepEqual([...extension.tools.keys()], ["web_fetch"]);
+		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw"]);
+		assert.deepEqual(tool.parameters.required, ["url"]);
+		assert.equal(tool.parameters.properties.offset.type, "integer");
+		assert.match(tool.description, /prompt/);
+		assert.match(tool.description, /most effective/);
+		assert.match(tool.description, /15 minutes/);
+		assert.match(tool.description, /another host/);
+		assert.match(tool.description, /offset/);
+	});
+
+	test("a plain fetch gives one line of facts, then the page's markdown; details hold the result", async () => {
+		const url = site.url("/article");
+		const updates = [];
+		const r = await call({ url }, { updates });
+		const text = r.content[0].text;
+		const [facts, blank, ...rest] = text.split("\n");
+		assert.equal(facts, `${url} · "Trio Notes" · fetched now · all ${r.details.total_chars} characters`);
+		assert.equal(blank, "");
+		const body = rest.join("\n");
+		assert.match(body, /^# Trio Notes/);
+		for (const p of ARTICLE) assert.ok(body.includes(p), `missing: ${p}`);
+		assert.ok(!body.includes("Copyright the test site"), "the footer is not main content");
+		assert.equal(r.details.kind, "page");
+		assert.equal(r.details.final_url, url);
+		assert.equal(r.details.cached, false);
+		assert.equal(r.details.status, 200);
+		assert.equal(r.details.title, "Trio Notes");
+		assert.ok(updates.length >= 1 && updates.every((u) => typeof u.content[0].text === "string"));
+
+		const again = await call({ url });
+		assert.match(again.content[0].text.split("\n")[0], / · cached \(\d+ s old\) · /);
+		assert.equal(again.details.cached, true);
+	});
+
+	test("a prompt is answered by the sub-agent with the session's model", async () => {
+		const before = llm.requests.length;
+		const r = await call({ url: site.url("/article"), prompt: "What does a nursery wait for?" });
+		assert.equal(r.details.kind, "answer");
+		assert.equal(r.details.model, "fake/fake-1");
+		const [facts, , answer] = r.content[0].text.split("\n");
+		assert.match(facts, / · answer by fake\/fake-1 from \d+ characters$/);
+		assert.equal(answer, "The article says nurseries wait for their children.");
+		assert.equal(llm.requests.length, before + 1);
+		const asked = messagesText(llm.requests.at(-1), "user");
+		assert.ok(asked.includes("What does a nursery wait for?"));
+		assert.ok(asked.includes(ARTICLE[1]), "the model got the page");
+	});
+
+	test("an error frame becomes a thrown Error with the daemon's message", async () => {
+		for (const url of ["ftp://example.com/file", site.url("/missing")]) {
+			const frame = await rawRequest(daemon.socket, { op: "fetch", url });
+			assert.equal(frame.type, "error");
+			await assert.rejects(call({ url }), (e) => {
+				assert.equal(e.message, frame.message);
+				return true;
+			});
+		}
+	});
+
+	test("a cross-host redirect reads as an instruction to follow it", async () => {
+		const url = site.url("/elsewhere");
+		const r = await call({ url });
+		assert.equal(
+			r.content[0].text,
+			`${url} redirects to http://localhost:${site.port}/article on a different host; ` +
+				"call web_fetch with that URL to follow it. (HTTP 302)",
+		);
+		assert.equal(r.details.kind, "redirect");
+		assert.equal(r.details.redirect_url, `http://localhost:${site.port}/article`);
+	});
+
+	test("a page over pi's 50 KB is cut at a line and the offset given continues exactly there", async () => {
+		const url = site.url("/big");
+		const r = await call({ url, raw: true });
+		const text = r.content[0].text;
+		assert.ok(Buffer.byteLength(text) <= PI_LIMIT_BYTES, `${Buffer.byteLength(text)} bytes`);
+		assert.ok(text.split("\n").length <= 2000);
+		const cutAt = r.details.cut_at;
+		assert.ok(Number.isInteger(cutAt) && cutAt > 0);
+		assert.ok(text.endsWith(`offset ${cutAt} to read on.]`), text.slice(-200));
+		assert.match(text.split("\n")[0], new RegExp(` · characters 0–${cutAt.toLocaleString("en-US")} of `));
+		const shown = [...text.matchAll(/Paragraph (\d{4}):/g)].map((m) => Number(m[1]));
+		const last = shown.at(-1);
+		assert.ok(text.includes(bigParagraph(last)), "the last paragraph shown is whole");
+
+		const next = await call({ url, raw: true, offset: cutAt });
+		const body = next.content[0].text.split("\n").slice(2).join("\n");
+		assert.ok(body.startsWith(bigParagraph(last + 1)), body.slice(0, 120));
+	});
+
+	test("abort sends cancel, returns within a second, and the daemon stops loading the page", async () => {
+		const controller = new AbortController();
+		const pending = call({ url: site.url("/stall") }, { signal: controller.signal });
+		await waitFor("the page request", () => site.hits.get("/stall"));
+		const t0 = Date.now();
+		controller.abort();
+		await assert.rejects(pending, /cancelled/);
+		assert.ok(Date.now() - t0 < 1000, `took ${Date.now() - t0} ms`);
+		// Chrome dropped the half-sent page (its tab was closed) and no tab shows it any more.
+		await waitFor("the page's connection to close", () => site.closed.get("/stall"), 3000);
+		await waitFor(
+			"no tab on the stalled page",
+			async () => !(await daemon.pageTargets()).some((t) => t.url.includes("/stall")),
+			3000,
+		);
+		const status = await rawRequest(daemon.socket, { op: "status" });
+		assert.equal(status.requests.in_flight, 0);
+	});
+
+	test("renderCall is one line; renderResult a summary, the full text when expanded", async () => {
+		const call = tool.renderCall({ url: "https://example.com/docs", prompt: "what auth?" }, THEME);
+		assert.deepEqual(call.render(80), ['web_fetch example.com/docs "what auth?"']);
+		const r = await tool.execute("c", { url: site.url("/article") }, undefined, undefined, CTX);
+		const collapsed = tool.renderResult(r, { expanded: false, isPartial: false }, THEME, {});
+		assert.ok(r.details.total_chars < 1000);
+		assert.deepEqual(collapsed.render(120), [`page · Trio Notes · ${r.details.total_chars} chars · cached`]);
+		const big = { ...r, details: { ...r.details, kind: "answer", model: "fake/fake-1", total_chars: 123456, cached: false } };
+		const answer = tool.renderResult(big, { expanded: false, isPartial: false }, THEME, {}).render(120);
+		assert.deepEqual(answer, ["answer (fake/fake-1) · Trio Notes · 123.5k chars · fresh"]);
+		const expanded = tool.renderResult(r, { expanded: true, isPartial: false }, THEME, {}).render(60);
+		assert.ok(expanded.length > 5 && expanded.every((l) => l.length <= 60));
+		assert.ok(expanded.join(" ").includes("Trio Notes"));
+	});
+});
+
+describe("session_start", () => {
+	async function notifications(env) {
+		const got = [];
+		const ctx = { hasUI: true, ui: { notify: (msg, type) => got.push([msg, type]) } };
+		await withEnv(env, async () => {
+			for (const handler of extension.handlers.get("session_start")) await handler({ type: "session_start" }, ctx);
+		});
+		return got;
+	}
+
+	test("is silent when all is well", async () => {
+		assert.deepEqual(await notifications({}), []);
+	});
+
+	test("names a missing sub-agent CLI, once", async () => {
+		const other = await startDaemon(); // its sub-agent command does not exist
+		try {
+			const got = await notifications({ WEBFETCH_SOCKET: other.socket });
+			assert.equal(got.length, 1);
+			assert.equal(got[0][1], "error");
+			assert.match(got[0][0], /sub-agent CLI `\/nonexistent\/pi-for-tests` was not found/);
+			assert.match(got[0][0], /subagent\.command/);
+		} finally {
+			await other.stop();
+		}
+	});
+
+	test("says what to run when the daemon cannot be started", async () => {
+		const dir = tempDir("wf-none");
+		try {
+			const got = await notifications({ WEBFETCH_SOCKET: path.join(dir, "s.sock"), WEBFETCH_BIN: "/nonexistent/webfetch" });
+			assert.equal(got.length, 1);
+			assert.match(got[0][0], /`\/nonexistent\/webfetch` could not be started \(ENOENT\)/);
+			assert.match(got[0][0], /webfetch pi install/);
+		} finally {
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	});
+});
+
+test("with no daemon running, the tool starts one and gets its answer", async () => {
+	const dir = tempDir("wf-auto");
+	const socket = path.join(dir, "s.sock");
+	const config = writeConfig(dir, { extra: "[server]\nidle_exit_s = 1\n" });
+	try {
+		assert.equal(await connectable(socket), false);
+		const r = await withEnv(
+			{ WEBFETCH_SOCKET: socket, WEBFETCH_BIN: WEBFETCH, WEBFETCH_CONFIG: config },
+			() => call({ url: site.url("/article") }),
+		);
+		assert.equal(r.details.kind, "page");
+		assert.ok(r.content[0].text.includes(ARTICLE[0]));
+		assert.ok(fs.existsSync(path.join(dir, "webfetch.log")), "the daemon's log is next to its socket");
+		// It was started with --exit-when-idle, as the CLI does: it goes away by itself.
+		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test("inside the daemon's sub-agent the extension registers nothing", async () => {
+	const ext = await withEnv({ WEBFETCH_SUBAGENT: "1" }, loadExtension);
+	assert.equal(ext.tools.size, 0);
+	assert.equal(ext.handlers.size, 0);
+});

@@ -1,0 +1,97 @@
+// The real pi binary with the extension, its model a fake LLM server that scripts the tool calls.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, test } from "node:test";
+import { ARTICLE, EXTENSION, PYTHON, messagesText, runPi, startDaemon, startFakeLLM, startSite } from "./helpers.mjs";
+
+let site;
+let llm;
+let agentDir;
+let daemon;
+
+before(async () => {
+	site = await startSite();
+	llm = await startFakeLLM(() => "nothing scripted");
+	agentDir = llm.agentDir();
+	daemon = await startDaemon();
+});
+
+after(async () => {
+	await daemon?.stop();
+	await site?.stop();
+	await llm?.stop();
+	fs.rmSync(agentDir, { recursive: true, force: true });
+});
+
+const env = () => ({ PI_CODING_AGENT_DIR: agentDir, WEBFETCH_SOCKET: daemon.socket });
+const toolNames = (body) => (body.tools ?? []).map((t) => t.function?.name ?? t.name);
+
+test("pi calls web_fetch when its model asks, and the tool result it records holds the page's markdown", async () => {
+	const url = site.url("/article");
+	llm.requests.length = 0;
+	llm.reply = (_body, n) => (n === 1 ? { tool: "web_fetch", args: { url } } : "The page is about structured concurrency.");
+	const run = await runPi(["-e", EXTENSION, "--model", "fake/fake-1", `What is ${url} about?`], env());
+	assert.equal(run.code, 0, run.stderr);
+
+	assert.ok(toolNames(llm.requests[0]).includes("web_fetch"), "the model was offered web_fetch");
+	const results = run.events.filter((e) => e.type === "message_end" && e.message?.role === "toolResult");
+	assert.equal(results.length, 1, run.stdout.slice(0, 2000));
+	const result = results[0].message;
+	assert.equal(result.toolName, "web_fetch");
+	assert.equal(result.isError, false);
+	const text = result.content.map((c) => c.text).join("");
+	assert.ok(text.startsWith(`${url} · "Trio Notes" · `), text.slice(0, 200));
+	for (const p of ARTICLE) assert.ok(text.includes(p), `missing: ${p}`);
+	assert.equal(result.details.kind, "page");
+
+	// The model's second turn got the same text as the tool's answer.
+	assert.equal(llm.requests.length, 2);
+	assert.ok(messagesText(llm.requests[1], "tool").includes(ARTICLE[2]));
+	const final = run.events.filter((e) => e.type === "message_end" && e.message?.role === "assistant").at(-1);
+	assert.equal(final.message.content.map((c) => c.text ?? "").join(""), "The page is about structured concurrency.");
+});
+
+test("a daemon error reaches pi's model as a failed tool call with the daemon's message", async () => {
+	llm.requests.length = 0;
+	llm.reply = (_body, n) => (n === 1 ? { tool: "web_fetch", args: { url: "ftp://example.com/x" } } : "ok");
+	const run = await runPi(["-e", EXTENSION, "--model", "fake/fake-1", "fetch it"], env());
+	assert.equal(run.code, 0, run.stderr);
+	const result = run.events.find((e) => e.type === "message_end" && e.message?.role === "toolResult").message;
+	assert.equal(result.isError, true);
+	assert.match(result.content[0].text, /'ftp:\/\/example\.com\/x' is not an http\(s\) URL/);
+});
+
+test("`webfetch pi install` puts the extension where pi loads it; `uninstall` takes it away", async () => {
+	const dir = path.join(agentDir, "extensions", "webfetch");
+	const cli = (action) =>
+		execFileSync(PYTHON, ["-m", "webfetch", "pi", action], { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir } }).toString();
+
+	assert.match(cli("install"), new RegExp(`^installed the web_fetch extension for pi in ${dir}\n`));
+	assert.deepEqual(fs.readdirSync(dir).sort(), ["index.ts", "package.json", "webfetch.json"]);
+	const recorded = JSON.parse(fs.readFileSync(path.join(dir, "webfetch.json"), "utf8"));
+	assert.ok(fs.existsSync(recorded.command[0]), `recorded command ${recorded.command}`);
+	fs.writeFileSync(path.join(dir, "index.ts"), "export default function () { throw new Error('old copy'); }\n");
+	assert.match(cli("install"), /^replaced the web_fetch extension/);
+	assert.equal(
+		fs.readFileSync(path.join(dir, "index.ts"), "utf8"),
+		fs.readFileSync(path.join(EXTENSION, "index.ts"), "utf8"),
+	);
+
+	// pi (no -e) discovers it: it loads without error and offers web_fetch to the model.
+	llm.requests.length = 0;
+	llm.reply = () => "hello";
+	let run = await runPi(["--model", "fake/fake-1", "hi"], env());
+	assert.equal(run.code, 0, run.stderr);
+	assert.doesNotMatch(run.stderr, /error/i);
+	assert.ok(toolNames(llm.requests[0]).includes("web_fetch"), JSON.stringify(toolNames(llm.requests[0])));
+
+	assert.match(cli("uninstall"), new RegExp(`^removed the web_fetch extension from ${dir}\n`));
+	assert.equal(fs.existsSync(dir), false);
+	llm.requests.length = 0;
+	run = await runPi(["--model", "fake/fake-1", "hi"], env());
+	assert.equal(run.code, 0, run.stderr);
+	assert.ok(!toolNames(llm.requests[0]).includes("web_fetch"));
+	assert.match(cli("uninstall"), /nothing to remove/);
+});

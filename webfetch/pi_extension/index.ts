@@ -1,0 +1,440 @@
+/**
+ * webfetch for pi: the `web_fetch` tool, talking to the webfetch daemon over its Unix socket.
+ *
+ * No imports from pi or npm: the parameters are plain JSON Schema (pi validates those as it does TypeBox
+ * schemas) and the renderers return minimal components, so the file loads in any pi that loads
+ * extensions. Wire contract: docs/PROTOCOL.md in the webfetch repository.
+ */
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+// pi's limits for one tool result (DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES in pi-coding-agent).
+export const MAX_BYTES = 50 * 1024;
+export const MAX_LINES = 2000;
+const START_TIMEOUT_MS = 30_000;
+const STATUS_TIMEOUT_MS = 15_000;
+// Set by the daemon for its sub-agent `pi`: that pi must not get web_fetch again.
+const SUBAGENT_ENV = "WEBFETCH_SUBAGENT";
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+const DESCRIPTION = [
+	"Fetch a web page (rendered in headless Chrome, main content extracted as markdown) and, best of all,",
+	"have it read for you: pass a `prompt` that says what to extract or answer (\"which auth methods does",
+	"this API support?\", \"the install steps for Debian\"). With a prompt you get a focused answer from the",
+	"page instead of the whole page in your context; this is the most effective way to use this tool.",
+	"Without a prompt it returns the page's markdown, or for a large page a map of its sections: use that",
+	"only when you really need the whole page. Pages are cached for 15 minutes, so asking again with",
+	"another prompt does not load the page again. Redirects to another host are reported, not followed:",
+	"call web_fetch again with the new URL if you want it. `offset` (with or without `raw: true`) pages",
+	"through the raw markdown: each result says where the next page starts.",
+].join(" ");
+
+const PARAMETERS = {
+	type: "object",
+	properties: {
+		url: { type: "string", description: "Absolute http(s) URL of the page" },
+		prompt: {
+			type: "string",
+			description: "What to extract from the page or the question to answer from it (recommended)",
+		},
+		offset: {
+			type: "integer",
+			minimum: 0,
+			description: "Read the raw markdown from this character on (from a previous result's next offset)",
+		},
+		raw: { type: "boolean", description: "Return the raw markdown even for a large page, never a summary" },
+	},
+	required: ["url"],
+	additionalProperties: false,
+};
+
+type Frame = Record<string, any>;
+type Settings = { command: string[]; socket: string; log: string };
+
+/** Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install` recorded. */
+export function settings(env: NodeJS.ProcessEnv = process.env): Settings {
+	let recorded: { command?: string[]; socket?: string | null } = {};
+	try {
+		recorded = JSON.parse(fs.readFileSync(path.join(HERE, "webfetch.json"), "utf8"));
+	} catch {
+		// not installed by `webfetch pi install` (e.g. `pi -e`): use PATH and the default socket
+	}
+	const command = env.WEBFETCH_BIN ? [env.WEBFETCH_BIN] : recorded.command?.length ? recorded.command : ["webfetch"];
+	const socket = env.WEBFETCH_SOCKET || recorded.socket || defaultSocket(env);
+	return { command, socket, log: path.join(path.dirname(socket), "webfetch.log") };
+}
+
+function defaultSocket(env: NodeJS.ProcessEnv): string {
+	if (env.XDG_RUNTIME_DIR) return path.join(env.XDG_RUNTIME_DIR, "webfetch", "webfetch.sock");
+	return path.join("/tmp", `webfetch-${os.userInfo().uid}`, "webfetch.sock");
+}
+
+class DaemonError extends Error {
+	constructor(
+		message: string,
+		readonly code: string,
+	) {
+		super(message);
+	}
+}
+
+function abortError(): Error {
+	return new Error("web_fetch was cancelled");
+}
+
+function connectOnce(socket: string): Promise<net.Socket> {
+	return new Promise((resolve, reject) => {
+		const conn = net.createConnection(socket);
+		conn.once("connect", () => {
+			conn.removeAllListeners("error");
+			resolve(conn);
+		});
+		conn.once("error", reject);
+	});
+}
+
+const NOT_LISTENING = new Set(["ENOENT", "ECONNREFUSED"]);
+
+/** Start `webfetch serve` in the background the way the CLI does (it exits by itself when idle). */
+function startDaemon(s: Settings): Promise<void> {
+	fs.mkdirSync(path.dirname(s.socket), { recursive: true, mode: 0o700 });
+	const log = fs.openSync(s.log, "a");
+	const [exe, ...args] = s.command;
+	return new Promise((resolve, reject) => {
+		const child = spawn(exe, [...args, "serve", "--socket", s.socket, "--exit-when-idle"], {
+			detached: true,
+			stdio: ["ignore", log, log],
+		});
+		child.once("error", (e: NodeJS.ErrnoException) => {
+			fs.closeSync(log);
+			reject(
+				new Error(
+					`the webfetch daemon is not running and \`${s.command.join(" ")}\` could not be started (${e.code}). ` +
+						"Install webfetch and run `webfetch pi install`, or set WEBFETCH_BIN to the webfetch executable.",
+				),
+			);
+		});
+		child.once("spawn", () => {
+			fs.closeSync(log);
+			child.unref();
+			resolve();
+		});
+	});
+}
+
+async function connect(s: Settings, signal?: AbortSignal): Promise<net.Socket> {
+	try {
+		return await connectOnce(s.socket);
+	} catch (e: any) {
+		if (!NOT_LISTENING.has(e.code)) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
+	}
+	await startDaemon(s);
+	const deadline = Date.now() + START_TIMEOUT_MS;
+	for (;;) {
+		if (signal?.aborted) throw abortError();
+		try {
+			return await connectOnce(s.socket);
+		} catch (e: any) {
+			if (Date.now() > deadline) {
+				throw new Error(
+					`the webfetch daemon did not start listening on ${s.socket} within ${START_TIMEOUT_MS / 1000} s; ` +
+						`see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+				);
+			}
+		}
+		await new Promise((r) => setTimeout(r, 100));
+	}
+}
+
+/**
+ * Send one request and wait for its terminal frame. `progress` frames go to onProgress; an `error` frame
+ * rejects with the daemon's message. Aborting sends `cancel` and closes the connection, so the daemon
+ * closes the request's tab and kills its sub-agent; the promise rejects at once.
+ */
+export async function request(
+	body: Frame,
+	opts: { signal?: AbortSignal; onProgress?: (f: Frame) => void; settings?: Settings } = {},
+): Promise<Frame> {
+	const s = opts.settings ?? settings();
+	const { signal, onProgress } = opts;
+	if (signal?.aborted) throw abortError();
+	const conn = await connect(s, signal);
+	const id = "1";
+	return new Promise((resolve, reject) => {
+		let buffer = "";
+		let done = false;
+		const finish = (err: Error | null, frame?: Frame) => {
+			if (done) return;
+			done = true;
+			signal?.removeEventListener("abort", onAbort);
+			conn.destroy();
+			if (err) reject(err);
+			else resolve(frame as Frame);
+		};
+		const onAbort = () => {
+			if (done) return;
+			// Best effort: the cancel tells the daemon why; closing the socket alone also stops the work.
+			conn.end(`${JSON.stringify({ id: "cancel", op: "cancel", target: id })}\n`);
+			finish(abortError());
+		};
+		signal?.addEventListener("abort", onAbort, { once: true });
+		conn.setEncoding("utf8");
+		conn.on("data", (chunk: string) => {
+			buffer += chunk;
+			let nl: number;
+			while (!done && (nl = buffer.indexOf("\n")) >= 0) {
+				const line = buffer.slice(0, nl);
+				buffer = buffer.slice(nl + 1);
+				let frame: Frame;
+				try {
+					frame = JSON.parse(line);
+				} catch {
+					return finish(new Error(`the webfetch daemon sent a line that is not JSON: ${line.slice(0, 200)}`));
+				}
+				if (frame.id !== id) continue;
+				if (frame.type === "progress") onProgress?.(frame);
+				else if (frame.type === "result") finish(null, frame);
+				else if (frame.type === "error") finish(new DaemonError(frame.message, frame.code));
+			}
+		});
+		conn.on("error", (e) => finish(new Error(`lost the connection to the webfetch daemon: ${e.message}`)));
+		conn.on("close", () =>
+			finish(new Error(`the webfetch daemon closed the connection before answering; its log may say why (${s.log})`)),
+		);
+		conn.write(`${JSON.stringify({ id, ...body })}\n`);
+	});
+}
+
+// ---- the text the model sees -------------------------------------------------------------------
+
+const codePoints = (s: string) => {
+	let n = 0;
+	for (const _ of s) n++;
+	return n;
+};
+const bytes = (s: string) => Buffer.byteLength(s, "utf8");
+const n = (x: number) => x.toLocaleString("en-US");
+
+function age(seconds: number): string {
+	if (seconds < 60) return `${Math.round(seconds)} s`;
+	if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+	return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+/** The one line of facts that starts every result. */
+function factsLine(r: Frame, shownEnd: number | null): string {
+	const parts = [r.final_url ?? r.url];
+	if (r.title) parts.push(JSON.stringify(r.title));
+	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
+	if (r.kind === "answer") parts.push(`answer by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters`);
+	else if (r.kind === "summary") parts.push(`summary of ${n(r.total_chars)} characters`);
+	else if (r.total_chars === 0) parts.push("no text");
+	else if (shownEnd !== null && (r.offset > 0 || shownEnd < r.total_chars))
+		parts.push(`characters ${n(r.offset)}–${n(shownEnd)} of ${n(r.total_chars)}`);
+	else parts.push(`all ${n(r.total_chars)} characters`);
+	return parts.join(" · ");
+}
+
+/** Cut `text` to fit `maxBytes` and `maxLines`, at a line boundary when there is one. */
+function cutToFit(text: string, maxBytes: number, maxLines: number): string {
+	if (bytes(text) <= maxBytes && text.split("\n").length <= maxLines) return text;
+	let cut = Buffer.from(text, "utf8").subarray(0, Math.max(0, maxBytes)).toString("utf8");
+	if (cut.endsWith("\uFFFD")) cut = cut.slice(0, -1); // a character cut in half
+	const lines = cut.split("\n");
+	if (lines.length > maxLines) cut = lines.slice(0, maxLines).join("\n") + "\n";
+	const nl = cut.lastIndexOf("\n");
+	return nl > cut.length / 2 ? cut.slice(0, nl + 1) : cut;
+}
+
+/** Turn a fetch result into the tool's text, within pi's 50 KB / 2 000 lines. */
+export function formatResult(r: Frame, limits = { bytes: MAX_BYTES, lines: MAX_LINES }): { text: string; cutAt: number | null } {
+	if (r.kind === "redirect") {
+		return {
+			text:
+				`${r.url} redirects to ${r.redirect_url} on a different host; call web_fetch with that URL to follow it.` +
+				(r.status ? ` (HTTP ${r.status})` : ""),
+			cutAt: null,
+		};
+	}
+	const content: string = r.content ?? "";
+	const notes: string[] = r.notes ?? [];
+	const tail = notes.length ? `\n\nNotes:\n${notes.map((x) => `- ${x}`).join("\n")}` : "";
+	const whole = (header: string, body: string, extra = "") => `${header}\n\n${body}${extra}${tail}`;
+	const end = r.kind === "page" ? r.offset + codePoints(content) : null;
+	let text = whole(factsLine(r, end), content);
+	if (bytes(text) <= limits.bytes && text.split("\n").length <= limits.lines) return { text, cutAt: null };
+
+	// Too big for pi: keep what fits and say exactly how to read on.
+	const reserve = 600; // the facts line and the continuation sentence
+	const kept = cutToFit(content, limits.bytes - reserve - bytes(tail), limits.lines - 8 - notes.length);
+	if (r.kind === "page") {
+		const cutAt = r.offset + codePoints(kept);
+		const more = `\n\n[Cut at pi's 50 KB limit. Call web_fetch with url ${JSON.stringify(r.url)} and offset ${cutAt} to read on.]`;
+		text = whole(factsLine(r, cutAt), kept, more);
+		return { text, cutAt };
+	}
+	const more = "\n\n[Cut at pi's 50 KB limit. Ask a narrower prompt, or read the raw page with offset.]";
+	return { text: whole(factsLine(r, null), kept, more), cutAt: null };
+}
+
+// ---- rendering in pi's TUI (minimal components: no pi-tui import) ------------------------------
+
+function charWidth(cp: number): number {
+	if (cp < 32 || (cp >= 0x7f && cp < 0xa0)) return 0;
+	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0xfe00 && cp <= 0xfe0f)) return 0;
+	if (
+		(cp >= 0x1100 && cp <= 0x115f) ||
+		(cp >= 0x2e80 && cp <= 0xa4cf) ||
+		(cp >= 0xac00 && cp <= 0xd7a3) ||
+		(cp >= 0xf900 && cp <= 0xfaff) ||
+		(cp >= 0xfe30 && cp <= 0xfe4f) ||
+		(cp >= 0xff00 && cp <= 0xff60) ||
+		(cp >= 0xffe0 && cp <= 0xffe6) ||
+		(cp >= 0x1f300 && cp <= 0x1faff) ||
+		(cp >= 0x20000 && cp <= 0x3fffd)
+	)
+		return 2;
+	return 1;
+}
+
+/** Split plain text into lines no wider than `width` terminal cells. */
+export function wrap(text: string, width: number): string[] {
+	const out: string[] = [];
+	for (const raw of text.replace(/\t/g, "    ").split("\n")) {
+		let line = "";
+		let w = 0;
+		for (const ch of raw) {
+			const cw = charWidth(ch.codePointAt(0) as number);
+			if (cw === 0 && ch.codePointAt(0)! < 0xa0) continue; // control characters
+			if (w + cw > width) {
+				out.push(line);
+				line = "";
+				w = 0;
+			}
+			line += ch;
+			w += cw;
+		}
+		out.push(line);
+	}
+	return out;
+}
+
+function textComponent(plainLines: string[], style: (s: string) => string, firstOnly = false) {
+	return {
+		render(width: number): string[] {
+			const w = Math.max(1, width);
+			const lines = plainLines.flatMap((l) => wrap(l, w));
+			return (firstOnly ? lines.slice(0, 1) : lines).map(style);
+		},
+		invalidate() {},
+	};
+}
+
+function shortUrl(url: string): string {
+	return String(url ?? "").replace(/^https?:\/\//, "").replace(/\/$/, "");
+}
+
+function size(chars: number): string {
+	return chars >= 1000 ? `${(chars / 1000).toFixed(1)}k chars` : `${chars} chars`;
+}
+
+export function callLine(args: Frame): string {
+	let line = `web_fetch ${shortUrl(args.url)}`;
+	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
+	if (args.offset) line += ` @${args.offset}`;
+	if (args.raw) line += " raw";
+	return line;
+}
+
+export function summaryLine(d: Frame): string {
+	if (d.kind === "redirect") return `redirect → ${d.redirect_url}`;
+	const parts = [d.kind === "answer" && d.model ? `answer (${d.model})` : d.kind];
+	if (d.title) parts.push(d.title);
+	parts.push(size(d.total_chars ?? 0));
+	parts.push(d.cached ? "cached" : "fresh");
+	if (d.cut_at != null) parts.push(`cut at ${d.cut_at}`);
+	return parts.join(" · ");
+}
+
+// ---- the extension -------------------------------------------------------------------------------
+
+function statusProblems(s: Frame): string[] {
+	const problems = [...(s.problems ?? [])];
+	if (s.subagent && s.subagent.available === false) {
+		problems.push(
+			`the sub-agent CLI \`${s.subagent.command}\` was not found, so web_fetch prompts return raw pages; ` +
+				"install pi or set subagent.command in ~/.config/webfetch/config.toml",
+		);
+	}
+	return problems;
+}
+
+export default function webfetch(pi: any) {
+	if (process.env[SUBAGENT_ENV]) return; // we are the daemon's sub-agent: no web access from here
+
+	pi.registerTool({
+		name: "web_fetch",
+		label: "Web fetch",
+		description: DESCRIPTION,
+		parameters: PARAMETERS,
+		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
+			const body: Frame = { op: "fetch", url: params.url };
+			if (params.prompt) body.prompt = params.prompt;
+			if (params.offset != null) body.offset = params.offset;
+			if (params.raw) body.raw = true;
+			if (params.prompt && ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
+			if (params.prompt) {
+				try {
+					const level = pi.getThinkingLevel?.();
+					if (level) body.thinking = level;
+				} catch {
+					// no session yet (e.g. the tool called outside a running agent)
+				}
+			}
+			const result = await request(body, {
+				signal,
+				onProgress: (f) =>
+					onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage, elapsed_ms: f.elapsed_ms } }),
+			});
+			const { text, cutAt } = formatResult(result);
+			const { type: _t, id: _i, content: _c, ...details } = result;
+			return { content: [{ type: "text", text }], details: { ...details, cut_at: cutAt } };
+		},
+		renderCall(args: Frame, theme: any) {
+			return textComponent([callLine(args)], (l) => theme.fg("toolTitle", l), true);
+		},
+		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+			const text: string = result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
+			if (options.isPartial) return textComponent([text || "working…"], (l) => theme.fg("muted", l), true);
+			const d = result?.details;
+			if (context?.isError || !d || !d.kind) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
+			const head = textComponent([summaryLine(d)], (l) => theme.fg("muted", l), true);
+			if (!options.expanded) return head;
+			const body = textComponent(text.split("\n"), (l) => theme.fg("toolOutput", l));
+			return {
+				render: (width: number) => [...head.render(width), ...body.render(width)],
+				invalidate() {},
+			};
+		},
+	});
+
+	pi.on("session_start", async (_event: unknown, ctx: any) => {
+		if (!ctx?.hasUI) return; // nobody to tell (print/json mode): do not start a daemon for nothing
+		let problems: string[];
+		try {
+			const signal = AbortSignal.timeout(STATUS_TIMEOUT_MS);
+			problems = statusProblems(await request({ op: "status" }, { signal }));
+		} catch (e: any) {
+			problems = [
+				e instanceof DaemonError || !e.message.includes("cancelled")
+					? e.message
+					: `the webfetch daemon did not answer within ${STATUS_TIMEOUT_MS / 1000} s; see ${settings().log}`,
+			];
+		}
+		if (problems.length) ctx.ui.notify(`webfetch: ${problems.join("; ")}`, "error");
+	});
+}

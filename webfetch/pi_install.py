@@ -1,0 +1,73 @@
+"""`webfetch pi install|uninstall`: put the web_fetch extension where pi discovers it, or take it away."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from . import __version__
+from .config import Config
+
+SOURCE = Path(__file__).parent / "pi_extension"
+FILES = ("index.ts", "package.json")
+NAME = "webfetch"
+
+
+def agent_dir() -> Path:
+    """pi's own rule: $PI_CODING_AGENT_DIR, else ~/.pi/agent."""
+    return Path(os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent").expanduser()
+
+
+def target_dir() -> Path:
+    return agent_dir() / "extensions" / NAME
+
+
+def webfetch_command() -> list[str]:
+    """How the extension starts this installation's daemon: its console script, else `python -m webfetch`."""
+    script = Path(sys.executable).parent / "webfetch"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "webfetch"]
+
+
+def install(socket: str | None) -> Path:
+    """Copy the extension into pi's extensions directory, replacing an older copy in one rename."""
+    target = target_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{NAME}.new-{os.getpid()}"
+    old = target.parent / f".{NAME}.old-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    for name in FILES:
+        shutil.copyfile(SOURCE / name, staging / name)
+    recorded = {"version": __version__, "command": webfetch_command(), "socket": socket}
+    (staging / "webfetch.json").write_text(json.dumps(recorded, indent=2) + "\n")
+    replaced = target.exists()
+    if replaced:
+        target.rename(old)
+    staging.rename(target)
+    if replaced:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def main(action: str, config: Config, socket: str | None = None) -> int:
+    """socket: the --socket given to this command; recorded, like a socket set in the config, so that the
+    extension talks to the same daemon (WEBFETCH_SOCKET still overrides it)."""
+    if action == "install":
+        replaced = target_dir().exists()
+        target = install(socket or config.server.socket)
+        print(f"{'replaced' if replaced else 'installed'} the web_fetch extension for pi in {target}")
+        print(f"it starts the daemon, when none is running, with: {' '.join(webfetch_command())} serve")
+        print("start pi and ask it about a web page; `webfetch pi uninstall` removes the extension")
+        return 0
+    target = target_dir()
+    if not target.exists():
+        print(f"no webfetch extension in {target}: nothing to remove")
+        return 0
+    shutil.rmtree(target)
+    print(f"removed the web_fetch extension from {target}")
+    return 0
