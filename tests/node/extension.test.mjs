@@ -132,6 +132,13 @@ describe("the web_fetch tool", () => {
 		assert.ok(asked.includes(ARTICLE[1]), "the model got the page");
 	});
 
+	test("a large page without a prompt is summarized by the session's model", async () => {
+		const r = await call({ url: site.url("/big") });
+		assert.equal(r.details.kind, "summary");
+		assert.equal(r.details.model, "fake/fake-1");
+		assert.match(r.content[0].text.split("\n")[0], / · summary of \d[\d,]* characters$/);
+	});
+
 	test("an error frame becomes a thrown Error with the daemon's message", async () => {
 		for (const url of ["ftp://example.com/file", site.url("/missing")]) {
 			const frame = await rawRequest(daemon.socket, { op: "fetch", url });
@@ -172,6 +179,18 @@ describe("the web_fetch tool", () => {
 		const next = await call({ url, raw: true, offset: cutAt });
 		const body = next.content[0].text.split("\n").slice(2).join("\n");
 		assert.ok(body.startsWith(bigParagraph(last + 1)), body.slice(0, 120));
+	});
+
+	test("a page of more than 2 000 lines is cut to pi's line limit, and the offset continues it", async () => {
+		const url = site.url("/lines");
+		const r = await call({ url, raw: true });
+		const lines = r.content[0].text.split("\n");
+		assert.ok(lines.length <= 2000, `${lines.length} lines`);
+		const shown = lines.filter((l) => /^line \d+$/.test(l));
+		assert.equal(shown[0], "line 0");
+		const last = Number(shown.at(-1).split(" ")[1]);
+		const next = await call({ url, raw: true, offset: r.details.cut_at });
+		assert.equal(next.content[0].text.split("\n")[2], `line ${last + 1}`);
 	});
 
 	test("abort sends cancel, returns within a second, and the daemon stops loading the page", async () => {
@@ -223,12 +242,14 @@ describe("session_start", () => {
 		assert.deepEqual(await notifications({}), []);
 	});
 
-	test("names a missing sub-agent CLI, once", async () => {
-		const other = await startDaemon(); // its sub-agent command does not exist
+	test("names what the daemon lacks (Chrome, the sub-agent CLI) in one notification, with the fix", async () => {
+		// neither its Chrome nor its sub-agent command exists
+		const other = await startDaemon({ extra: '[browser]\nexecutable = "/nonexistent/chrome"\n' });
 		try {
 			const got = await notifications({ WEBFETCH_SOCKET: other.socket });
 			assert.equal(got.length, 1);
 			assert.equal(got[0][1], "error");
+			assert.match(got[0][0], /^webfetch: no Chrome found: .*apt-get install chromium/);
 			assert.match(got[0][0], /sub-agent CLI `\/nonexistent\/pi-for-tests` was not found/);
 			assert.match(got[0][0], /subagent\.command/);
 		} finally {
@@ -264,6 +285,28 @@ test("with no daemon running, the tool starts one and gets its answer", async ()
 		assert.ok(fs.existsSync(path.join(dir, "webfetch.log")), "the daemon's log is next to its socket");
 		// It was started with --exit-when-idle, as the CLI does: it goes away by itself.
 		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test("a daemon that cannot start is reported at once with its own words", async () => {
+	const dir = tempDir("wf-bad");
+	const config = path.join(dir, "config.toml");
+	fs.writeFileSync(config, "[browser]\ncolour = 1\n");
+	try {
+		const t0 = Date.now();
+		await assert.rejects(
+			withEnv({ WEBFETCH_SOCKET: path.join(dir, "s.sock"), WEBFETCH_BIN: WEBFETCH, WEBFETCH_CONFIG: config }, () =>
+				call({ url: site.url("/article") }),
+			),
+			(e) => {
+				assert.match(e.message, /^the webfetch daemon exited at start \(2\): .*unknown key `browser\.colour`/);
+				assert.match(e.message, /serve` in a terminal to see why$/);
+				return true;
+			},
+		);
+		assert.ok(Date.now() - t0 < 15_000, "no waiting out the start timeout");
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}

@@ -72,6 +72,9 @@ export async function startSite() {
 				return html(200, page("Big Page", Array.from({ length: 400 }, (_, i) => bigParagraph(i))));
 			case "/missing":
 				return html(404, page("Not here", ["There is no such page on this site."]));
+			case "/lines":
+				res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
+				return res.end(Array.from({ length: 3000 }, (_, i) => `line ${i}`).join("\n"));
 			case "/elsewhere":
 				return html(302, "", { Location: `http://localhost:${port}/article` });
 			case "/stall":
@@ -226,10 +229,10 @@ export function writeConfig(dir, { subagent = "/nonexistent/pi-for-tests", extra
  * A real `webfetch serve` with its own Chrome. TMPDIR is the daemon's own directory, so the test can find
  * its Chrome's DevTools port (Chrome writes DevToolsActivePort into its profile) and list its tabs.
  */
-export async function startDaemon({ subagent, env = {} } = {}) {
+export async function startDaemon({ subagent, extra, env = {} } = {}) {
 	const dir = tempDir("wf-d");
 	const socket = path.join(dir, "s.sock");
-	const config = writeConfig(dir, { subagent });
+	const config = writeConfig(dir, { subagent, extra });
 	const log = fs.openSync(path.join(dir, "daemon.log"), "a");
 	const proc = spawn(PYTHON, ["-m", "webfetch", "serve", "--socket", socket, "--config", config], {
 		env: { ...process.env, TMPDIR: dir, ...env },

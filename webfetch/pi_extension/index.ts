@@ -100,7 +100,7 @@ function connectOnce(socket: string): Promise<net.Socket> {
 const NOT_LISTENING = new Set(["ENOENT", "ECONNREFUSED"]);
 
 /** Start `webfetch serve` in the background the way the CLI does (it exits by itself when idle). */
-function startDaemon(s: Settings): Promise<void> {
+function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 	fs.mkdirSync(path.dirname(s.socket), { recursive: true, mode: 0o700 });
 	const log = fs.openSync(s.log, "a");
 	const [exe, ...args] = s.command;
@@ -121,7 +121,7 @@ function startDaemon(s: Settings): Promise<void> {
 		child.once("spawn", () => {
 			fs.closeSync(log);
 			child.unref();
-			resolve();
+			resolve(child);
 		});
 	});
 }
@@ -132,13 +132,21 @@ async function connect(s: Settings, signal?: AbortSignal): Promise<net.Socket> {
 	} catch (e: any) {
 		if (!NOT_LISTENING.has(e.code)) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
 	}
-	await startDaemon(s);
+	const child = await startDaemon(s);
 	const deadline = Date.now() + START_TIMEOUT_MS;
 	for (;;) {
 		if (signal?.aborted) throw abortError();
+		const exited = child.exitCode !== null || child.signalCode !== null; // before the try: no race
 		try {
 			return await connectOnce(s.socket);
-		} catch (e: any) {
+		} catch {
+			if (exited) {
+				// (another client's daemon winning the race for the socket would have let us connect)
+				throw new Error(
+					`the webfetch daemon exited at start (${child.exitCode ?? child.signalCode}): ${logTail(s.log)} ` +
+						`— see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+				);
+			}
 			if (Date.now() > deadline) {
 				throw new Error(
 					`the webfetch daemon did not start listening on ${s.socket} within ${START_TIMEOUT_MS / 1000} s; ` +
@@ -147,6 +155,14 @@ async function connect(s: Settings, signal?: AbortSignal): Promise<net.Socket> {
 			}
 		}
 		await new Promise((r) => setTimeout(r, 100));
+	}
+}
+
+function logTail(file: string): string {
+	try {
+		return fs.readFileSync(file, "utf8").trim().split("\n").slice(-3).join(" | ");
+	} catch {
+		return "";
 	}
 }
 
@@ -373,6 +389,14 @@ function statusProblems(s: Frame): string[] {
 	return problems;
 }
 
+function thinkingLevel(pi: any): string | undefined {
+	try {
+		return pi.getThinkingLevel?.();
+	} catch {
+		return undefined; // no session behind the runtime (the tool called outside a running agent)
+	}
+}
+
 export default function webfetch(pi: any) {
 	if (process.env[SUBAGENT_ENV]) return; // we are the daemon's sub-agent: no web access from here
 
@@ -386,15 +410,10 @@ export default function webfetch(pi: any) {
 			if (params.prompt) body.prompt = params.prompt;
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
-			if (params.prompt && ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
-			if (params.prompt) {
-				try {
-					const level = pi.getThinkingLevel?.();
-					if (level) body.thinking = level;
-				} catch {
-					// no session yet (e.g. the tool called outside a running agent)
-				}
-			}
+			// The model also writes the summary of a large page, so it goes with every request.
+			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
+			const thinking = thinkingLevel(pi);
+			if (thinking) body.thinking = thinking;
 			const result = await request(body, {
 				signal,
 				onProgress: (f) =>
