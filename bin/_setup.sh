@@ -66,6 +66,21 @@ ensure_chrome() {
     return 1
 }
 
+ensure_systemd_tools() {  # systemd-analyze and systemd-socket-activate, for the service tests
+    if command -v systemd-analyze >/dev/null 2>&1 && command -v systemd-socket-activate >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "no systemd-analyze / systemd-socket-activate; installing Debian's systemd package with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq systemd >&2
+        return 0
+    fi
+    say "the service tests need systemd-analyze and systemd-socket-activate: sudo apt-get install systemd"
+    return 1
+}
+
 ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/package-lock.json
     local dir="$ROOT/tests/node" stamp="$ROOT/tests/node/node_modules/.webfetch-installed"
     if ! command -v npm >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, status, pi."""
+"""The `webfetch` command: serve, fetch, status, pi, service, doctor."""
 
 from __future__ import annotations
 
@@ -50,7 +50,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("action", choices=["install", "uninstall"],
                    help="install: copy the extension into $PI_CODING_AGENT_DIR or ~/.pi/agent (extensions/webfetch)")
 
+    p = sub.add_parser("service", help="run webfetch as a systemd user service (socket-activated), or stop that")
+    p.add_argument("action", choices=["install", "uninstall"],
+                   help="install: write the units to ~/.config/systemd/user and enable webfetch.socket")
+
+    p = sub.add_parser("doctor", help="check everything webfetch needs; each problem with its fix")
+    common(p)
+
     args = parser.parse_args(argv)
+    if args.command == "service":  # needs no config: the units use the default socket path
+        from . import service
+
+        return service.install() if args.action == "install" else service.uninstall()
     try:
         config = load_config(args.config)
     except ConfigError as e:
@@ -59,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(config, args.socket)
     if args.command == "serve":
         return _serve(config, path, args)
+    if args.command == "doctor":
+        from . import doctor
+
+        return doctor.run(config, path)
     if args.command == "pi":
         from . import pi_install
 

@@ -18,14 +18,14 @@ from . import PROTOCOL_VERSION, __version__
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config
-from .errors import WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
 from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
                        SearchRequest, StatusRequest, StatusResult, SubagentStatus)
+from .errors import BrowserUnavailable, SearchUnconfigured, WebfetchError
 from .server import Server
 from .subagent import Subagent
-from .errors import SearchUnconfigured
+from .systemd import ActivationError, Notifier, listen_socket
 
 log = logging.getLogger("webfetch.daemon")
 
@@ -73,8 +73,9 @@ def bind_socket(path: Path) -> socket.socket:
 
 
 class Daemon:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, notifier: Notifier | None = None) -> None:
         self.config = config
+        self.notifier = notifier
         self.started = time.monotonic()
         self.chrome = Chrome(config.browser)
         self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
@@ -127,15 +128,41 @@ class Daemon:
                 await nursery.start(self.server.serve, listener)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)
+                if self.notifier is not None:
+                    nursery.start_soon(self._report_to_systemd, self.notifier)
                 task_status.started()
                 if exit_when_idle and self.config.server.idle_exit_s > 0:
                     await self._wait_idle(self.config.server.idle_exit_s)
                     log.info("idle for %g s; exiting", self.config.server.idle_exit_s)
                 else:
                     await trio.sleep_forever()
+            if self.notifier is not None:
+                self.notifier.send("STOPPING=1", "STATUS=stopping")
             await listener.aclose()
             await self._shutdown()
             nursery.cancel_scope.cancel()
+
+    def status_line(self) -> str:
+        """One line for `systemctl status`: the state, or the first problem."""
+        problems = self.chrome.problems
+        if problems:
+            return f"serving, but: {problems[0]}"
+        entries = self.cache.statistics()["entries"]
+        return (f"{'ready' if self.chrome.state == 'ready' else 'browser ' + self.chrome.state}, "
+                f"{entries} cached page{'' if entries == 1 else 's'}, {self.server.in_flight} in flight")
+
+    async def _report_to_systemd(self, notifier: Notifier) -> None:
+        """READY=1 once the socket listens and the browser can render, or is known not to be able to (the
+        daemon still answers `status` with the problem, which beats a unit that fails to start);
+        then STATUS= whenever the line changes."""
+        try:
+            await self.chrome.wait_browser()
+        except BrowserUnavailable:
+            pass
+        notifier.send("READY=1", f"STATUS={self.status_line()}")
+        while True:
+            await trio.sleep(2.0)
+            notifier.status(self.status_line())
 
     @staticmethod
     async def _stop_on_signal(signals: AsyncIterator[int], serving: trio.CancelScope) -> None:
@@ -164,21 +191,34 @@ class Daemon:
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:
-    """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment."""
+    """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment.
+    Under systemd socket activation it serves the socket it was given (and leaves the file to systemd);
+    otherwise it creates its own at `path` and removes it at exit."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        sock = bind_socket(path)
-        await _serve_on(config, path, sock, exit_when_idle, signals)
+        notifier = Notifier()
+        try:
+            try:
+                inherited = listen_socket()
+            except ActivationError as e:
+                raise DaemonError(str(e)) from None
+            if inherited is not None:
+                log.info("socket activation: serving the socket systemd passed (%s)", inherited.getsockname())
+                await _serve_on(config, None, inherited, exit_when_idle, signals, notifier)
+            else:
+                await _serve_on(config, path, bind_socket(path), exit_when_idle, signals, notifier)
+        finally:
+            notifier.close()
 
 
-async def _serve_on(config: Config, path: Path, sock: socket.socket, exit_when_idle: bool,
-                    signals: AsyncIterator[int]) -> None:
-    ours = path.stat().st_ino
+async def _serve_on(config: Config, path: Path | None, sock: socket.socket, exit_when_idle: bool,
+                    signals: AsyncIterator[int], notifier: Notifier) -> None:
+    ours = path.stat().st_ino if path is not None else None
     try:
-        await Daemon(config).run(sock, exit_when_idle=exit_when_idle, signals=signals)
+        await Daemon(config, notifier).run(sock, exit_when_idle=exit_when_idle, signals=signals)
     finally:
         sock.close()
         try:
-            if path.stat().st_ino == ours:  # not a socket another daemon has put there since
+            if path is not None and path.stat().st_ino == ours:  # not another daemon's socket since
                 path.unlink()
         except FileNotFoundError:
             pass

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from . import __version__
 from .config import Config
+from .installation import package_file, webfetch_command
 
-SOURCE = Path(__file__).parent / "pi_extension"
+SOURCE = package_file("pi_extension")
 FILES = ("index.ts", "package.json")
 NAME = "webfetch"
 
@@ -23,14 +23,6 @@ def agent_dir() -> Path:
 
 def target_dir() -> Path:
     return agent_dir() / "extensions" / NAME
-
-
-def webfetch_command() -> list[str]:
-    """How the extension starts this installation's daemon: its console script, else `python -m webfetch`."""
-    script = Path(sys.executable).parent / "webfetch"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "webfetch"]
 
 
 def install(socket: str | None) -> Path:

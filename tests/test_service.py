@@ -1,0 +1,298 @@
+"""Running as a service: socket activation, sd_notify readiness, shutdown, the units, `service`, `doctor`.
+Real processes throughout: systemd's own systemd-socket-activate and systemd-analyze, a datagram socket
+standing where systemd's notify socket would be. Only `systemctl --user` is faked: there is no user
+systemd manager on these machines to enable units in."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from webfetch.installation import webfetch_command
+
+from .helpers import pid_alive
+from .site import ARTICLE_TEXT
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_config(d: Path, extra: str = "") -> Path:
+    cfg = d / "c.toml"
+    cfg.write_text(f'[fetch]\nallow_private = true\n[subagent]\ncommand = "/nonexistent/pi-for-tests"\n{extra}')
+    return cfg
+
+
+def request(path: Path, body: dict, timeout: float = 60) -> dict:
+    """One request on a new connection; the terminal frame."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(json.dumps({"id": 1, **body}).encode() + b"\n")
+        f = s.makefile("rb")
+        for line in f:
+            frame = json.loads(line)
+            if frame["type"] in ("result", "error"):
+                return frame
+    raise AssertionError("the connection closed before the terminal frame")
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(p))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def wait_until(what, predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def gone(pids, timeout=10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(pid_alive(p) for p in pids)
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        items = [kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv]
+    return {k.decode(): v.decode(errors="replace") for k, v in items}
+
+
+def serve(path: Path, cfg: Path, env: dict | None = None, prefix: list[str] | None = None):
+    return subprocess.Popen([*(prefix or []), sys.executable, "-m", "webfetch", "serve", "--socket", str(path),
+                             "--config", str(cfg)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answer(short_tmp, site):
+    path = short_tmp / "act.sock"
+    proc = serve(path, write_config(short_tmp), prefix=["systemd-socket-activate", "-l", str(path)])
+    try:
+        wait_until("the activator's socket", path.exists, 10)
+        assert children(proc.pid) == [], "nothing runs before the first connection"
+        answer = request(path, {"op": "fetch", "url": site.url("/article")})
+        assert answer["type"] == "result", answer
+        assert ARTICLE_TEXT[0] in answer["content"]
+        # systemd-socket-activate execs the daemon in its own process: the daemon is proc.pid
+        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        assert chrome, "the daemon's browser"
+        env = environ_of(chrome[0])
+        assert not {"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"} & env.keys()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, proc.stderr.read()
+        assert gone(chrome)
+        assert path.exists(), "the socket file belongs to whoever created it (systemd), not the daemon"
+        assert "socket activation: serving the socket systemd passed" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def notify_socket(short_tmp):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(short_tmp / "notify"))
+    sock.settimeout(60)
+    yield sock
+    sock.close()
+
+
+def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp, site, notify_socket):
+    path = short_tmp / "wf.sock"
+    proc = serve(path, write_config(short_tmp), env={"NOTIFY_SOCKET": notify_socket.getsockname()})
+    try:
+        first = notify_socket.recv(4096).decode().split("\n")
+        assert first[0] == "READY=1"
+        assert first[1].startswith("STATUS=ready, 0 cached pages"), first
+        status = request(path, {"op": "status"})
+        assert status["browser"]["state"] == "ready" and status["problems"] == []
+        assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
+        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        assert "NOTIFY_SOCKET" not in environ_of(chrome[0])
+        # the status line follows the cache
+        wait_until("STATUS with the cached page",
+                   lambda: "STATUS=ready, 1 cached page," in notify_socket.recv(4096).decode(), 15)
+        proc.send_signal(signal.SIGTERM)
+        messages = []
+        while not any("STOPPING=1" in m for m in messages):
+            messages.append(notify_socket.recv(4096).decode())
+        assert proc.wait(30) == 0
+        assert gone(chrome)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/notify", "@webfetch-test-nobody-listens"])
+def test_a_dead_notify_socket_is_ignored(short_tmp, site, target):
+    path = short_tmp / "wf.sock"
+    proc = serve(path, write_config(short_tmp), env={"NOTIFY_SOCKET": target})
+    try:
+        wait_until("the socket", path.exists)
+        assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(short_tmp, site):
+    path = short_tmp / "wf.sock"
+    proc = serve(path, write_config(short_tmp))
+    try:
+        wait_until("the socket", path.exists)
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(str(path))
+            s.sendall(json.dumps({"id": "slow", "op": "fetch", "url": site.url("/hang")}).encode() + b"\n")
+            wait_until("the page request", lambda: site.hits.get("/hang"))
+            chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+            assert chrome
+            proc.send_signal(signal.SIGTERM)
+            frames = [json.loads(line) for line in s.makefile("rb")]
+        assert frames[-1]["type"] == "error" and frames[-1]["code"] == "shutting_down", frames
+        assert proc.wait(30) == 0
+        assert gone(chrome)
+        assert not path.exists()
+    finally:
+        site.stall.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# ---- the units and `webfetch service` ------------------------------------------------------------
+
+def run_cli(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_service_install_without_systemctl_writes_units_that_verify_and_says_what_to_run(short_tmp):
+    empty_path = short_tmp / "bin"
+    empty_path.mkdir()
+    r = run_cli("service", "install", env={"XDG_CONFIG_HOME": str(short_tmp / "cfg"), "PATH": str(empty_path)})
+    units = short_tmp / "cfg" / "systemd" / "user"
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[:3] == [f"wrote {units / 'webfetch.socket'}", f"wrote {units / 'webfetch.service'}",
+                                         "`systemctl --user` is not available here (systemctl is not installed)"]
+    assert "systemctl --user enable --now webfetch.socket" in r.stdout
+    service = (units / "webfetch.service").read_text()
+    assert f"ExecStart={' '.join(webfetch_command())} serve --exit-when-idle\n" in service
+    for line in ("Type=notify", "Restart=on-failure", "KillMode=mixed", "TimeoutStopSec=15"):
+        assert f"\n{line}\n" in service
+    socket_unit = (units / "webfetch.socket").read_text()
+    assert "\nListenStream=%t/webfetch/webfetch.sock\n" in socket_unit and "\nSocketMode=0600\n" in socket_unit
+    runtime = short_tmp / "run"
+    runtime.mkdir()
+    verify = subprocess.run(["systemd-analyze", "verify", "--user", str(units / "webfetch.socket"),
+                             str(units / "webfetch.service")], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    assert verify.returncode == 0 and verify.stdout == "" and verify.stderr == "", verify.stderr
+
+
+def test_service_install_and_uninstall_drive_systemctl(short_tmp):
+    fake = short_tmp / "bin"
+    fake.mkdir()
+    calls = short_tmp / "calls"
+    (fake / "systemctl").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (fake / "systemctl").chmod(0o755)
+    env = {"XDG_CONFIG_HOME": str(short_tmp / "cfg"), "PATH": f"{fake}:{os.environ['PATH']}"}
+    r = run_cli("service", "install", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert calls.read_text().splitlines() == ["--user daemon-reload", "--user enable --now webfetch.socket"]
+    assert "ran systemctl --user enable --now webfetch.socket" in r.stdout
+    calls.unlink()
+    r = run_cli("service", "uninstall", env=env)
+    assert r.returncode == 0
+    assert calls.read_text().splitlines() == ["--user disable --now webfetch.socket webfetch.service",
+                                              "--user daemon-reload"]
+    assert not any((short_tmp / "cfg" / "systemd" / "user").iterdir())
+    assert "nothing to remove" in run_cli("service", "uninstall", env=env).stdout
+
+
+# ---- doctor --------------------------------------------------------------------------------------
+
+def test_doctor_names_a_broken_chrome_and_exits_non_zero(short_tmp):
+    cfg = write_config(short_tmp, '[browser]\nexecutable = "/nonexistent/chrome"\n')
+    r = run_cli("doctor", "--config", str(cfg), "--socket", str(short_tmp / "wf.sock"))
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    chrome = next(i for i, line in enumerate(lines) if line.startswith("FAIL  chrome"))
+    assert "/nonexistent/chrome does not exist or is not executable" in lines[chrome]
+    assert "fix: install Chromium" in lines[chrome + 1]
+    assert any(line.startswith("ok    extractor") for line in lines)
+
+
+def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
+    pi = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
+    cfg = write_config(short_tmp, "")
+    cfg.write_text(cfg.read_text().replace("/nonexistent/pi-for-tests", str(pi)))
+    path = short_tmp / "wf.sock"
+    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path))
+    assert r.returncode == 0, r.stdout
+    assert [line[:6] for line in r.stdout.splitlines() if line[:4] in ("ok  ", "warn", "FAIL")] == \
+        ["ok    "] * 5 + ["warn  "] * 2
+    assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
+    # a daemon whose browser keeps failing: the doctor passes on its problem
+    bad = short_tmp / "c2.toml"
+    bad.write_text(cfg.read_text() + '[browser]\nexecutable = "/bin/false"\n')
+    proc = serve(path, bad)
+    try:
+        def crash_loop():
+            return request(path, {"op": "status"})["browser"]["state"] == "crash_loop"
+        wait_until("the crash loop", lambda: path.exists() and crash_loop(), 60)
+        r = run_cli("doctor", "--config", str(cfg), "--socket", str(path))
+        assert r.returncode == 1
+        assert "FAIL  daemon problem" in r.stdout and "Chrome keeps failing" in r.stdout
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+# ---- packaging -----------------------------------------------------------------------------------
+
+def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
+    out = short_tmp / "dist"
+    src = short_tmp / "src"  # a copy, so that the build leaves nothing in the checkout
+    shutil.copytree(ROOT, src, symlinks=True,
+                    ignore=shutil.ignore_patterns(".venv", "node_modules", ".git", "build", "*.egg-info"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    wheel = next(out.glob("webfetch-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        for f in ("webfetch/pi_extension/index.ts", "webfetch/pi_extension/package.json",
+                  "webfetch/units/webfetch.socket", "webfetch/units/webfetch.service"):
+            assert f in names, f
+        assert z.read("webfetch/units/webfetch.service") == (ROOT / "systemd" / "webfetch.service").read_bytes()
+        entry = next(n for n in names if n.endswith("entry_points.txt"))
+        assert "webfetch = webfetch.cli:main" in z.read(entry).decode()

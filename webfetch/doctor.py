@@ -1,0 +1,176 @@
+"""`webfetch doctor`: read-only checks of everything webfetch needs, each failure with its fix.
+
+Nothing is installed, started or changed: Chrome is launched once with a throwaway profile to prove it
+runs, and the daemon is only asked for its status if one is already listening.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from .config import Config
+
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify")
+TINY_PAGE = ("<html><head><title>Doctor</title></head><body><nav>Home | About</nav><article><h1>Doctor</h1>"
+             "<p>The extractor keeps this sentence, which is the main content of a tiny page written for "
+             "the doctor's check, and drops the navigation above it.</p></article></body></html>")
+
+
+@dataclass
+class Check:
+    level: str
+    name: str
+    detail: str
+    fix: str = ""
+
+
+def check_packages() -> Check:
+    missing, versions = [], []
+    for name in PACKAGES:
+        try:
+            module = importlib.import_module(name)
+        except Exception as e:  # a broken install raises more than ImportError
+            missing.append(f"{name} ({type(e).__name__}: {e})")
+            continue
+        version = getattr(module, "__version__", None)
+        versions.append(f"{name} {version}" if version else name)
+    if missing:
+        return Check(FAIL, "python packages", "cannot import " + ", ".join(missing),
+                     "reinstall webfetch (pip install --force-reinstall webfetch, or rerun bin/webfetch, "
+                     "which recreates .venv when pyproject.toml changes)")
+    return Check(OK, "python packages", ", ".join(versions))
+
+
+async def _browser_version(config: Config) -> str:
+    from .cdp import open_cdp
+    from .chrome import find_chrome, launch_chrome
+
+    with trio.fail_after(45):
+        if config.browser.endpoint:
+            async with open_cdp(config.browser.endpoint) as conn:
+                return (await conn.call("Browser.getVersion"))["product"]
+        executable = find_chrome(config.browser.executable)
+        assert executable is not None
+        async with launch_chrome(executable, config.browser.args) as (ws_url, _proc):
+            async with open_cdp(ws_url) as conn:
+                return (await conn.call("Browser.getVersion"))["product"]
+
+
+def check_chrome(config: Config) -> Check:
+    from .chrome import INSTALL_HINT, find_chrome
+
+    where = config.browser.endpoint
+    if not where:
+        where = find_chrome(config.browser.executable)
+        if where is None:
+            named = config.browser.executable or os.environ.get("WEBFETCH_CHROME")
+            detail = f"{named} does not exist or is not executable" if named else "no Chrome or Chromium on PATH"
+            return Check(FAIL, "chrome", detail, INSTALL_HINT)
+    try:
+        version = trio.run(_browser_version, config)
+    except Exception as e:
+        return Check(FAIL, "chrome", f"{where} does not start: {e}",
+                     "run it by hand with --headless to see why, or point browser.executable / browser.endpoint "
+                     "in the config at a working Chrome")
+    return Check(OK, "chrome", f"{version} ({where}, started headless and answered)")
+
+
+def check_extractor() -> Check:
+    from .extractor import extract_html
+
+    try:
+        md = extract_html(TINY_PAGE, "https://doctor.invalid/").markdown
+    except Exception as e:
+        return Check(FAIL, "extractor", f"trafilatura failed on a tiny page: {type(e).__name__}: {e}",
+                     "reinstall trafilatura and lxml_html_clean (pip install --force-reinstall trafilatura "
+                     "lxml_html_clean)")
+    if "main content of a tiny page" not in md or "Home | About" in md:
+        return Check(FAIL, "extractor", f"trafilatura returned unexpected text: {md[:120]!r}",
+                     "check the installed trafilatura version (pip show trafilatura)")
+    return Check(OK, "extractor", "trafilatura extracted a tiny page's main content")
+
+
+def check_subagent(config: Config) -> Check:
+    command = shutil.which(os.path.expanduser(config.subagent.command))
+    fix = ("install pi (npm install -g @mariozechner/pi-coding-agent) or set subagent.command in the config; "
+           "without it prompts return raw pages instead of answers")
+    if command is None:
+        return Check(FAIL, "sub-agent", f"`{config.subagent.command}` not found", fix)
+    try:
+        done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Check(FAIL, "sub-agent", f"{command} --version failed: {e}", fix)
+    version = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode != 0:
+        return Check(FAIL, "sub-agent", f"{command} --version exited {done.returncode}: "
+                     f"{version[-1] if version else ''}", fix)
+    return Check(OK, "sub-agent", f"{command} {version[-1] if version else ''}".strip())
+
+
+def check_socket_dir(path: Path) -> Check:
+    directory = path.parent
+    probe = directory
+    while not probe.exists():
+        probe = probe.parent
+    info = probe.stat()
+    if probe != directory:
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return Check(FAIL, "socket path", f"{directory} does not exist and {probe} is not writable",
+                         "pass --socket or set WEBFETCH_SOCKET / server.socket to a path in a directory of yours")
+        return Check(OK, "socket path", f"{path} (its directory will be created 0700)")
+    if info.st_uid != os.geteuid():
+        return Check(FAIL, "socket path", f"{directory} belongs to uid {info.st_uid}, not you",
+                     "remove it, or use --socket / WEBFETCH_SOCKET with a directory of your own")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return Check(FAIL, "socket path", f"{directory} is not writable", f"chmod u+rwx {directory}")
+    mode = stat.S_IMODE(info.st_mode)
+    note = f" (mode {mode:o}: the daemon will make it 0700)" if mode & 0o077 else ""
+    return Check(OK, "socket path", f"{path}{note}")
+
+
+def check_daemon(path: Path) -> list[Check]:
+    from .client import Client, ClientError
+
+    try:
+        with Client(path, autostart=False) as client:
+            frames = list(client.request("status"))
+    except (ClientError, OSError):
+        return [Check(WARN, "daemon", f"not running on {path}",
+                      "`webfetch fetch`, the pi extension and the systemd socket start it "
+                      "on first use; `webfetch serve` runs it in the foreground")]
+    status = frames[-1]
+    if status.get("type") != "result":
+        return [Check(FAIL, "daemon", f"answered status with {status.get('code')}: {status.get('message')}",
+                      "see its log (journalctl --user -u webfetch, or webfetch.log next to the socket)")]
+    checks = [Check(OK, "daemon", f"webfetch {status['version']} on {path}, browser {status['browser']['state']}, "
+                    f"{status['cache']['entries']} cached pages")]
+    checks += [Check(FAIL, "daemon problem", p, "see above; restart the daemon once fixed") for p in status["problems"]]
+    return checks
+
+
+def check_search(config: Config) -> Check:
+    return Check(WARN, "web search", "no search backend in this version of webfetch",
+                 "web_fetch works without it")
+
+
+def run(config: Config, path: Path) -> int:
+    checks = [check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
+              check_socket_dir(path), *check_daemon(path), check_search(config)]
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        print(f"{c.level:<4}  {c.name:<{width}}  {c.detail}")
+        if c.fix and c.level != OK:
+            print(f"{'':<4}  {'':<{width}}  {'fix' if c.level == FAIL else 'note'}: {c.fix}")
+    failed = [c for c in checks if c.level == FAIL]
+    print(f"\n{len(failed)} problem{'s' if len(failed) != 1 else ''} found" if failed else "\nall good")
+    return 1 if failed else 0

@@ -1,0 +1,88 @@
+"""`webfetch service install|uninstall`: the systemd user units, written for this installation and enabled."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from .installation import package_file, webfetch_command
+
+UNITS = ("webfetch.socket", "webfetch.service")
+
+
+def unit_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "systemd" / "user"
+
+
+def render(name: str) -> str:
+    """A unit as shipped, with ExecStart pointing at this installation's webfetch."""
+    text = package_file("units", name).read_text()
+    if name == "webfetch.service":
+        command = " ".join(shlex.quote(part) for part in webfetch_command())
+        lines = [f"ExecStart={command} serve --exit-when-idle" if line.startswith("ExecStart=") else line
+                 for line in text.splitlines()]
+        text = "\n".join(lines) + "\n"
+    return text
+
+
+def _systemctl(*args: str) -> tuple[bool, str]:
+    exe = shutil.which("systemctl")
+    if exe is None:
+        return False, "systemctl is not installed"
+    try:
+        done = subprocess.run([exe, "--user", *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    return done.returncode == 0, (done.stderr or done.stdout).strip()
+
+
+def _manual_steps(directory: Path) -> str:
+    return (f"the units are in {directory}; once a systemd user session is available, run:\n"
+            f"  systemctl --user daemon-reload\n"
+            f"  systemctl --user enable --now webfetch.socket\n"
+            f"(on a machine without systemd, run `webfetch serve` yourself, or let `webfetch fetch` and the pi "
+            f"extension start it on demand)")
+
+
+def install() -> int:
+    directory = unit_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in UNITS:
+        path = directory / name
+        path.write_text(render(name))
+        print(f"wrote {path}")
+    ok, why = _systemctl("daemon-reload")
+    if not ok:
+        print(f"`systemctl --user` is not available here ({why})")
+        print(_manual_steps(directory))
+        return 1
+    print("ran systemctl --user daemon-reload")
+    ok, why = _systemctl("enable", "--now", "webfetch.socket")
+    if not ok:
+        print(f"`systemctl --user enable --now webfetch.socket` failed: {why}")
+        return 1
+    print("ran systemctl --user enable --now webfetch.socket: the daemon starts when the first client connects")
+    print("logs: journalctl --user -u webfetch; state: webfetch status")
+    return 0
+
+
+def uninstall() -> int:
+    directory = unit_dir()
+    present = [directory / name for name in UNITS if (directory / name).exists()]
+    if not present:
+        print(f"no webfetch units in {directory}: nothing to remove")
+        return 0
+    ok, why = _systemctl("disable", "--now", "webfetch.socket", "webfetch.service")
+    print("ran systemctl --user disable --now webfetch.socket webfetch.service" if ok
+          else f"could not stop the units with systemctl --user ({why}); removing the files anyway")
+    for path in present:
+        path.unlink()
+        print(f"removed {path}")
+    if ok:
+        _systemctl("daemon-reload")
+        print("ran systemctl --user daemon-reload")
+    return 0
