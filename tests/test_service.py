@@ -256,11 +256,15 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     cfg = write_config(short_tmp, "")
     cfg.write_text(cfg.read_text().replace("/nonexistent/pi-for-tests", str(pi)))
     path = short_tmp / "wf.sock"
-    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path))
+    no_keys = {"KAGI_API_KEY": "", "BRAVE_API_KEY": ""}
+    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env=no_keys)
     assert r.returncode == 0, r.stdout
     assert [line[:6] for line in r.stdout.splitlines() if line[:4] in ("ok  ", "warn", "FAIL")] == \
         ["ok    "] * 5 + ["warn  "] * 2
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
+    assert "warn  web search   no backend configured" in r.stdout
+    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env={**no_keys, "BRAVE_API_KEY": "k"})
+    assert "ok    web search   Brave (configured: Brave;" in r.stdout
     # a daemon whose browser keeps failing: the doctor passes on its problem
     bad = short_tmp / "c2.toml"
     bad.write_text(cfg.read_text() + '[browser]\nexecutable = "/bin/false"\n')

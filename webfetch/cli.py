@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, status, pi, service, doctor."""
+"""The `webfetch` command: serve, fetch, search, status, pi, service, doctor."""
 
 from __future__ import annotations
 
@@ -39,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", help="the sub-agent's model as provider/id (pi's web-fetch.json wins)")
     p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"],
                    help="the sub-agent's thinking level")
+    p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
+
+    p = sub.add_parser("search", help="search the web (Kagi, Brave or SearXNG, as configured)")
+    common(p)
+    p.add_argument("query", nargs="+", help="what to search for")
+    p.add_argument("--limit", type=int, help="how many results (default 10, at most 20)")
+    p.add_argument("--backend", choices=["kagi", "brave", "searxng"], help="this backend, not the default one")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
     p = sub.add_parser("status", help="show the daemon's state")
@@ -105,6 +112,8 @@ def _client_command(args: argparse.Namespace, path: Path) -> int:
         with Client(path, config=args.config) as client:
             if args.command == "fetch":
                 return _fetch(client, args)
+            if args.command == "search":
+                return _search(client, args)
             return _status(client, args)
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
@@ -143,6 +152,19 @@ def _fetch(client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _search(client, args: argparse.Namespace) -> int:
+    for frame in client.request("search", query=" ".join(args.query), limit=args.limit, backend=args.backend):
+        if args.json:
+            print(json.dumps(frame, ensure_ascii=False), flush=True)
+        if frame.get("type") == "error":
+            if not args.json:
+                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+            return 1
+        if frame.get("type") == "result" and not args.json:
+            print(frame["content"])
+    return 0
+
+
 def _status(client, args: argparse.Namespace) -> int:
     for frame in client.request("status"):
         if frame.get("type") == "error":
@@ -158,6 +180,7 @@ def _status(client, args: argparse.Namespace) -> int:
         print(f"browser:  {b['state']}  {b.get('version') or ''}  {b.get('executable') or b.get('endpoint') or ''}")
         print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
+        print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
         for problem in frame.get("problems", []):
             print(f"problem:  {problem}")
         return 1 if frame.get("problems") else 0

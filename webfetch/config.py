@@ -64,6 +64,18 @@ class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
 
 
+class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    backend: Literal["kagi", "brave", "searxng"] | None = None  # default: the first one configured
+    kagi_url: str = "https://kagi.com"
+    brave_url: str = "https://api.search.brave.com"
+    searxng_url: str | None = None
+    kagi_api_key: str | None = None    # KAGI_API_KEY wins when set
+    brave_api_key: str | None = None   # BRAVE_API_KEY wins when set
+    limit: Annotated[int, Meta(ge=1, le=20)] = 10
+    timeout_s: Positive = 15.0
+    cache_s: Positive = 300.0
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
@@ -71,6 +83,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
     extract: ExtractConfig = msgspec.field(default_factory=ExtractConfig)
     subagent: SubagentConfig = msgspec.field(default_factory=SubagentConfig)
+    search: SearchConfig = msgspec.field(default_factory=SearchConfig)
 
 
 def default_config_path() -> Path:

@@ -22,7 +22,8 @@ from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
 from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
                        SearchRequest, StatusRequest, StatusResult, SubagentStatus)
-from .errors import BrowserUnavailable, SearchUnconfigured, WebfetchError
+from .errors import BrowserUnavailable, WebfetchError
+from .search import Search
 from .server import Server
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
@@ -82,6 +83,7 @@ class Daemon:
                                         page_size)
         self.extractor = Extractor(config.extract.threads)
         self.subagent = Subagent(config.subagent)
+        self.search = Search(config.search)
         self.pipeline = Pipeline(config, self.chrome, self.cache, self.extractor, self.subagent)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
@@ -93,8 +95,9 @@ class Daemon:
         if isinstance(req, StatusRequest):
             return self.status(rid)
         if isinstance(req, SearchRequest):
-            raise SearchUnconfigured(
-                "web search is not available in this version of the daemon yet")
+            result = await self.search.search(req, progress)
+            result.id = rid
+            return result
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def status(self, rid: RequestId) -> StatusResult:
@@ -110,7 +113,7 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=[], problems=c.problems)
+            search=self.search.configured, problems=c.problems)
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -125,6 +128,7 @@ class Daemon:
                 await nursery.start(self.chrome.run)
                 await nursery.start(self.cache.run)
                 await nursery.start(self.subagent.run)
+                await nursery.start(self.search.run)
                 await nursery.start(self.server.serve, listener)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)

@@ -17,6 +17,7 @@ from pathlib import Path
 import trio
 
 from .config import Config
+from .errors import WebfetchError
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify")
@@ -159,8 +160,18 @@ def check_daemon(path: Path) -> list[Check]:
 
 
 def check_search(config: Config) -> Check:
-    return Check(WARN, "web search", "no search backend in this version of webfetch",
-                 "web_fetch works without it")
+    from .search import HOW_TO_CONFIGURE, NAMES, Search
+
+    search = Search(config.search)
+    if not search.configured:
+        return Check(WARN, "web search", "no backend configured; web_search answers search_unconfigured",
+                     "; or ".join(HOW_TO_CONFIGURE.values()) + " (web_fetch works without it)")
+    try:
+        chosen = search.choose(None)
+    except WebfetchError as e:
+        return Check(FAIL, "web search", e.message, "set search.backend to a configured one, or configure it")
+    return Check(OK, "web search", f"{NAMES[chosen]} (configured: {', '.join(NAMES[b] for b in search.configured)}; "
+                 f"keys are not checked: a search costs credit)")
 
 
 def run(config: Config, path: Path) -> int:

@@ -32,9 +32,9 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
-    query: str
-    limit: Annotated[int, Meta(ge=1, le=20)] = 10
-    backend: str | None = None
+    query: Annotated[str, Meta(max_length=2000)]
+    limit: Annotated[int, Meta(ge=1, le=20)] | None = None  # default: search.limit (10)
+    backend: Literal["kagi", "brave", "searxng"] | None = None
 
 
 class StatusRequest(Struct, tag_field="op", tag="status", kw_only=True):
@@ -128,6 +128,25 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     notes: list[str] = []
 
 
+class SearchHit(Struct, kw_only=True):
+    title: str
+    url: str
+    snippet: str
+    published: str | None  # YYYY-MM-DD
+
+
+class SearchResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "search"
+    query: str
+    backend: str
+    results: list[SearchHit]
+    related: list[str]
+    content: str
+    cached: bool = False
+    age_s: float = 0.0
+
+
 class BrowserStatus(Struct, kw_only=True):
     state: str
     version: str | None = None
@@ -180,9 +199,10 @@ class ErrorFrame(Struct, tag_field="type", tag="error", kw_only=True, omit_defau
     message: str
     status: int | None = None
     content_type: str | None = None
+    retry_after: str | None = None
 
 
-Frame = Union[Progress, FetchResult, StatusResult, CancelResult, ErrorFrame]
+Frame = Union[Progress, FetchResult, SearchResult, StatusResult, CancelResult, ErrorFrame]
 
 _encoder = msgspec.json.Encoder()
 

@@ -62,7 +62,11 @@ before(async () => {
 	site = await startSite();
 	llm = await startFakeLLM(() => "The article says nurseries wait for their children.");
 	agentDir = llm.agentDir();
-	daemon = await startDaemon({ subagent: PI, env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" } });
+	daemon = await startDaemon({
+		subagent: PI,
+		search: site.url(""),
+		env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" },
+	});
 	process.env.WEBFETCH_SOCKET = daemon.socket;
 	extension = await loadExtension();
 	tool = extension.tools.get("web_fetch").definition;
@@ -310,6 +314,58 @@ test("a daemon that cannot start is reported at once with its own words", async 
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}
+});
+
+describe("web_search", () => {
+	async function started(allTools) {
+		const agentDir = tempDir("wf-agent");
+		try {
+			const loaded = await discoverAndLoadExtensions([EXTENSION], process.cwd(), agentDir);
+			if (allTools) loaded.runtime.getAllTools = () => allTools.map((name) => ({ name }));
+			const ext = loaded.extensions[0];
+			const notes = [];
+			const ctx = { hasUI: true, ui: { notify: (m, t) => notes.push([m, t]) } };
+			for (let i = 0; i < 2; i++) for (const h of ext.handlers.get("session_start")) await h({}, ctx);
+			return { ext, notes };
+		} finally {
+			fs.rmSync(agentDir, { recursive: true, force: true });
+		}
+	}
+
+	test("is registered at session start as web_search when the name is free", async () => {
+		const { ext, notes } = await started(["read", "bash", "web_fetch"]);
+		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "web_search"]);
+		assert.deepEqual(notes, []);
+	});
+
+	test("becomes webfetch_search when another extension owns web_search, and says so once", async () => {
+		const { ext, notes } = await started(["read", "web_fetch", "web_search"]);
+		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "webfetch_search"]);
+		assert.deepEqual(notes, [["webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info"]]);
+	});
+
+	test("returns the daemon's formatted results, with the results in details", async () => {
+		const { ext } = await started([]);
+		const search = ext.tools.get("web_search").definition;
+		assert.deepEqual(search.parameters.required, ["query"]);
+		const r = await search.execute("s1", { query: "trio", limit: 2 }, undefined, undefined, CTX);
+		assert.equal(
+			r.content[0].text,
+			'SearXNG results for "trio" (2):\n' +
+				"1. Trio docs — https://trio.readthedocs.io/\n   Structured concurrency & more.\n" +
+				"2. Notes — https://vorpus.org/blog/ (2018-04-25)\n\nRelated searches: trio nursery",
+		);
+		assert.equal(r.details.backend, "searxng");
+		assert.equal(r.details.results.length, 2);
+		assert.deepEqual(search.renderCall({ query: "trio", limit: 2 }, THEME).render(80), ['web_search "trio" (2)']);
+		assert.deepEqual(search.renderResult(r, { expanded: false, isPartial: false }, THEME, {}).render(80), [
+			"2 results from searxng",
+		]);
+		await assert.rejects(
+			search.execute("s2", { query: "trio", limit: 50 }, undefined, undefined, CTX),
+			/limit/,
+		);
+	});
 });
 
 test("inside the daemon's sub-agent the extension registers nothing", async () => {

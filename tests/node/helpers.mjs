@@ -75,6 +75,18 @@ export async function startSite() {
 			case "/lines":
 				res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
 				return res.end(Array.from({ length: 3000 }, (_, i) => `line ${i}`).join("\n"));
+			case "/search": // a SearXNG instance's JSON output
+				res.writeHead(200, { "Content-Type": "application/json" });
+				return res.end(
+					JSON.stringify({
+						query: url.searchParams.get("q"),
+						results: [
+							{ url: "https://trio.readthedocs.io/", title: "Trio <b>docs</b>", content: "Structured concurrency &amp; more." },
+							{ url: "https://vorpus.org/blog/", title: "Notes", content: "", publishedDate: "2018-04-25T00:00:00" },
+						],
+						suggestions: ["trio nursery"],
+					}),
+				);
 			case "/elsewhere":
 				return html(302, "", { Location: `http://localhost:${port}/article` });
 			case "/stall":
@@ -229,13 +241,14 @@ export function writeConfig(dir, { subagent = "/nonexistent/pi-for-tests", extra
  * A real `webfetch serve` with its own Chrome. TMPDIR is the daemon's own directory, so the test can find
  * its Chrome's DevTools port (Chrome writes DevToolsActivePort into its profile) and list its tabs.
  */
-export async function startDaemon({ subagent, extra, env = {} } = {}) {
+export async function startDaemon({ subagent, extra = "", search, env = {} } = {}) {
 	const dir = tempDir("wf-d");
 	const socket = path.join(dir, "s.sock");
+	if (search) extra += `\n[search]\nsearxng_url = ${JSON.stringify(search)}\n`;
 	const config = writeConfig(dir, { subagent, extra });
 	const log = fs.openSync(path.join(dir, "daemon.log"), "a");
 	const proc = spawn(PYTHON, ["-m", "webfetch", "serve", "--socket", socket, "--config", config], {
-		env: { ...process.env, TMPDIR: dir, ...env },
+		env: { ...process.env, TMPDIR: dir, KAGI_API_KEY: "", BRAVE_API_KEY: "", ...env },
 		stdio: ["ignore", log, log],
 	});
 	fs.closeSync(log);

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
-import { ARTICLE, EXTENSION, PYTHON, messagesText, runPi, startDaemon, startFakeLLM, startSite } from "./helpers.mjs";
+import { ARTICLE, EXTENSION, PYTHON, ROOT, messagesText, runPi, startDaemon, startFakeLLM, startSite } from "./helpers.mjs";
 
 let site;
 let llm;
@@ -15,7 +15,7 @@ before(async () => {
 	site = await startSite();
 	llm = await startFakeLLM(() => "nothing scripted");
 	agentDir = llm.agentDir();
-	daemon = await startDaemon();
+	daemon = await startDaemon({ search: site.url("") });
 });
 
 after(async () => {
@@ -61,6 +61,30 @@ test("a daemon error reaches pi's model as a failed tool call with the daemon's 
 	const result = run.events.find((e) => e.type === "message_end" && e.message?.role === "toolResult").message;
 	assert.equal(result.isError, true);
 	assert.match(result.content[0].text, /'ftp:\/\/example\.com\/x' is not an http\(s\) URL/);
+});
+
+test("pi calls web_search and its model gets the daemon's results", async () => {
+	llm.requests.length = 0;
+	llm.reply = (_body, n) => (n === 1 ? { tool: "web_search", args: { query: "trio", limit: 2 } } : "Found it.");
+	const run = await runPi(["-e", EXTENSION, "--model", "fake/fake-1", "search for trio"], env());
+	assert.equal(run.code, 0, run.stderr);
+	const result = run.events.find((e) => e.type === "message_end" && e.message?.role === "toolResult").message;
+	assert.equal(result.toolName, "web_search");
+	assert.equal(result.isError, false);
+	assert.ok(result.content[0].text.startsWith('SearXNG results for "trio" (2):\n1. Trio docs — https://trio.readthedocs.io/'));
+	assert.ok(messagesText(llm.requests[1], "tool").includes("Related searches: trio nursery"));
+});
+
+test("next to another extension's web_search, pi starts and offers webfetch_search as well", async () => {
+	const other = path.join(ROOT, "tests", "node", "fixtures", "other-web-search.ts");
+	llm.requests.length = 0;
+	llm.reply = () => "hello";
+	const run = await runPi(["-e", EXTENSION, "-e", other, "--model", "fake/fake-1", "hi"], env());
+	assert.equal(run.code, 0, run.stderr);
+	const names = toolNames(llm.requests[0]);
+	for (const name of ["web_fetch", "web_search", "webfetch_search"]) assert.ok(names.includes(name), JSON.stringify(names));
+	const web_search = llm.requests[0].tools.find((t) => (t.function?.name ?? t.name) === "web_search");
+	assert.match(JSON.stringify(web_search), /Someone else's web search/);
 });
 
 test("`webfetch pi install` puts the extension where pi loads it; `uninstall` takes it away", async () => {

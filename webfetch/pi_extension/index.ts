@@ -376,6 +376,57 @@ export function summaryLine(d: Frame): string {
 	return parts.join(" · ");
 }
 
+// ---- web search ----------------------------------------------------------------------------------
+
+const SEARCH_DESCRIPTION = [
+	"Search the web (the webfetch daemon's search backend: Kagi, Brave or SearXNG) and get a ranked list of",
+	"results: title, URL, date and a snippet each, plus related searches. Pass a result's URL to web_fetch,",
+	"with a prompt, to read it. `limit` is the number of results (default 10, at most 20).",
+].join(" ");
+
+const SEARCH_PARAMETERS = {
+	type: "object",
+	properties: {
+		query: { type: "string", description: "What to search for, as you would type it into a search engine" },
+		limit: { type: "integer", minimum: 1, maximum: 20, description: "How many results (default 10, at most 20)" },
+	},
+	required: ["query"],
+	additionalProperties: false,
+};
+
+export function searchTool(name: string) {
+	return {
+		name,
+		label: "Web search",
+		description: SEARCH_DESCRIPTION,
+		parameters: SEARCH_PARAMETERS,
+		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any) {
+			const body: Frame = { op: "search", query: params.query };
+			if (params.limit != null) body.limit = params.limit;
+			const r = await request(body, {
+				signal,
+				onProgress: (f) => onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage } }),
+			});
+			const content: string = r.content ?? "";
+			const text = cutToFit(content, MAX_BYTES, MAX_LINES);
+			const { type: _t, id: _i, content: _c, ...details } = r;
+			return { content: [{ type: "text", text }], details: { ...details, cut: text.length < content.length } };
+		},
+		renderCall(args: Frame, theme: any) {
+			return textComponent([`${name} ${JSON.stringify(args.query ?? "")}${args.limit ? ` (${args.limit})` : ""}`], (l) =>
+				theme.fg("toolTitle", l), true);
+		},
+		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+			const text: string = result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
+			if (options.isPartial) return textComponent([text || "searching…"], (l) => theme.fg("muted", l), true);
+			const d = result?.details;
+			if (context?.isError || !d || !d.backend) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
+			const line = `${d.results?.length ?? 0} results from ${d.backend}${d.cached ? " · cached" : ""}`;
+			return textComponent(options.expanded ? [line, ...text.split("\n")] : [line], (l) => theme.fg("muted", l));
+		},
+	};
+}
+
 // ---- the extension -------------------------------------------------------------------------------
 
 function statusProblems(s: Frame): string[] {
@@ -387,6 +438,14 @@ function statusProblems(s: Frame): string[] {
 		);
 	}
 	return problems;
+}
+
+function toolNames(pi: any): string[] {
+	try {
+		return (pi.getAllTools?.() ?? []).map((t: Frame) => t.name);
+	} catch {
+		return []; // no session behind the runtime: nothing else can own a name yet
+	}
 }
 
 function thinkingLevel(pi: any): string | undefined {
@@ -441,7 +500,18 @@ export default function webfetch(pi: any) {
 		},
 	});
 
+	// web_search may belong to another extension already (pi-web-access has one), and two tools of one name
+	// make pi exit: register it once the other extensions are loaded, under another name if need be.
+	let searchName: string | null = null;
 	pi.on("session_start", async (_event: unknown, ctx: any) => {
+		if (searchName === null) {
+			const taken = toolNames(pi).includes("web_search");
+			searchName = taken ? "webfetch_search" : "web_search";
+			pi.registerTool(searchTool(searchName));
+			if (taken && ctx?.hasUI) {
+				ctx.ui.notify("webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info");
+			}
+		}
 		if (!ctx?.hasUI) return; // nobody to tell (print/json mode): do not start a daemon for nothing
 		let problems: string[];
 		try {

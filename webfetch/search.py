@@ -1,0 +1,273 @@
+"""The search actor: one small client per backend (Kagi, Brave, SearXNG), results cached for minutes.
+
+HTTP goes through httpx, whose async client runs on trio (through anyio): a cancelled request or a
+passed deadline ends the HTTP call at once, like everything else in the daemon. API keys live only in
+request headers; every message that leaves this module is scrubbed of them all the same.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import logging
+import os
+import re
+from typing import Any, Callable, Mapping
+
+import httpx
+import msgspec
+import trio
+
+from . import __version__
+from .cache import Cache
+from .config import SearchConfig
+from .errors import SearchFailed, SearchUnconfigured, Timeout
+from .protocol import SearchHit, SearchRequest, SearchResult
+
+log = logging.getLogger("webfetch.search")
+logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request URL at INFO
+
+BACKENDS = ("kagi", "brave", "searxng")
+NAMES = {"kagi": "Kagi", "brave": "Brave", "searxng": "SearXNG"}
+HOW_TO_CONFIGURE = {
+    "kagi": "set KAGI_API_KEY (or search.kagi_api_key in ~/.config/webfetch/config.toml)",
+    "brave": "set BRAVE_API_KEY (or search.brave_api_key in ~/.config/webfetch/config.toml)",
+    "searxng": "set search.searxng_url in ~/.config/webfetch/config.toml to an instance with JSON output",
+}
+SNIPPET_CHARS = 300
+MAX_RELATED = 8
+
+
+class Results(msgspec.Struct):
+    hits: list[SearchHit]
+    related: list[str]
+
+
+# ---- text clean-up ---------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def clean(text: Any) -> str:
+    """Plain text from a snippet that may carry HTML (`<b>`) and entities."""
+    if not isinstance(text, str):
+        return ""
+    return " ".join(html.unescape(_TAG.sub("", text)).split())
+
+
+def trim(text: str, limit: int = SNIPPET_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+
+
+def day(value: Any) -> str | None:
+    """YYYY-MM-DD from an ISO timestamp or a date like 'January 5, 2024'; None when it is not a date."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    m = re.match(r"(\d{4})-(\d{2})-(\d{2})", value)
+    if m:
+        return m.group(0)
+    for fmt in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y"):
+        try:
+            return dt.datetime.strptime(value, fmt).date().isoformat()
+        except ValueError:
+            pass
+    return None
+
+
+def format_results(backend: str, query: str, hits: list[SearchHit], related: list[str]) -> str:
+    """The results as an LLM reads them best: numbered, one line of title/URL/date, the snippet below."""
+    lines = [f'{NAMES[backend]} results for "{query}" ({len(hits)}):']
+    for i, h in enumerate(hits, 1):
+        date = f" ({h.published})" if h.published else ""
+        lines.append(f"{i}. {h.title or h.url} — {h.url}{date}")
+        if h.snippet:
+            lines.append(f"   {trim(h.snippet)}")
+    if not hits:
+        lines.append("No results.")
+    if related:
+        lines += ["", "Related searches: " + "; ".join(related[:MAX_RELATED])]
+    return "\n".join(lines)
+
+
+# ---- the backends ----------------------------------------------------------------------------------
+
+def _json(response: httpx.Response, name: str) -> Any:
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        head = " ".join(response.text[:120].split())
+        raise SearchFailed(f"{name} answered HTTP {response.status_code} with something that is not JSON: {head!r}")
+
+
+def _rate_limited(response: httpx.Response, name: str) -> SearchFailed:
+    after = response.headers.get("retry-after")
+    when = f"retry after {after} s" if after and after.strip().isdigit() else (
+        f"retry after {after}" if after else "retry later")
+    return SearchFailed(f"{name} is limiting the request rate (HTTP 429): {when}", retry_after=after)
+
+
+def _refused(name: str, status: int, detail: str, backend: str) -> SearchFailed:
+    hint = f"; check the API key: {HOW_TO_CONFIGURE[backend]}" if status in (401, 403) else ""
+    return SearchFailed(f"{name} refused the search (HTTP {status}): {detail or 'no reason given'}{hint}",
+                        status=status)
+
+
+def _hit(title: Any, url: Any, snippet: Any, published: Any) -> SearchHit | None:
+    if not isinstance(url, str) or not url:
+        return None
+    return SearchHit(title=clean(title), url=url, snippet=clean(snippet), published=day(published))
+
+
+async def kagi(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
+    """Kagi Search API v0: {meta, data: [{t: 0, url, title, snippet, published}, {t: 1, list}], error?}."""
+    response = await client.get(f"{base.rstrip('/')}/api/v0/search", params={"q": query, "limit": limit},
+                                headers={"Authorization": f"Bot {key}"})
+    if response.status_code == 429:
+        raise _rate_limited(response, "Kagi")
+    body = _json(response, "Kagi")  # Kagi explains its errors in the body, whatever the status
+    errors = body.get("error") if isinstance(body, dict) else None
+    if errors or response.status_code != 200:
+        detail = "; ".join(f"{e.get('msg')} (error {e.get('code')})" for e in errors or [] if isinstance(e, dict))
+        raise _refused("Kagi", response.status_code, detail, "kagi")
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise SearchFailed("Kagi answered without results (`data` is null)")
+    hits, related = [], []
+    for item in data:
+        if not isinstance(item, dict):
+            continue
+        if item.get("t") == 0:
+            if (h := _hit(item.get("title"), item.get("url"), item.get("snippet"), item.get("published"))):
+                hits.append(h)
+        elif item.get("t") == 1:
+            related += [clean(r) for r in item.get("list") or [] if clean(r)]
+    return Results(hits[:limit], related)
+
+
+async def brave(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
+    """Brave Search API: {web: {results: [{title, url, description, age, page_age}]}, query: {…}}."""
+    response = await client.get(f"{base.rstrip('/')}/res/v1/web/search", params={"q": query, "count": limit},
+                                headers={"X-Subscription-Token": key, "Accept": "application/json"})
+    if response.status_code == 429:
+        raise _rate_limited(response, "Brave")
+    body = _json(response, "Brave")
+    if response.status_code != 200:
+        error = body.get("error") if isinstance(body, dict) else None
+        detail = str(error.get("detail") or error.get("code") or "") if isinstance(error, dict) else ""
+        raise _refused("Brave", response.status_code, detail, "brave")
+    web = body.get("web") if isinstance(body, dict) else None
+    items = web.get("results") if isinstance(web, dict) else []
+    hits = [h for item in items or [] if isinstance(item, dict)
+            if (h := _hit(item.get("title"), item.get("url"), item.get("description"),
+                          item.get("page_age") or item.get("age")))]
+    return Results(hits[:limit], [])
+
+
+async def searxng(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
+    """SearXNG's JSON output: {results: [{title, url, content, publishedDate}], suggestions: [...]}."""
+    response = await client.get(f"{base.rstrip('/')}/search", params={"q": query, "format": "json"})
+    if response.status_code == 403:
+        raise SearchFailed(
+            f"the SearXNG instance at {base} does not allow JSON output (HTTP 403): add `json` to "
+            f"`search.formats` in its settings.yml (formats: [html, json]) and restart it", status=403)
+    if response.status_code == 429:
+        raise _rate_limited(response, "SearXNG")
+    if response.status_code != 200:
+        raise _refused("SearXNG", response.status_code, " ".join(response.text[:120].split()), "searxng")
+    body = _json(response, "SearXNG")
+    items = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise SearchFailed("SearXNG answered without a `results` list")
+    hits = [h for item in items if isinstance(item, dict)
+            if (h := _hit(item.get("title"), item.get("url"), item.get("content"), item.get("publishedDate")))]
+    related = [clean(s) for s in body.get("suggestions") or [] if clean(s)]
+    return Results(hits[:limit], related)
+
+
+CLIENTS: dict[str, Callable[..., Any]] = {"kagi": kagi, "brave": brave, "searxng": searxng}
+
+
+# ---- the actor -------------------------------------------------------------------------------------
+
+class Search:
+    def __init__(self, config: SearchConfig, env: Mapping[str, str] = os.environ) -> None:
+        self.config = config
+        # An empty variable counts as unset; the environment beats the config file.
+        self._keys = {"kagi": env.get("KAGI_API_KEY") or config.kagi_api_key or "",
+                      "brave": env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
+        self._bases = {"kagi": config.kagi_url, "brave": config.brave_url, "searxng": config.searxng_url or ""}
+        self.configured = [b for b in BACKENDS if (self._keys[b] if b in self._keys else self._bases[b])]
+        self.cache: Cache[Results] = Cache(config.cache_s, max(config.cache_s, 60.0), 16 * 1024 * 1024,
+                                           lambda r: len(msgspec.json.encode(r)))
+        self._client: httpx.AsyncClient | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},
+                                     follow_redirects=True) as client:
+            self._client = client
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.cache.run)
+                task_status.started()
+                await trio.sleep_forever()
+
+    def choose(self, requested: str | None) -> str:
+        """The request's backend, else search.backend, else the first configured of Kagi, Brave, SearXNG."""
+        wanted = requested or self.config.backend
+        if wanted:
+            if wanted not in self.configured:
+                raise SearchUnconfigured(f"the {NAMES[wanted]} search backend is not configured: "
+                                         f"{HOW_TO_CONFIGURE[wanted]}")
+            return wanted
+        if not self.configured:
+            raise SearchUnconfigured("no web search backend is configured. Either "
+                                     + "; or ".join(HOW_TO_CONFIGURE[b] for b in BACKENDS)
+                                     + ", then restart the daemon")
+        return self.configured[0]
+
+    def scrub(self, text: str) -> str:
+        for key in self._keys.values():
+            if key:
+                text = text.replace(key, "***")
+        return text
+
+    async def search(self, req: SearchRequest, progress: Callable[[str, str], None]) -> SearchResult:
+        backend = self.choose(req.backend)
+        query = " ".join(req.query.split())
+        if not query:
+            raise SearchFailed("the query is empty; pass the words to search for in `query`")
+        limit = req.limit or self.config.limit
+        key = f"{backend}\n{limit}\n{query}"
+
+        async def load() -> Results:
+            progress("search", f"asking {NAMES[backend]}")
+            return await self._ask(backend, query, limit)
+
+        results, age, cached = await self.cache.get_or_load(key, load)
+        return SearchResult(query=query, backend=backend, results=results.hits, related=results.related,
+                            content=format_results(backend, query, results.hits, results.related),
+                            cached=cached, age_s=round(age, 3))
+
+    async def _ask(self, backend: str, query: str, limit: int) -> Results:
+        assert self._client is not None, "Search.run() owns the HTTP client"
+        name = NAMES[backend]
+        try:
+            with trio.fail_after(self.config.timeout_s):
+                return await CLIENTS[backend](self._client, self._bases[backend], self._keys.get(backend, ""),
+                                              query, limit)
+        except trio.TooSlowError:
+            raise Timeout(f"{name} did not answer within {self.config.timeout_s:g} s; try again, or raise "
+                          f"search.timeout_s") from None
+        except (SearchFailed, SearchUnconfigured) as e:
+            e.message = self.scrub(e.message)
+            e.args = (e.message,)
+            e.extra = {k: self.scrub(v) if isinstance(v, str) else v for k, v in e.extra.items()}
+            raise
+        except httpx.HTTPError as e:
+            raise SearchFailed(self.scrub(f"cannot reach {name} at {self._bases[backend]}: "
+                                          f"{type(e).__name__}: {e}")) from None
