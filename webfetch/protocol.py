@@ -19,11 +19,14 @@ OPS = ("fetch", "search", "status", "cancel")
 # --- requests ---------------------------------------------------------------------------------------
 
 
+MAX_INT = 2**53  # integers a JavaScript client can hold exactly; larger ones are refused, not echoed
+
+
 class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     url: str
     prompt: str | None = None
-    offset: Annotated[int, Meta(ge=0)] | None = None
-    max_chars: Annotated[int, Meta(ge=1)] | None = None
+    offset: Annotated[int, Meta(ge=0, le=MAX_INT)] | None = None
+    max_chars: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
     raw: bool = False
     fresh: bool = False
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
@@ -42,7 +45,7 @@ class StatusRequest(Struct, tag_field="op", tag="status", kw_only=True):
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
-    target: Annotated[str, Meta(min_length=1, max_length=128)] | int
+    target: Annotated[str, Meta(min_length=1, max_length=128)] | Annotated[int, Meta(ge=-MAX_INT, le=MAX_INT)]
 
 
 Request = Union[FetchRequest, SearchRequest, StatusRequest, CancelRequest]
@@ -64,11 +67,15 @@ def decode_request(line: bytes) -> Envelope:
         obj = _any_decoder.decode(line)
     except msgspec.DecodeError:
         raise _bad(None, f"not valid JSON; send one JSON object per line, for example {EXAMPLE_LINE}")
+    except RecursionError:  # found by tests/test_fuzz.py: thousands of nested arrays
+        raise _bad(None, f"JSON nested too deeply; send one flat JSON object per line, for example {EXAMPLE_LINE}")
     if not isinstance(obj, dict):
         raise _bad(None, f"expected a JSON object, got {_json_type(obj)}; for example {EXAMPLE_LINE}")
     rid = obj.get("id")
     if isinstance(rid, bool) or not (rid is None or isinstance(rid, (str, int))):
         raise _bad(None, f"`id` must be a string (1-128 characters) or an integer, got {_json_type(rid)} - at `$.id`")
+    if isinstance(rid, int) and not -MAX_INT <= rid <= MAX_INT:
+        raise _bad(None, "`id` must be a string of 1-128 characters or an integer within ±2^53 - at `$.id`")
     if isinstance(rid, str) and not 1 <= len(rid) <= 128:
         raise _bad(None, "`id` must be a string of 1-128 characters or an integer - at `$.id`")
     op = obj.get("op")
