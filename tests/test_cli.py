@@ -30,12 +30,24 @@ def test_socket_and_directory_permissions(short_tmp):
         sock.close()
 
 
-def test_an_open_socket_directory_is_closed_down(short_tmp):
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770])
+def test_a_socket_directory_others_can_write_is_refused(short_tmp, mode):
     run = short_tmp / "run"
-    run.mkdir(mode=0o777)
-    run.chmod(0o777)
+    run.mkdir()
+    run.chmod(mode)
+    with pytest.raises(DaemonError, match=f"can be written by other users \\(mode {mode:o}\\)"):
+        bind_socket(run / "wf.sock")
+    assert stat.S_IMODE(run.stat().st_mode) == mode, "someone else's shared directory is not changed"
+    assert not (run / "wf.sock").exists()
+
+
+def test_a_readable_directory_is_left_as_it_is_the_socket_is_0600(short_tmp):
+    run = short_tmp / "home"
+    run.mkdir()
+    run.chmod(0o755)
     bind_socket(run / "wf.sock").close()
-    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+    assert stat.S_IMODE(run.stat().st_mode) == 0o755
+    assert stat.S_IMODE((run / "wf.sock").stat().st_mode) == 0o600
 
 
 def test_a_socket_directory_of_another_user_is_refused(short_tmp):

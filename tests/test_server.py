@@ -1,5 +1,7 @@
 """Layer 2: the socket server on a real Unix socket, with a scripted request handler."""
 
+import json
+import os
 import socket
 
 import pytest
@@ -185,3 +187,21 @@ async def test_silent_and_stuck_clients_do_not_block_others(served):
     assert len(results) == 200 and all(r["type"] == "result" for r in results)
     for s in silent:
         await s.aclose()
+
+
+async def test_another_users_connection_is_refused_even_through_a_loosened_socket(served):
+    if os.geteuid() != 0:
+        pytest.skip("connecting as another user needs root (CI runs as root)")
+    # the system's Python: the test's own may live where the other user cannot read
+    served.path.parent.chmod(0o755)  # as if someone loosened the permissions by hand
+    served.path.chmod(0o666)
+    probe = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect(%r); "
+             "s.sendall(b'{\"id\":1,\"op\":\"status\"}\\n'); print(s.makefile().read())" % str(served.path))
+    done = await trio.run_process(["/usr/bin/python3", "-c", probe], capture_stdout=True, user=65534, group=65534)
+    frames = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+    assert frames == [{"type": "error", "id": None, "code": "forbidden", "message":
+                       f"this webfetch daemon serves only its own user (uid {os.geteuid()}); start your own "
+                       f"with `webfetch serve`"}]
+    assert served.script.started == []
+    c = await client(served)  # its own user is still served
+    assert (await c.request({"id": 2, "op": "status"}))["type"] == "result"

@@ -17,7 +17,7 @@ import trio
 from . import PROTOCOL_VERSION, __version__
 from .cache import Cache
 from .chrome import Chrome
-from .config import Config
+from .config import Config, default_socket_path
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
 from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
@@ -40,13 +40,19 @@ class DaemonError(Exception):
 def bind_socket(path: Path) -> socket.socket:
     """A listening Unix socket at `path` (directory 0700, socket 0600). A stale socket file left by a dead
     daemon is replaced; a live daemon's is not."""
+    created = not path.parent.exists()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.parent.stat()
     if info.st_uid != os.geteuid():
         raise DaemonError(f"{path.parent} belongs to another user; webfetch will not put its socket there. "
                           f"Remove it, or pass --socket with a path in a directory of your own")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path.parent, 0o700)  # ours, but others could reach the socket through it
+    if stat.S_IMODE(info.st_mode) & 0o022:
+        # Others could replace the socket (or put one there first) for clients to talk to.
+        raise DaemonError(f"{path.parent} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                          f"webfetch will not put its socket there. Use a directory of your own, e.g. the default "
+                          f"{default_socket_path().parent}, or `chmod go-w {path.parent}`")
+    if created:
+        os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise DaemonError(f"{path} exists and is not a socket; remove it or choose another --socket")

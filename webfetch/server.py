@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import select
+import socket
+import struct
 import time
 from typing import Awaitable, Callable
 
@@ -234,6 +237,16 @@ def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, s
     log.info("conn=%d id=%r op=%s%s %s %.0fms", conn, rid, op, f" url={url}" if url else "", outcome, ms)
 
 
+def peer_uid(sock) -> int | None:
+    """The connecting process's uid (SO_PEERCRED); None where the platform cannot tell."""
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                              struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return None
+    return uid
+
+
 class Server:
     def __init__(self, handler: Handler, max_line_bytes: int) -> None:
         self.handler = handler
@@ -260,6 +273,23 @@ class Server:
                 nursery.start_soon(self._run_connection, stream)
 
     async def _run_connection(self, stream: trio.SocketStream) -> None:
+        uid = peer_uid(stream.socket)
+        if uid is not None and uid != os.geteuid():
+            # The socket's 0600 mode already keeps other users out; this holds even if someone loosens it.
+            log.warning("refused a connection from uid %d (this daemon serves uid %d)", uid, os.geteuid())
+            frame = ErrorFrame(id=None, code="forbidden", message=(
+                f"this webfetch daemon serves only its own user (uid {os.geteuid()}); start your own with "
+                f"`webfetch serve`"))
+            with trio.move_on_after(1):
+                try:
+                    await stream.send_all(encode_frame(frame))
+                    await stream.send_eof()
+                    while await stream.receive_some(65536):  # closing with unread input would reset the
+                        pass                                  # connection before the client reads why
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+            await stream.aclose()
+            return
         conn = Connection(self, stream)
         self.connections.add(conn)
         try:
