@@ -160,3 +160,14 @@ async def test_connecting_to_nothing_is_a_clear_error():
     with pytest.raises(CDPClosed, match="cannot connect"):
         async with open_cdp(f"ws://127.0.0.1:{free_port()}/devtools/browser/x"):
             pass
+
+
+def test_feature_flags_are_merged_because_chrome_honours_only_the_last():
+    from webfetch.chrome import chrome_command
+    cmd = chrome_command("/usr/bin/chromium", "/tmp/p", ["--disable-features=Foo,Translate", "--enable-features=Bar",
+                                                         "--proxy-server=x"])
+    disabled = [a for a in cmd if a.startswith("--disable-features=")]
+    assert len(disabled) == 1
+    assert disabled[0].split("=", 1)[1].split(",") == [
+        "Translate", "MediaRouter", "OptimizationHints", "IsolateOrigins", "site-per-process", "Foo"]
+    assert "--enable-features=Bar" in cmd and "--proxy-server=x" in cmd and cmd[-1] == "about:blank"

@@ -125,6 +125,14 @@ SETTLE_SCRIPT = r"""
     this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
     return oSend.apply(this, arguments);
   };
+  // WebSocket handshakes never reach the Fetch domain, so the address policy cannot see them; reading
+  // a page needs none. (A worker's own WebSocket is not covered here: Chrome's Local Network Access
+  // checks are what stop that one reaching a private address.)
+  const NoSocket = function WebSocket() {
+    throw new DOMException("WebSocket connections are disabled while webfetch reads the page", "SecurityError");
+  };
+  try { Object.defineProperty(window, "WebSocket", {value: NoSocket, writable: false, configurable: false}); }
+  catch (e) {}
   const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
       .observe(document, {subtree: true, childList: true, characterData: true});
   watch();
@@ -340,13 +348,11 @@ class Chrome:
         return tab
 
     async def _setup_tab(self, tab: Tab) -> None:
-        # Pause only what we must decide on: every document (redirect hops, the main response) and the
-        # resource types we refuse. Scripts, stylesheets and XHR flow untouched: pausing each of them
-        # costs a CDP round trip on the page's critical path.
-        patterns = [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
+        # Every request the page makes is paused once, at the request stage, for the address policy
+        # (render.py); the main document also at the response stage. A paused request costs one CDP round
+        # trip, and only rendered pages make subresource requests at all (server HTML first).
+        patterns = [{"urlPattern": "*", "requestStage": "Request"},
                     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
-        patterns += [{"urlPattern": "*", "resourceType": t, "requestStage": "Request"}
-                     for t in self.config.block_resources]
         await tab.call("Page.enable")
         await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": SETTLE_SCRIPT})
         await tab.call("Fetch.enable", {"patterns": patterns})
@@ -384,10 +390,27 @@ async def _close_when_exits(proc: ChildProcess, conn: CDPConnection) -> None:
 
 
 def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> list[str]:
-    args = [executable, *BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
+    args = [*BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
     if os.geteuid() == 0:
         args.append("--no-sandbox")  # Chrome refuses to run as root with its sandbox
-    return [*args, *extra, "about:blank"]
+    return [executable, *_merge_feature_flags([*args, *extra]), "about:blank"]
+
+
+def _merge_feature_flags(args: list[str]) -> list[str]:
+    """Chrome honours only the last --disable-features (and --enable-features): merge them into one, so
+    browser.args can add features without undoing ours."""
+    out: list[str] = []
+    merged: dict[str, list[str]] = {}
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and name in ("--disable-features", "--enable-features"):
+            if name not in merged:
+                merged[name] = []
+                out.append(name)  # placeholder, keeps the flag's first position
+            merged[name] += [v for v in value.split(",") if v and v not in merged[name]]
+        else:
+            out.append(arg)
+    return [f"{a}={','.join(merged[a])}" if a in merged else a for a in out]
 
 
 @asynccontextmanager

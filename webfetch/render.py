@@ -118,6 +118,7 @@ class _Render:
         self.failure: BaseException | None = None
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
+        self._hosts: dict[str, bool] = {}  # the address policy's verdict per host, for this page
 
     # --- the event pump ---------------------------------------------------------------------------
 
@@ -197,7 +198,10 @@ class _Render:
         if not main:
             # Frames are separate documents that the main document's DOM does not contain, so the
             # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
-            if rtype in self.block_types or rtype == "Document":
+            if rtype in self.block_types or rtype == "Document" or response_stage:
+                await self._fail(rid, "BlockedByClient")
+            elif not await self._address_allowed(url):
+                log.info("blocked a %s request of %s to %s (address policy)", rtype, self.url, url)
                 await self._fail(rid, "BlockedByClient")
             else:
                 await self._continue(rid)
@@ -207,6 +211,25 @@ class _Render:
             await self._main_request(rid, url, p["request"].get("headers") or {})
         else:
             await self._main_response(rid, url, p)
+
+    async def _address_allowed(self, url: str) -> bool:
+        """The address policy for a request the page makes (script, fetch, XHR, beacon, …); one DNS
+        lookup per host and page."""
+        if self.policy.allow_private:
+            return True
+        if url.startswith(("ws://", "wss://")):
+            url = "http" + url[2:]  # a websocket's handshake is an HTTP request to the same host
+        try:
+            host = parse_url(url)[1]
+        except WebfetchError:
+            return False  # not an http(s) URL with a host: nothing a page needs to load
+        if host not in self._hosts:
+            try:
+                await check_host(host, self.policy)
+                self._hosts[host] = True
+            except BlockedUrl:
+                self._hosts[host] = False
+        return self._hosts[host]
 
     async def _main_request(self, rid: str, url: str, headers: dict[str, str]) -> None:
         self.marks.setdefault("req", time.monotonic())
@@ -256,13 +279,21 @@ class _Render:
             await self._continue(rid)
             return
         ctype = _header(headers, "content-type")
+        kind = classify(ctype)
+        if kind == "other" and status < 400 and self.committed_gen > 0:
+            # The page we have started a download (or a navigation to something that is not text):
+            # refuse it, never to disk, and go on reading the page.
+            log.info("refused a download or navigation of %s to %s (%s)", self.url, url, _mime(ctype))
+            await self._fail(rid, "BlockedByClient")
+            self.nav_generation = self.committed_gen
+            self._pulse()
+            return
         r = self.result
         r.final_url, r.status, r.content_type, r.charset = url, status, _mime(ctype) or None, _charset(ctype)
         if status >= 400:
             body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
             await self._fail(rid)
             raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
-        kind = classify(ctype)
         if kind == "other":
             await self._fail(rid, "BlockedByClient")
             raise UnsupportedContentType(

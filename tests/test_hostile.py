@@ -1,0 +1,142 @@
+"""Hostile pages: the address policy covers every request a page makes, not only its navigations.
+
+The page is served on an allowed host (127.0.0.1, in fetch.allow_hosts) and reaches for a blocked one
+(127.0.0.2: loopback, not allowed) in every way a page can. Chrome's own Local Network Access checks
+would stop most of these by themselves, so the test turns them off: what is measured is webfetch's
+policy. The same page with private addresses allowed is the control that shows the requests are real."""
+
+import http.server
+import threading
+
+import pytest
+import trio
+
+from webfetch.config import BrowserConfig, FetchConfig
+
+from .conftest import make_config
+from .site import ARTICLE_TEXT, QuietHTTPServer, simple_page
+
+CHROME_LNA_OFF = ["--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,"
+                  "PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults"]
+WAYS = ["img", "css", "script", "iframe", "fetch", "xhr", "websocket", "eventsource", "beacon", "worker",
+        "module", "prefetch", "font"]
+
+
+class Blocked:
+    """The server the page must not reach: it records every request that gets to it."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET
+
+        self.server = QuietHTTPServer(("127.0.0.2", 0), Handler)
+        self.base = f"http://127.0.0.2:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def blocked():
+    b = Blocked()
+    yield b
+    b.stop()
+
+
+def hostile_page(base: str) -> str:
+    s = lambda what: f"{base}/secret/{what}"  # noqa: E731
+    return simple_page("Hostile page", *ARTICLE_TEXT).replace("</body>", f"""
+<img src="{s('img')}"><link rel="stylesheet" href="{s('css')}"><link rel="prefetch" href="{s('prefetch')}">
+<style>@font-face {{ font-family: x; src: url({s('font')}); }} body {{ font-family: x; }}</style>
+<script src="{s('script')}"></script>
+<script type="module" src="{s('module')}"></script>
+<iframe src="{s('iframe')}"></iframe>
+<script>
+fetch("{s('fetch')}").catch(() => {{}});
+fetch("/public-data").catch(() => {{}});
+const x = new XMLHttpRequest(); x.open("GET", "{s('xhr')}"); x.send();
+try {{ new WebSocket("{s('websocket').replace('http:', 'ws:')}"); }} catch (e) {{}}
+try {{ new EventSource("{s('eventsource')}"); }} catch (e) {{}}
+try {{ navigator.sendBeacon("{s('beacon')}", "x"); }} catch (e) {{}}
+try {{ new Worker(URL.createObjectURL(new Blob(['fetch("{s('worker')}")']))); }} catch (e) {{}}
+setTimeout(() => {{}}, 1500);
+</script></body>""")
+
+
+async def fetch_hostile(start_daemon, site, blocked, **fetch_config):
+    site.html("/hostile", hostile_page(blocked.base))
+    site.route("/public-data", lambda h: h.reply(200, "application/json", "{}"))
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", **fetch_config),
+                                       browser=BrowserConfig(args=CHROME_LNA_OFF)))
+    r = await d.fetch(site.url("/hostile"))
+    await trio.sleep(1.0)  # anything that got out has certainly arrived by now
+    return r
+
+
+async def test_every_request_of_a_page_to_a_blocked_address_is_refused(start_daemon, site, blocked):
+    r = await fetch_hostile(start_daemon, site, blocked, allow_hosts=["127.0.0.1"])
+    assert r["type"] == "result" and "Hostile page" in r["content"], r
+    assert blocked.hits == []
+    assert site.hits.get("/public-data") == 1, "requests to allowed hosts still flow"
+
+
+async def test_control_with_private_addresses_allowed_the_requests_do_arrive(start_daemon, site, blocked):
+    await fetch_hostile(start_daemon, site, blocked, allow_private=True)
+    arrived = {p.rsplit("/", 1)[1] for p in blocked.hits}
+    # Images, stylesheets, fonts and frames are never loaded at all (block_resources, frames): the rest
+    # are what the policy must stop.
+    assert {"script", "fetch", "xhr", "beacon", "worker"} <= arrived, blocked.hits
+
+
+@pytest.mark.parametrize("target", ["file:///etc/passwd", "chrome://version", "data:text/html,<h1>root:x:0:0</h1>",
+                                    "javascript:document.body.innerHTML='<h1>root:x:0:0</h1>'", "view-source:file:///etc/passwd"])
+async def test_a_page_cannot_navigate_to_local_or_browser_urls(start_daemon, site, target):
+    site.html("/leap", simple_page("Leap", *ARTICLE_TEXT).replace(
+        "</body>", f"<script>location.href = {target!r};</script></body>"))
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", allow_private=True)))
+    r = await d.fetch(site.url("/leap"))
+    assert "root:x:0:0" not in r.get("content", "") and "Google Chrome" not in r.get("content", "")
+    if r["type"] == "error":
+        assert r["code"] == "blocked_url", r
+    else:
+        assert ARTICLE_TEXT[0] in r["content"], r  # the page as it was, its leap refused
+
+
+async def test_downloads_are_never_written_to_disk(start_daemon, site, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))  # Chrome would save to ~/Downloads
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(home / "Downloads"))
+    payload = b"MZ-not-really-an-executable" * 100
+    site.route("/evil.bin", lambda h: h.reply(200, "application/octet-stream", payload,
+                                              {"Content-Disposition": "attachment; filename=evil.bin"}))
+    site.html("/download-page", simple_page("Downloads", *ARTICLE_TEXT).replace("</body>", (
+        "<a id=a href='/evil.bin' download>get</a><script>document.getElementById('a').click();"
+        "setTimeout(() => {}, 1000);</script></body>")))
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", allow_private=True)))
+    direct = await d.fetch(site.url("/evil.bin"))
+    assert direct["code"] == "unsupported_content_type" and direct["content_type"] == "application/octet-stream"
+    page = await d.fetch(site.url("/download-page"))
+    assert page["type"] == "result" and ARTICLE_TEXT[0] in page["content"], page
+    await trio.sleep(1.0)
+    import tempfile
+    from pathlib import Path
+    written = [p for root in (home, Path(tempfile.gettempdir())) for p in root.rglob("evil.bin*")]
+    assert written == []
