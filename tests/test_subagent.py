@@ -241,3 +241,25 @@ def test_cli_prompt(short_tmp, site, llm, pi_home):
                        env={**os.environ, "WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
     assert r.returncode == 0, r.stderr
     assert r.stdout == "Eleven families.\n"
+
+
+async def test_sub_agents_beyond_the_cap_wait_their_turn(start_daemon, site, llm, pi_home):
+    llm.reply = lambda body: "One at a time."
+    config = sub_config()
+    config.subagent.max_concurrent = 1
+    d = await start_daemon(config)
+    await d.fetch(site.url("/article"))  # cached: the prompts below differ only in their sub-agent
+    results: dict = {}
+
+    async def ask(n: int) -> None:
+        progress: list = []
+        results[n] = (await d.request({"id": n, "op": "fetch", "url": site.url("/article"), "prompt": f"Q{n}?",
+                                       "model": "fake/fake-1"}, progress), progress)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(3):
+            nursery.start_soon(ask, n)
+    assert all(r["kind"] == "answer" and r["content"] == "One at a time." for r, _ in results.values())
+    queued = [p for _, progress in results.values() for p in progress if p["stage"] == "queued"]
+    assert len(queued) == 2, "two of three waited for the one sub-agent"
+    assert queued[0]["message"] == "waiting for a free sub-agent (at most 1 at once)"

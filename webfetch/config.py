@@ -62,6 +62,7 @@ class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     command: str = "pi"                # a pi-compatible CLI: `--mode json`, page on stdin
     timeout_s: Positive = 120.0
     max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
+    max_concurrent: Annotated[int, Meta(ge=1, le=64)] = 4  # pi processes at once; more wait their turn
 
 
 class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -95,6 +95,8 @@ class Subagent:
         self.version: str | None = None
         self._workdir: str | None = None
         self._reaper: trio.Nursery | None = None
+        # Each pi costs ~150 MB and seconds of CPU to start: a burst of prompts waits its turn instead.
+        self._slots = trio.Semaphore(config.max_concurrent)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Owns the working directory the CLI runs in: its .pi/settings.json turns pi's retry loop off, so a
@@ -151,10 +153,13 @@ class Subagent:
             args += ["--thinking", thinking]
         # pi prepends stdin to the message with no separator and trims it: begin with a blank line.
         args += ["--system-prompt", SYSTEM_PROMPT, "\n\n" + task]
-        progress("subagent", f"asking {model}")
         try:
             with trio.fail_after(self.config.timeout_s):
-                return await self._run(args, fence(page, url), model, progress)
+                if self._slots.value == 0:
+                    progress("queued", f"waiting for a free sub-agent (at most {self.config.max_concurrent} at once)")
+                async with self._slots:
+                    progress("subagent", f"asking {model}")
+                    return await self._run(args, fence(page, url), model, progress)
         except trio.TooSlowError:
             raise SubagentFailed(f"the sub-agent ({model}) did not answer within "
                                  f"{self.config.timeout_s:g} s") from None

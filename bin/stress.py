@@ -1,0 +1,328 @@
+"""webfetch stress run (not part of the test suite): many concurrent clients, a mix of requests, optional
+Chrome kills, against a real daemon serving pages from 127.0.0.1; then the same load again, to compare
+resources after each run. Prints a report; `--json` also writes the figures to a file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fake_llm import FakeLLM  # noqa: E402
+from tests.helpers import LineClient  # noqa: E402
+from tests.site import ARTICLE_TEXT, Site  # noqa: E402
+
+PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
+ANSWER = "The article is about structured concurrency."
+# What each kind may end with; anything else counts as incorrect.
+EXPECTED = {"hit": {"result"}, "cold": {"result"}, "prompt": {"result"}, "cancel": {"cancelled", "result"},
+            "disconnect": {None}}
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                children[ppid].append(int(p))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def exe_name(pid: int) -> str:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:
+        return ""
+
+
+class Daemon:
+    def __init__(self, tmp: Path, llm: FakeLLM) -> None:
+        self.tmp = tmp
+        self.sock = tmp / "wf.sock"
+        agent = tmp / "agent"
+        agent.mkdir()
+        (agent / "models.json").write_text(json.dumps(llm.models_json()))
+        cfg = tmp / "config.toml"
+        cfg.write_text(f"[fetch]\nallow_private = true\ntimeout_s = 20\n[subagent]\ncommand = {json.dumps(str(PI))}\n"
+                       f"timeout_s = 60\n")
+        self.log = open(tmp / "daemon.log", "wb")
+        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "TMPDIR": str(tmp)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
+                                      "--config", str(cfg), "--log-level", "warning"],
+                                     stdout=self.log, stderr=self.log, env=env)
+
+    def chrome_pids(self) -> list[int]:
+        return [p for p in descendants(self.proc.pid) if "chrom" in exe_name(p)]
+
+    def browser_pid(self) -> int | None:
+        """The browser process itself: the daemon's direct child that is Chrome."""
+        for p in self.chrome_pids():
+            try:
+                if int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    return p
+            except (OSError, ValueError):
+                pass
+        return None
+
+    def fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def devtools_port(self) -> int | None:
+        for d in self.tmp.glob("webfetch-chrome-*/profile/DevToolsActivePort"):
+            return int(d.read_text().split()[0])
+        return None
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+async def page_targets(port: int | None) -> int:
+    if port is None:
+        return -1
+
+    def get() -> list:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+            return json.load(r)
+    return sum(1 for t in await trio.to_thread.run_sync(get) if t.get("type") == "page")
+
+
+async def request(daemon: Daemon, body: dict, timeout: float) -> dict | None:
+    c = await LineClient.connect(daemon.sock)
+    try:
+        with trio.fail_after(timeout):
+            return await c.request({"id": 1, **body})
+    finally:
+        await c.aclose()
+
+
+async def status(daemon: Daemon) -> dict:
+    return await request(daemon, {"op": "status"}, 30)
+
+
+async def one(daemon: Daemon, site: Site, kind: str, n: int, rng: random.Random, deadline_s: float):
+    """Run one request of `kind`; (kind, outcome, seconds, correct)."""
+    started = time.monotonic()
+    outcome, correct = None, False
+    c = await LineClient.connect(daemon.sock)
+    try:
+        if kind == "hit":
+            body = {"op": "fetch", "url": site.url(f"/article?warm={n % 20}")}
+        elif kind == "cold":
+            body = {"op": "fetch", "url": site.url(f"/article?cold={n}-{rng.random()}")}
+        elif kind == "prompt":
+            body = {"op": "fetch", "url": site.url(f"/article?warm={n % 20}"), "prompt": "What is it about?",
+                    "model": "fake/fake-1"}
+        else:  # cancel / disconnect: a page that holds its answer, given up on after a random moment
+            body = {"op": "fetch", "url": site.url(f"/slow-article?x={n}-{rng.random()}")}
+        await c.send({"id": 1, **body})
+        if kind == "disconnect":
+            await trio.sleep(rng.uniform(0.01, 0.5))
+            await c.aclose()
+            return kind, None, time.monotonic() - started, True
+        if kind == "cancel":
+            await trio.sleep(rng.uniform(0.01, 0.5))
+            await c.send({"id": 2, "op": "cancel", "target": 1})
+        with trio.fail_after(deadline_s):
+            frame = await c.terminal(1)
+        outcome = frame.get("code") if frame["type"] == "error" else "result"
+        if kind in ("hit", "cold") and outcome == "result":
+            correct = ARTICLE_TEXT[0] in frame["content"]
+        elif kind == "prompt" and outcome == "result":
+            correct = frame["kind"] == "answer" and frame["content"].strip() == ANSWER
+        else:
+            correct = outcome in EXPECTED[kind]
+    except trio.TooSlowError:
+        outcome = "HUNG"
+    except (OSError, trio.BrokenResourceError) as e:
+        outcome = f"connection:{type(e).__name__}"
+    finally:
+        await c.aclose()
+    return kind, outcome, time.monotonic() - started, correct
+
+
+async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome: bool) -> dict:
+    mix = [("hit", args.hits), ("cold", args.cold), ("prompt", args.prompts), ("cancel", args.cancels),
+           ("disconnect", args.disconnects)]
+    kinds = [k for k, share in mix for _ in range(round(share * args.requests))]
+    kinds += ["hit"] * (args.requests - len(kinds))
+    rng.shuffle(kinds)
+    queue = list(enumerate(kinds))
+    results: list[tuple] = []
+    peak = {"daemon_rss_kb": 0, "chrome_rss_kb": 0, "chrome_processes": 0}
+    kills = []
+
+    async def client() -> None:
+        while queue:
+            n, kind = queue.pop()
+            results.append(await one(daemon, site, kind, n, rng, args.deadline))
+
+    async def sample(done: trio.Event) -> None:
+        while not done.is_set():
+            pids = daemon.chrome_pids()
+            peak["daemon_rss_kb"] = max(peak["daemon_rss_kb"], rss_kb(daemon.proc.pid))
+            peak["chrome_rss_kb"] = max(peak["chrome_rss_kb"], sum(rss_kb(p) for p in pids))
+            peak["chrome_processes"] = max(peak["chrome_processes"], len(pids))
+            await trio.sleep(0.2)
+
+    async def killer(done: trio.Event) -> None:
+        while not done.is_set():
+            await trio.sleep(rng.uniform(3, 8))
+            pid = daemon.browser_pid()
+            if pid is not None and not done.is_set():
+                os.kill(pid, signal.SIGKILL)
+                kills.append(time.monotonic())
+
+    started = time.monotonic()
+    done = trio.Event()
+    async with trio.open_nursery() as outer:
+        outer.start_soon(sample, done)
+        if kill_chrome:
+            outer.start_soon(killer, done)
+        async with trio.open_nursery() as clients:
+            for _ in range(args.clients):
+                clients.start_soon(client)
+        done.set()
+    return {"results": results, "peak": peak, "seconds": time.monotonic() - started, "chrome_kills": len(kills)}
+
+
+async def idle_snapshot(daemon: Daemon) -> dict:
+    await trio.sleep(3)  # closer task, pool refill, reaped processes
+    s = await status(daemon)
+    return {"daemon_rss_kb": rss_kb(daemon.proc.pid), "fds": daemon.fds(),
+            "children": len(descendants(daemon.proc.pid)) - len(daemon.chrome_pids()),
+            "chrome_processes": len(daemon.chrome_pids()), "page_targets": await page_targets(daemon.devtools_port()),
+            "in_flight": s["requests"]["in_flight"], "cache_bytes": s["cache"]["bytes"],
+            "cache_entries": s["cache"]["entries"]}
+
+
+def percentiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) < 2:
+        v = values[0] if values else float("nan")
+        return v, v, v
+    q = statistics.quantiles(values, n=100, method="inclusive")
+    return q[49], q[94], q[98]
+
+
+def report(name: str, run: dict) -> dict:
+    by_kind: dict[str, list] = defaultdict(list)
+    for kind, outcome, seconds, correct in run["results"]:
+        by_kind[kind].append((outcome, seconds, correct))
+    total = len(run["results"])
+    correct = sum(1 for r in run["results"] if r[3])
+    outcomes = Counter(r[1] for r in run["results"] if r[1] not in ("result", None))
+    print(f"\n== {name}: {total} requests in {run['seconds']:.0f} s, {correct} correct ({100 * correct / total:.1f} %)"
+          + (f", Chrome killed {run['chrome_kills']} times" if run["chrome_kills"] else ""))
+    print(f"   errors by code: {dict(outcomes) or 'none'}")
+    print("   kind        n    p50 ms   p95 ms   p99 ms   correct")
+    figures = {}
+    for kind in ("hit", "cold", "prompt", "cancel", "disconnect"):
+        rows = by_kind.get(kind, [])
+        if not rows:
+            continue
+        p50, p95, p99 = percentiles([s * 1000 for _, s, _ in rows])
+        ok = sum(1 for *_, c in rows if c)
+        figures[kind] = {"n": len(rows), "p50_ms": p50, "p95_ms": p95, "p99_ms": p99, "correct": ok}
+        print(f"   {kind:<10} {len(rows):>4} {p50:>9.0f} {p95:>8.0f} {p99:>8.0f}   {ok}/{len(rows)}")
+    p = run["peak"]
+    print(f"   peak RSS: daemon {p['daemon_rss_kb'] / 1024:.0f} MB, Chrome {p['chrome_rss_kb'] / 1024:.0f} MB "
+          f"({p['chrome_processes']} processes)")
+    return {"total": total, "correct": correct, "errors": dict(outcomes), "kinds": figures, "peak": p,
+            "seconds": run["seconds"], "chrome_kills": run["chrome_kills"]}
+
+
+async def main(args) -> int:
+    rng = random.Random(args.seed)
+    site = Site().start()
+    site.stall.set()  # /slow-article answers at once unless a test holds it; the stress holds it
+    llm = FakeLLM()
+    llm.reply = lambda body: ANSWER
+    tmp = Path(tempfile.mkdtemp(prefix="wf-stress-"))
+    daemon = Daemon(tmp, llm)
+    out: dict = {"config": vars(args)}
+    try:
+        with trio.fail_after(60):
+            while True:
+                try:
+                    if (await status(daemon))["browser"]["state"] == "ready":
+                        break
+                except (OSError, trio.TooSlowError):
+                    pass
+                await trio.sleep(0.2)
+        site.stall.clear()  # from now on /slow-article holds its body: cancels and disconnects hit a live render
+        for i in range(20):  # the pages cache hits and prompts use
+            await request(daemon, {"op": "fetch", "url": site.url(f"/article?warm={i}")}, 60)
+        baseline = await idle_snapshot(daemon)
+        print(f"idle before: {baseline}")
+        runs = []
+        for i in range(2):
+            run = await load(daemon, site, args, rng, kill_chrome=args.kill_chrome and i == 0)
+            runs.append(report(f"run {i + 1}" + (" (with Chrome kills)" if args.kill_chrome and i == 0 else ""), run))
+            runs[-1]["idle_after"] = await idle_snapshot(daemon)
+            print(f"   idle after: {runs[-1]['idle_after']}")
+        first, second = runs[0]["idle_after"]["daemon_rss_kb"], runs[1]["idle_after"]["daemon_rss_kb"]
+        growth = (second - first) / first * 100
+        print(f"\ndaemon RSS after run 1 {first / 1024:.0f} MB, after run 2 {second / 1024:.0f} MB: {growth:+.1f} %")
+        out.update(baseline=baseline, runs=runs, rss_growth_pct=growth)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2))
+        hung = sum(r["errors"].get("HUNG", 0) for r in runs)
+        leaked = any(r["idle_after"]["page_targets"] > baseline["page_targets"] + 2 or
+                     r["idle_after"]["children"] > baseline["children"] or r["idle_after"]["in_flight"]
+                     for r in runs)
+        return 1 if hung or leaked else 0
+    finally:
+        site.stall.set()
+        daemon.stop()
+        llm.stop()
+        site.stop()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--clients", type=int, default=200)
+    ap.add_argument("--requests", type=int, default=5000)
+    ap.add_argument("--hits", type=float, default=0.60, help="share of cache hits")
+    ap.add_argument("--cold", type=float, default=0.25, help="share of cold fetches (unique URLs)")
+    ap.add_argument("--prompts", type=float, default=0.01, help="share of prompts (fake model, real pi)")
+    ap.add_argument("--cancels", type=float, default=0.07)
+    ap.add_argument("--disconnects", type=float, default=0.07)
+    ap.add_argument("--deadline", type=float, default=90, help="a request still unanswered after this is HUNG")
+    ap.add_argument("--kill-chrome", action="store_true", help="SIGKILL the browser every 3-8 s in the first run")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", help="also write the figures to this file")
+    sys.exit(trio.run(main, ap.parse_args()))
