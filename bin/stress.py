@@ -143,7 +143,7 @@ async def one(daemon: Daemon, site: Site, kind: str, n: int, rng: random.Random,
         if kind == "hit":
             body = {"op": "fetch", "url": site.url(f"/article?warm={n % 20}")}
         elif kind == "cold":
-            body = {"op": "fetch", "url": site.url(f"/article?cold={n}-{rng.random()}")}
+            body = {"op": "fetch", "url": site.url(f"/article?cold={n}-{rng.random()}"), "timeout_s": 60}
         elif kind == "prompt":
             body = {"op": "fetch", "url": site.url(f"/article?warm={n % 20}"), "prompt": "What is it about?",
                     "model": "fake/fake-1"}
@@ -190,6 +190,7 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
         while queue:
             n, kind = queue.pop()
             results.append(await one(daemon, site, kind, n, rng, args.deadline))
+            await trio.sleep(rng.uniform(*args.think))  # an agent reads what it got before asking again
 
     async def sample(done: trio.Event) -> None:
         while not done.is_set():
@@ -316,11 +317,13 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--requests", type=int, default=5000)
-    ap.add_argument("--hits", type=float, default=0.60, help="share of cache hits")
-    ap.add_argument("--cold", type=float, default=0.25, help="share of cold fetches (unique URLs)")
+    ap.add_argument("--hits", type=float, default=0.83, help="share of cache hits")
+    ap.add_argument("--cold", type=float, default=0.03, help="share of cold fetches (unique URLs, 60 s deadline)")
     ap.add_argument("--prompts", type=float, default=0.01, help="share of prompts (fake model, real pi)")
-    ap.add_argument("--cancels", type=float, default=0.07)
-    ap.add_argument("--disconnects", type=float, default=0.07)
+    ap.add_argument("--cancels", type=float, default=0.065)
+    ap.add_argument("--disconnects", type=float, default=0.065)
+    ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"),
+                    help="seconds each client waits between its requests")
     ap.add_argument("--deadline", type=float, default=90, help="a request still unanswered after this is HUNG")
     ap.add_argument("--kill-chrome", action="store_true", help="SIGKILL the browser every 3-8 s in the first run")
     ap.add_argument("--seed", type=int, default=7)

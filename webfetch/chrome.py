@@ -46,6 +46,7 @@ BASE_FLAGS = [
 LAUNCH_TIMEOUT_S = 30.0
 CRASH_WINDOW_S = 60.0
 CRASH_LOOP_COUNT = 3
+HEALTHY_S = 2.0  # a browser that was up this long and then died is restarted at once, not backed off
 MAX_BACKOFF_S = 30.0
 TAB_CLOSE_TIMEOUT_S = 2.0
 MAX_TAB_USES = 100  # a recycled tab is retired after this many requests all the same
@@ -230,9 +231,11 @@ class Chrome:
         backoff = 0.5
         while True:
             launched_at = time.monotonic()
+            ready_at: float | None = None
             try:
                 async with self._open_browser() as browser:
                     self._install(browser)
+                    ready_at = time.monotonic()
                     if not started:
                         task_status.started()
                         started = True
@@ -251,6 +254,13 @@ class Chrome:
             now = time.monotonic()
             if now - launched_at > CRASH_WINDOW_S:
                 backoff = 0.5
+            if ready_at is not None and now - ready_at >= HEALTHY_S:
+                # It started, served, and then died (killed, crashed, the connection dropped): not a
+                # browser that cannot start. Back at once, and no step towards a crash loop.
+                self.state = "restarting"
+                log.warning("browser down after %.0f s up (%s); restarting now", now - ready_at, error)
+                self.restarts += 1
+                continue
             self._crashes.append(now)
             while self._crashes and now - self._crashes[0] > CRASH_WINDOW_S:
                 self._crashes.popleft()

@@ -190,7 +190,7 @@ class Pipeline:
                     raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "
                                              f"try again in a few seconds") from None
                 log.warning("browser went away while loading %s (%s); retrying once", key, e)
-                progress("render", "the browser restarted; loading again")
+                progress("render", f"loading again: {e}")
         render_ms = (time.monotonic() - started) * 1000
         notes = list(rendered.notes)
         if rendered.truncated:
