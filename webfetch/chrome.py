@@ -134,6 +134,14 @@ SETTLE_SCRIPT = r"""
   };
   try { Object.defineProperty(window, "WebSocket", {value: NoSocket, writable: false, configurable: false}); }
   catch (e) {}
+  // A service worker's requests are not the page's: the Fetch domain never sees them either.
+  if (window.ServiceWorkerContainer) {
+    try {
+      Object.defineProperty(ServiceWorkerContainer.prototype, "register", {writable: false, configurable: false,
+        value: () => Promise.reject(new DOMException("service workers are disabled while webfetch reads the page",
+                                                     "SecurityError"))});
+    } catch (e) {}
+  }
   const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
       .observe(document, {subtree: true, childList: true, characterData: true});
   watch();
