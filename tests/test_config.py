@@ -67,3 +67,10 @@ def test_socket_path_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("WEBFETCH_SOCKET", "/tmp/from-env.sock")
     assert str(socket_path(c)) == "/tmp/from-env.sock"
     assert str(socket_path(c, "/tmp/flag.sock")) == "/tmp/flag.sock"
+
+
+def test_the_render_cap_is_sized_for_the_machine():
+    from webfetch.config import default_max_renders
+    assert [default_max_renders(n) for n in (1, 2, 3, 4, 8, 64)] == [4, 8, 12, 16, 16, 16]
+    assert Config().browser.max_renders is None  # unset: sized at start
+    assert parse_config(b"[browser]\nmax_renders = 3\n").browser.max_renders == 3

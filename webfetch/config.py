@@ -32,8 +32,14 @@ class BrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     args: list[str] = []
     settle_s: NonNegative = 2.0        # cap on waiting for JavaScript to finish after the DOM is there
     context_pool: Annotated[int, Meta(ge=0, le=64)] = 2
-    max_renders: Annotated[int, Meta(ge=1, le=256)] = 8
+    max_renders: Annotated[int, Meta(ge=1, le=256)] | None = None  # default: default_max_renders()
     block_resources: list[str] = msgspec.field(default_factory=lambda: ["Image", "Media", "Font", "Stylesheet"])
+
+
+def default_max_renders(cpus: int | None = None) -> int:
+    """Pages loading at once when the config does not say: four per CPU (a render mostly waits on the
+    network), at least 4, at most 16; 8 on a 2-core machine."""
+    return min(16, max(4, 4 * (cpus or os.cpu_count() or 1)))
 
 
 class FetchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

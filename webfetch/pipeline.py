@@ -13,7 +13,7 @@ import trio
 
 from .cache import Cache
 from .chrome import Chrome
-from .config import Config
+from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor
 from .protocol import FetchRequest, FetchResult
@@ -85,7 +85,7 @@ class Pipeline:
         self.extractor = extractor
         self.policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts)
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
-        self.render_slots = trio.CapacityLimiter(config.browser.max_renders)
+        self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
     async def fetch(self, req: FetchRequest, progress: Progress) -> FetchResult:
         if not req.fresh:
