@@ -69,7 +69,7 @@ def exe_name(pid: int) -> str:
 
 
 class Daemon:
-    def __init__(self, tmp: Path, llm: FakeLLM) -> None:
+    def __init__(self, tmp: Path, llm: FakeLLM, cache_kb: int | None = None) -> None:
         self.tmp = tmp
         self.sock = tmp / "wf.sock"
         agent = tmp / "agent"
@@ -77,7 +77,7 @@ class Daemon:
         (agent / "models.json").write_text(json.dumps(llm.models_json()))
         cfg = tmp / "config.toml"
         cfg.write_text(f"[fetch]\nallow_private = true\ntimeout_s = 20\n[subagent]\ncommand = {json.dumps(str(PI))}\n"
-                       f"timeout_s = 60\n")
+                       f"timeout_s = 60\n" + (f"[cache]\nmax_bytes = {cache_kb * 1024}\n" if cache_kb else ""))
         self.log = open(tmp / "daemon.log", "wb")
         env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "TMPDIR": str(tmp)}
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
@@ -183,7 +183,7 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
     rng.shuffle(kinds)
     queue = list(enumerate(kinds))
     results: list[tuple] = []
-    peak = {"daemon_rss_kb": 0, "chrome_rss_kb": 0, "chrome_processes": 0}
+    peak = {"daemon_rss_kb": 0, "chrome_rss_kb": 0, "chrome_processes": 0, "cache_bytes": 0}
     kills = []
 
     async def client() -> None:
@@ -198,6 +198,9 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
             peak["daemon_rss_kb"] = max(peak["daemon_rss_kb"], rss_kb(daemon.proc.pid))
             peak["chrome_rss_kb"] = max(peak["chrome_rss_kb"], sum(rss_kb(p) for p in pids))
             peak["chrome_processes"] = max(peak["chrome_processes"], len(pids))
+            if args.cache_kb:  # the byte bound must hold while the load runs, not only afterwards
+                with trio.move_on_after(5):
+                    peak["cache_bytes"] = max(peak["cache_bytes"], (await status(daemon))["cache"]["bytes"])
             await trio.sleep(0.2)
 
     async def killer(done: trio.Event) -> None:
@@ -261,7 +264,8 @@ def report(name: str, run: dict) -> dict:
         print(f"   {kind:<10} {len(rows):>4} {p50:>9.0f} {p95:>8.0f} {p99:>8.0f}   {ok}/{len(rows)}")
     p = run["peak"]
     print(f"   peak RSS: daemon {p['daemon_rss_kb'] / 1024:.0f} MB, Chrome {p['chrome_rss_kb'] / 1024:.0f} MB "
-          f"({p['chrome_processes']} processes)")
+          f"({p['chrome_processes']} processes)"
+          + (f"; peak cache {p['cache_bytes']} bytes" if p["cache_bytes"] else ""))
     return {"total": total, "correct": correct, "errors": dict(outcomes), "kinds": figures, "peak": p,
             "seconds": run["seconds"], "chrome_kills": run["chrome_kills"]}
 
@@ -273,7 +277,7 @@ async def main(args) -> int:
     llm = FakeLLM()
     llm.reply = lambda body: ANSWER
     tmp = Path(tempfile.mkdtemp(prefix="wf-stress-"))
-    daemon = Daemon(tmp, llm)
+    daemon = Daemon(tmp, llm, args.cache_kb)
     out: dict = {"config": vars(args)}
     try:
         with trio.fail_after(60):
@@ -302,7 +306,10 @@ async def main(args) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=2))
         hung = sum(r["errors"].get("HUNG", 0) for r in runs)
-        leaked = any(r["idle_after"]["page_targets"] > baseline["page_targets"] + 2 or
+        over = args.cache_kb and any(r["peak"]["cache_bytes"] > args.cache_kb * 1024 for r in runs)
+        if args.cache_kb:
+            print(f"cache bound {args.cache_kb * 1024} bytes: " + ("EXCEEDED" if over else "held"))
+        leaked = over or any(r["idle_after"]["page_targets"] > baseline["page_targets"] + 2 or
                      r["idle_after"]["children"] > baseline["children"] or r["idle_after"]["in_flight"]
                      for r in runs)
         return 1 if hung or leaked else 0
@@ -326,6 +333,7 @@ if __name__ == "__main__":
                     help="seconds each client waits between its requests")
     ap.add_argument("--deadline", type=float, default=90, help="a request still unanswered after this is HUNG")
     ap.add_argument("--kill-chrome", action="store_true", help="SIGKILL the browser every 3-8 s in the first run")
+    ap.add_argument("--cache-kb", type=int, help="a small cache.max_bytes, to see the byte bound hold under load")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", help="also write the figures to this file")
     sys.exit(trio.run(main, ap.parse_args()))

@@ -308,6 +308,8 @@ async def test_daemon_search_op(start_daemon, api):
     assert bad["code"] == "bad_request" and "$.backend" in bad["message"]
     unconfigured = await d.request({"id": 3, "op": "search", "query": "x", "backend": "kagi"})
     assert unconfigured["code"] == "search_unconfigured"
+    empty = await d.request({"id": 4, "op": "search", "query": "  "})
+    assert empty["code"] == "bad_request" and empty["message"].startswith("the query is empty")
 
 
 def test_cli_search(short_tmp, api):

@@ -18,11 +18,11 @@ from . import PROTOCOL_VERSION, __version__
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_socket_path
+from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
 from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
                        SearchRequest, StatusRequest, StatusResult, SubagentStatus)
-from .errors import BrowserUnavailable, WebfetchError
 from .search import Search
 from .server import Server
 from .subagent import Subagent

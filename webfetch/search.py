@@ -22,7 +22,7 @@ import trio
 from . import __version__
 from .cache import Cache
 from .config import SearchConfig
-from .errors import SearchFailed, SearchUnconfigured, Timeout
+from .errors import BadRequest, SearchFailed, SearchUnconfigured, Timeout
 from .protocol import SearchHit, SearchRequest, SearchResult
 
 log = logging.getLogger("webfetch.search")
@@ -240,7 +240,7 @@ class Search:
         backend = self.choose(req.backend)
         query = " ".join(req.query.split())
         if not query:
-            raise SearchFailed("the query is empty; pass the words to search for in `query`")
+            raise BadRequest("the query is empty; pass the words to search for in `query` - at `$.query`")
         limit = req.limit or self.config.limit
         key = f"{backend}\n{limit}\n{query}"
 
