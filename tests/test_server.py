@@ -177,7 +177,7 @@ async def test_silent_and_stuck_clients_do_not_block_others(served):
 
     async def one(i):
         c = await client(served)
-        results.append(await c.request({"id": i, "op": "fetch", "url": f"sleep:0.2"}))
+        results.append(await c.request({"id": i, "op": "fetch", "url": "sleep:0.2"}))
         await c.aclose()
 
     with trio.fail_after(20):

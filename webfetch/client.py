@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import itertools
 import json
-import os
 import socket
 import subprocess
 import sys

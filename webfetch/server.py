@@ -19,7 +19,7 @@ import trio
 
 from ._trio import pop_lines, single_error
 from .errors import BadRequest, Cancelled, Internal, LineTooLong, ShuttingDown, WebfetchError
-from .protocol import (CancelRequest, CancelResult, ErrorFrame, FetchRequest, Frame, Progress, Request,
+from .protocol import (CancelRequest, CancelResult, ErrorFrame, Frame, Progress, Request,
                        RequestId, decode_request, encode_frame)
 
 log = logging.getLogger("webfetch.server")
