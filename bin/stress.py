@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -318,6 +319,7 @@ async def main(args) -> int:
         daemon.stop()
         llm.stop()
         site.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the daemon's log, Chrome's profile, the fake pi home
 
 
 if __name__ == "__main__":
