@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -101,7 +100,9 @@ def check_extractor() -> Check:
 
 
 def check_subagent(config: Config) -> Check:
-    command = shutil.which(os.path.expanduser(config.subagent.command))
+    from .subagent import Subagent
+
+    command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = ("install pi (npm install -g @mariozechner/pi-coding-agent) or set subagent.command in the config; "
            "without it prompts return raw pages instead of answers")
     if command is None:

@@ -10,23 +10,20 @@ from pathlib import Path
 from . import __version__
 from .config import Config
 from .installation import package_file, webfetch_command
+from .subagent import pi_agent_dir
 
 SOURCE = package_file("pi_extension")
 FILES = ("index.ts", "package.json")
 NAME = "webfetch"
 
 
-def agent_dir() -> Path:
-    """pi's own rule: $PI_CODING_AGENT_DIR, else ~/.pi/agent."""
-    return Path(os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent").expanduser()
-
-
 def target_dir() -> Path:
-    return agent_dir() / "extensions" / NAME
+    return pi_agent_dir() / "extensions" / NAME
 
 
-def install(socket: str | None) -> Path:
-    """Copy the extension into pi's extensions directory, replacing an older copy in one rename."""
+def install(socket: str | None) -> tuple[Path, bool]:
+    """Copy the extension into pi's extensions directory, replacing an older copy in one rename;
+    (where, whether an older copy was replaced)."""
     target = target_dir()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{NAME}.new-{os.getpid()}"
@@ -43,15 +40,14 @@ def install(socket: str | None) -> Path:
     staging.rename(target)
     if replaced:
         shutil.rmtree(old, ignore_errors=True)
-    return target
+    return target, replaced
 
 
 def main(action: str, config: Config, socket: str | None = None) -> int:
     """socket: the --socket given to this command; recorded, like a socket set in the config, so that the
     extension talks to the same daemon (WEBFETCH_SOCKET still overrides it)."""
     if action == "install":
-        replaced = target_dir().exists()
-        target = install(socket or config.server.socket)
+        target, replaced = install(socket or config.server.socket)
         print(f"{'replaced' if replaced else 'installed'} the web_fetch extension for pi in {target}")
         print(f"it starts the daemon, when none is running, with: {' '.join(webfetch_command())} serve")
         print("start pi and ask it about a web page; `webfetch pi uninstall` removes the extension")

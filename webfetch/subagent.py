@@ -60,7 +60,8 @@ class Answer:
 
 
 def pi_agent_dir() -> Path:
-    return Path(os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent")
+    """pi's own rule: $PI_CODING_AGENT_DIR, else ~/.pi/agent."""
+    return Path(os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent").expanduser()
 
 
 def model_settings(request_model: str | None, request_thinking: str | None) -> tuple[str | None, str | None]:
