@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fake_llm import FakeLLM  # noqa: E402
-from tests.helpers import LineClient  # noqa: E402
+from tests.helpers import LineClient, ppid  # noqa: E402
 from tests.site import ARTICLE_TEXT, Site  # noqa: E402
 
 PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
@@ -46,14 +46,10 @@ def rss_kb(pid: int) -> int:
 
 
 def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
+    children: dict[int, list[int]] = defaultdict(list)  # one pass over /proc, then the tree
     for p in os.listdir("/proc"):
         if p.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                children[ppid].append(int(p))
-            except (OSError, IndexError, ValueError):
-                pass
+            children[ppid(int(p))].append(int(p))
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):
@@ -90,13 +86,7 @@ class Daemon:
 
     def browser_pid(self) -> int | None:
         """The browser process itself: the daemon's direct child that is Chrome."""
-        for p in self.chrome_pids():
-            try:
-                if int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == self.proc.pid:
-                    return p
-            except (OSError, ValueError):
-                pass
-        return None
+        return next((p for p in self.chrome_pids() if ppid(p) == self.proc.pid), None)
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
@@ -182,6 +172,7 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
     kinds = [k for k, share in mix for _ in range(round(share * args.requests))]
     kinds += ["hit"] * (args.requests - len(kinds))
     rng.shuffle(kinds)
+    del kinds[args.requests:]  # rounding the shares may give one or two too many
     queue = list(enumerate(kinds))
     results: list[tuple] = []
     peak = {"daemon_rss_kb": 0, "chrome_rss_kb": 0, "chrome_processes": 0, "cache_bytes": 0}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,33 @@ class LineClient:
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+def ppid(pid: int) -> int:
+    """The parent of `pid`, -1 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def children(pid: int) -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
+
+
+def gone(pids: list[int], timeout: float = 10.0) -> bool:
+    """True once none of `pids` is alive, False if one still is after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(pid_alive(p) for p in pids)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+    """`python -m webfetch ARGS` as a real process; its environment is ours plus `env`."""
+    return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def pid_alive(pid: int) -> bool:

@@ -12,12 +12,8 @@ import pytest
 
 from webfetch.daemon import DaemonError, bind_socket
 
+from .helpers import children, gone, pid_alive, run_cli
 from .site import ARTICLE_TEXT
-
-
-def run_cli(*args, env=None, timeout=90):
-    return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def test_socket_and_directory_permissions(short_tmp):
@@ -136,26 +132,10 @@ def _start_serve(path):
     assert path.exists(), "the daemon did not create its socket"
     chrome = []
     while not chrome and time.monotonic() < deadline:  # Chrome is the daemon's child
-        chrome = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == proc.pid]
+        chrome = children(proc.pid)
         time.sleep(0.05)
     assert chrome, "the daemon started no browser"
     return proc, chrome[0]
-
-
-def _ppid(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return -1
-
-
-def _gone(pid, timeout=10.0):
-    from .helpers import pid_alive
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not pid_alive(pid)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -165,7 +145,7 @@ def test_signals_stop_the_daemon_and_its_browser(short_tmp, sig):
     proc.send_signal(sig)
     assert proc.wait(30) == 0, proc.stderr.read()
     assert not path.exists()
-    assert _gone(chrome)
+    assert gone([chrome])
     assert "shutting down" in proc.stderr.read()
 
 
@@ -173,11 +153,10 @@ def test_a_killed_daemon_takes_its_browser_with_it(short_tmp):
     path = short_tmp / "wf.sock"
     proc, chrome = _start_serve(path)
     time.sleep(12)  # longer than trio keeps an idle worker thread: the browser must survive that
-    from .helpers import pid_alive
     assert pid_alive(chrome)
     proc.kill()
     proc.wait(10)
-    assert _gone(chrome), "Chrome outlived a SIGKILLed daemon"
+    assert gone([chrome]), "Chrome outlived a SIGKILLed daemon"
     import glob
     import tempfile
     left = glob.glob(os.path.join(tempfile.gettempdir(), f"webfetch-*-{proc.pid}-*"))

@@ -3,6 +3,7 @@ Real processes throughout: systemd's own systemd-socket-activate and systemd-ana
 standing where systemd's notify socket would be. Only `systemctl --user` is faked: there is no user
 systemd manager on these machines to enable units in."""
 
+import functools
 import json
 import os
 import re
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from webfetch.client import Client
 from webfetch.installation import webfetch_command
 
-from .helpers import pid_alive
+from .helpers import children, gone, run_cli
 from .site import ARTICLE_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,30 +34,9 @@ def write_config(d: Path, extra: str = "") -> Path:
 
 
 def request(path: Path, body: dict, timeout: float = 60) -> dict:
-    """One request on a new connection; the terminal frame."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(timeout)
-        s.connect(str(path))
-        s.sendall(json.dumps({"id": 1, **body}).encode() + b"\n")
-        f = s.makefile("rb")
-        for line in f:
-            frame = json.loads(line)
-            if frame["type"] in ("result", "error"):
-                return frame
-    raise AssertionError("the connection closed before the terminal frame")
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(p))
-            except (OSError, IndexError):
-                pass
-    return out
+    """One request on a new connection, with the project's own client; the terminal frame."""
+    with Client(path, autostart=False, timeout=timeout) as c:
+        return list(c.request(**body))[-1]
 
 
 def wait_until(what, predicate, timeout=30.0):
@@ -66,13 +47,6 @@ def wait_until(what, predicate, timeout=30.0):
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
-
-
-def gone(pids, timeout=10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not any(pid_alive(p) for p in pids)
 
 
 def environ_of(pid: int) -> dict[str, str]:
@@ -191,9 +165,7 @@ def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(sh
 
 # ---- the units and `webfetch service` ------------------------------------------------------------
 
-def run_cli(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+run_cli = functools.partial(run_cli, timeout=120)  # doctor launches Chrome
 
 
 def test_service_install_without_systemctl_writes_units_that_verify_and_says_what_to_run(short_tmp):

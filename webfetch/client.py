@@ -74,7 +74,9 @@ def _tail(path: Path) -> str:
 class Client:
     _ids = itertools.count(1)
 
-    def __init__(self, path: Path, *, autostart: bool = True, config: str | None = None) -> None:
+    def __init__(self, path: Path, *, autostart: bool = True, config: str | None = None,
+                 timeout: float | None = None) -> None:
+        """timeout: seconds any one wait on the socket may take (None: no limit)."""
         self.path = path
         try:
             self.sock = connect(path)
@@ -84,6 +86,7 @@ class Client:
                                   f"with `webfetch serve`") from None
             start_daemon(path, config)
             self.sock = connect(path)
+        self.sock.settimeout(timeout)
         self._file = self.sock.makefile("rb")
 
     def close(self) -> None:
