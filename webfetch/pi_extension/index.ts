@@ -376,6 +376,33 @@ export function summaryLine(d: Frame): string {
 	return parts.join(" · ");
 }
 
+// ---- what both tools share -----------------------------------------------------------------------
+
+/** Progress frames as pi's partial results, so the user sees what the daemon is doing. */
+function progressTo(onUpdate: any) {
+	return (f: Frame) =>
+		onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage, elapsed_ms: f.elapsed_ms } });
+}
+
+/** A result frame's fields for `details`: all but the text, which is the tool's content. */
+function detailsOf(frame: Frame): Frame {
+	const { type: _t, id: _i, content: _c, ...details } = frame;
+	return details;
+}
+
+function textOf(result: Frame): string {
+	return result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
+}
+
+/** The progress line while working, the message after a failure; null once there is a result to show. */
+function workingOrFailed(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any,
+	context: Frame | undefined, settled: boolean, working: string) {
+	const text = textOf(result);
+	if (options.isPartial) return textComponent([text || working], (l) => theme.fg("muted", l), true);
+	if (context?.isError || !settled) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
+	return null;
+}
+
 // ---- web search ----------------------------------------------------------------------------------
 
 const SEARCH_DESCRIPTION = [
@@ -403,24 +430,20 @@ export function searchTool(name: string) {
 		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any) {
 			const body: Frame = { op: "search", query: params.query };
 			if (params.limit != null) body.limit = params.limit;
-			const r = await request(body, {
-				signal,
-				onProgress: (f) => onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage } }),
-			});
+			const r = await request(body, { signal, onProgress: progressTo(onUpdate) });
 			const content: string = r.content ?? "";
 			const text = cutToFit(content, MAX_BYTES, MAX_LINES);
-			const { type: _t, id: _i, content: _c, ...details } = r;
-			return { content: [{ type: "text", text }], details: { ...details, cut: text.length < content.length } };
+			return { content: [{ type: "text", text }], details: { ...detailsOf(r), cut: text.length < content.length } };
 		},
 		renderCall(args: Frame, theme: any) {
 			return textComponent([`${name} ${JSON.stringify(args.query ?? "")}${args.limit ? ` (${args.limit})` : ""}`], (l) =>
 				theme.fg("toolTitle", l), true);
 		},
 		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
-			const text: string = result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
-			if (options.isPartial) return textComponent([text || "searching…"], (l) => theme.fg("muted", l), true);
 			const d = result?.details;
-			if (context?.isError || !d || !d.backend) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
+			const early = workingOrFailed(result, options, theme, context, !!d?.backend, "searching…");
+			if (early) return early;
+			const text = textOf(result);
 			const line = `${d.results?.length ?? 0} results from ${d.backend}${d.cached ? " · cached" : ""}`;
 			return textComponent(options.expanded ? [line, ...text.split("\n")] : [line], (l) => theme.fg("muted", l));
 		},
@@ -473,23 +496,18 @@ export default function webfetch(pi: any) {
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
 			if (thinking) body.thinking = thinking;
-			const result = await request(body, {
-				signal,
-				onProgress: (f) =>
-					onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage, elapsed_ms: f.elapsed_ms } }),
-			});
+			const result = await request(body, { signal, onProgress: progressTo(onUpdate) });
 			const { text, cutAt } = formatResult(result);
-			const { type: _t, id: _i, content: _c, ...details } = result;
-			return { content: [{ type: "text", text }], details: { ...details, cut_at: cutAt } };
+			return { content: [{ type: "text", text }], details: { ...detailsOf(result), cut_at: cutAt } };
 		},
 		renderCall(args: Frame, theme: any) {
 			return textComponent([callLine(args)], (l) => theme.fg("toolTitle", l), true);
 		},
 		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
-			const text: string = result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
-			if (options.isPartial) return textComponent([text || "working…"], (l) => theme.fg("muted", l), true);
 			const d = result?.details;
-			if (context?.isError || !d || !d.kind) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
+			const early = workingOrFailed(result, options, theme, context, !!d?.kind, "working…");
+			if (early) return early;
+			const text = textOf(result);
 			const head = textComponent([summaryLine(d)], (l) => theme.fg("muted", l), true);
 			if (!options.expanded) return head;
 			const body = textComponent(text.split("\n"), (l) => theme.fg("toolOutput", l));
