@@ -3,8 +3,6 @@ responses (the real APIs are not reachable here). The search actor runs for real
 
 import json
 import logging
-import subprocess
-import sys
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +16,7 @@ from webfetch.protocol import SearchRequest
 from webfetch.search import Search
 
 from .conftest import make_config
+from .helpers import run_cli
 from .site import Site
 
 KEY = "kagi-SECRET-key-0123456789"
@@ -317,8 +316,7 @@ def test_cli_search(short_tmp, api):
     cfg = short_tmp / "c.toml"
     cfg.write_text(f'[search]\nsearxng_url = "{api.url}"\n[server]\nidle_exit_s = 1\n')
     env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "KAGI_API_KEY": "", "BRAVE_API_KEY": ""}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "webfetch", "search", "--config", str(cfg), *a],  # noqa: E731
-                                    capture_output=True, text=True, timeout=90, env={**__import__("os").environ, **env})
+    run = lambda *a: run_cli("search", "--config", str(cfg), *a, env=env)  # noqa: E731
     r = run("trio cancel scope", "--limit", "2")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith('SearXNG results for "trio cancel scope" (2):\n1. Cancellation and timeouts')
