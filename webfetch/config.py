@@ -93,9 +93,13 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
 
 
+def config_home() -> Path:
+    """$XDG_CONFIG_HOME, else ~/.config: where our config and the systemd user units live."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"))
+
+
 def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "webfetch" / "config.toml"
+    return config_home() / "webfetch" / "config.toml"
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

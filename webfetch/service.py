@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
+from .config import config_home
 from .installation import package_file, webfetch_command
 
 UNITS = ("webfetch.socket", "webfetch.service")
 
 
 def unit_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "systemd" / "user"
+    return config_home() / "systemd" / "user"
 
 
 def render(name: str) -> str:
