@@ -11,6 +11,7 @@ import trio
 
 from webfetch.config import Config, FetchConfig, SubagentConfig
 from webfetch.daemon import Daemon, bind_socket
+from webfetch.urls import Resolver
 
 from .helpers import LineClient
 from .site import Site
@@ -67,8 +68,8 @@ class Harness:
 @pytest.fixture
 def start_daemon(nursery, short_tmp):
     """Start a real daemon (real Chromium) on a socket in a temporary directory."""
-    async def start(config: Config | None = None) -> Harness:
-        daemon = Daemon(config or make_config())
+    async def start(config: Config | None = None, resolver: Resolver | None = None) -> Harness:
+        daemon = Daemon(config or make_config(), resolver=resolver)
         path = short_tmp / "wf.sock"
         sock = bind_socket(path)
         await nursery.start(functools.partial(daemon.run, sock))

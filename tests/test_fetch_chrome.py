@@ -12,7 +12,7 @@ from webfetch.config import BrowserConfig, Config, FetchConfig
 
 from .conftest import make_config
 from .helpers import pid_alive
-from .site import ARTICLE_TEXT, CYRILLIC
+from .site import ARTICLE_TEXT, CYRILLIC, simple_page
 
 
 async def test_noisy_article_becomes_clean_markdown(daemon, site):
@@ -308,14 +308,18 @@ async def test_a_stalled_resource_does_not_hold_the_answer_hostage(start_daemon,
 
 
 async def test_extra_chrome_args_and_allowed_hosts(start_daemon, site):
-    config = Config(browser=BrowserConfig(args=["--host-resolver-rules=MAP example.test 127.0.0.1"]),
-                    fetch=FetchConfig(allow_hosts=["example.test"]))
+    site.route("/agent", lambda h: h.reply(200, "text/html", simple_page(
+        "Agent", f"The browser introduced itself as {h.headers['User-Agent']} to this server.", *ARTICLE_TEXT)))
+    config = Config(browser=BrowserConfig(args=["--user-agent=webfetch-test-agent/1.0"]),
+                    fetch=FetchConfig(allow_hosts=["localhost"], render="always"))
     d = await start_daemon(config)
-    url = f"http://example.test:{site.port}/article"
+    url = f"http://localhost:{site.port}/agent"
     r = await d.fetch(url)
     assert r["type"] == "result", r
     assert r["url"] == url  # an allowed local host keeps plain http
-    assert ARTICLE_TEXT[0] in r["content"]
+    assert "introduced itself as webfetch-test-agent/1.0 to" in r["content"]
+    blocked = await d.fetch(site.url("/agent"))  # the same server by address: not in allow_hosts
+    assert blocked["code"] == "blocked_url", blocked
 
 
 async def test_attaching_to_an_existing_browser(start_daemon, site):

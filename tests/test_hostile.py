@@ -1,17 +1,20 @@
-"""Hostile pages: the address policy covers every request a page makes, not only its navigations.
+"""Hostile pages: the address policy covers every connection a page makes, not only its navigations.
 
 The page is served on an allowed host (127.0.0.1, in fetch.allow_hosts) and reaches for a blocked one
-(127.0.0.2: loopback, not allowed) in every way a page can. Chrome's own Local Network Access checks
-would stop most of these by themselves, so the test turns them off: what is measured is webfetch's
-policy. The same page with private addresses allowed is the control that shows the requests are real."""
+(127.0.0.2: loopback, not allowed) in every way a page can, or through a name that changes its answer
+(DNS rebinding). Chrome's own Local Network Access checks would stop some of these by themselves, so
+the tests turn them off: what is measured is webfetch's policy. The same page with the blocked address
+allowed is the control that shows the requests are real."""
 
 import http.server
+import ipaddress
 import threading
 
 import pytest
 import trio
 
 from webfetch.config import BrowserConfig, FetchConfig
+from webfetch.urls import resolve
 
 from .conftest import make_config
 from .site import ARTICLE_TEXT, QuietHTTPServer, simple_page
@@ -23,7 +26,7 @@ CHROME_LNA_OFF = ["--disable-features=LocalNetworkAccessChecks,BlockInsecurePriv
 class Blocked:
     """The server the page must not reach: it records every request that gets to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.hits: list[str] = []
         hits = self.hits
 
@@ -42,7 +45,7 @@ class Blocked:
 
             do_POST = do_GET
 
-        self.server = QuietHTTPServer(("127.0.0.2", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.2", port), Handler)
         self.base = f"http://127.0.0.2:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -74,6 +77,8 @@ try {{ new WebSocket("{s('websocket').replace('http:', 'ws:')}"); }} catch (e) {
 try {{ new EventSource("{s('eventsource')}"); }} catch (e) {{}}
 try {{ navigator.sendBeacon("{s('beacon')}", "x"); }} catch (e) {{}}
 try {{ new Worker(URL.createObjectURL(new Blob(['fetch("{s('worker')}")']))); }} catch (e) {{}}
+try {{ new Worker(URL.createObjectURL(new Blob(['new WebSocket("{s('worker-websocket').replace('http:', 'ws:')}")'])));
+}} catch (e) {{}}
 try {{ navigator.serviceWorker.register("/sw.js").catch(() => {{}}); }} catch (e) {{}}
 setTimeout(() => {{}}, 1500);
 </script></body>""")
@@ -102,7 +107,101 @@ async def test_control_with_private_addresses_allowed_the_requests_do_arrive(sta
     arrived = {p.rsplit("/", 1)[1] for p in blocked.hits}
     # Images, stylesheets, fonts and frames are never loaded at all (block_resources, frames): the rest
     # are what the policy must stop.
-    assert {"script", "fetch", "xhr", "beacon", "worker"} <= arrived, blocked.hits
+    # (The page's own WebSocket and service worker are switched off in every page: chrome.py.)
+    assert {"script", "fetch", "xhr", "beacon", "worker", "worker-websocket"} <= arrived, blocked.hits
+
+
+class Rebinding:
+    """A resolver stub for one hostile name, `rebind.test`: 127.0.0.1 (allowed) until `rebind()`, then
+    127.0.0.2 (blocked) — or, with `alternate`, the two in turn from the first lookup on. The attacker's
+    DNS server, as it were; other names resolve as usual."""
+
+    def __init__(self, alternate: bool = False) -> None:
+        self.rebound = False
+        self.alternate = alternate
+        self.lookups = 0
+
+    def rebind(self) -> None:
+        self.rebound = True
+
+    async def __call__(self, host: str) -> list:
+        if host != "rebind.test":
+            return await resolve(host)
+        self.lookups += 1
+        blocked = self.rebound or (self.alternate and self.lookups % 2 == 0)
+        return [ipaddress.ip_address("127.0.0.2" if blocked else "127.0.0.1")]
+
+
+def rebinding_page(base: str) -> str:
+    """Once loaded, the page reaches for its own origin again (same name, same port): by then the name
+    answers with the blocked address."""
+    s = lambda what: f"{base}/secret/{what}"  # noqa: E731
+    return simple_page("Rebinding page", *ARTICLE_TEXT).replace("</body>", f"""<script>
+setTimeout(() => {{
+  fetch("{s('fetch')}").catch(() => {{}});
+  const x = new XMLHttpRequest(); x.open("GET", "{s('xhr')}"); x.send();
+  const js = document.createElement("script"); js.src = "{s('script')}"; document.head.append(js);
+  try {{ navigator.sendBeacon("{s('beacon')}", "x"); }} catch (e) {{}}
+  new Worker(URL.createObjectURL(new Blob(['fetch("{s('worker')}")'])));
+  new Worker(URL.createObjectURL(new Blob(['new WebSocket("{s('worker-websocket').replace('http:', 'ws:')}")'])));
+}}, 300);
+setTimeout(() => {{}}, 2500);  // keeps the page open (settling) while the workers start and connect
+</script></body>""")
+
+
+async def fetch_rebinding(start_daemon, site, monkeypatch, allow_hosts):
+    for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)  # a proxy of the machine's would take the browser's traffic
+    resolver = Rebinding()
+    blocked = Blocked(port=site.port)  # the same port on the address the name turns into
+    base = f"http://rebind.test:{site.port}"
+    page = rebinding_page(base)
+    # Served with Connection: close, so the page's later requests need connections of their own
+    site.route("/rebind", lambda h: (h.reply(200, "text/html; charset=utf-8", page, {"Connection": "close"}),
+                                     resolver.rebind()))
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", allow_hosts=allow_hosts),
+                                       browser=BrowserConfig(args=CHROME_LNA_OFF, settle_s=4)),
+                           resolver=resolver)
+    try:
+        r = await d.fetch(f"{base}/rebind")
+        await trio.sleep(1.0)  # anything that got out has certainly arrived by now
+    finally:
+        blocked.stop()
+    return r, blocked, d.daemon.chrome.proxy
+
+
+async def test_dns_rebinding_after_the_page_loaded_reaches_nothing(start_daemon, site, monkeypatch):
+    r, blocked, proxy = await fetch_rebinding(start_daemon, site, monkeypatch, ["127.0.0.1"])
+    assert r["type"] == "result" and "Rebinding page" in r["content"], r
+    assert blocked.hits == []
+    assert proxy.refusals >= 1, "the page's later connections were refused at the proxy"
+
+
+async def test_control_with_the_rebound_address_allowed_the_requests_do_arrive(start_daemon, site, monkeypatch):
+    r, blocked, _ = await fetch_rebinding(start_daemon, site, monkeypatch, ["127.0.0.1", "127.0.0.2"])
+    assert r["type"] == "result", r
+    rebound = {p.rsplit("/", 1)[1] for p in blocked.hits} - {"favicon.ico"}
+    # Most of the page's six requests reach the rebound address. (Not always all: one may still ride a
+    # connection Chrome opened before the name changed, or still wait for one when the page is read.)
+    assert len(rebound) >= 4, blocked.hits
+
+
+async def test_a_name_that_changes_its_answer_between_lookups_is_blocked(start_daemon, site, monkeypatch,
+                                                                        blocked):
+    for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    blocked.stop()
+    target = Blocked(port=site.port)
+    site.html("/page", simple_page("Allowed", *ARTICLE_TEXT))
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]),
+                                       browser=BrowserConfig(args=CHROME_LNA_OFF)), resolver=Rebinding(alternate=True))
+    try:
+        r = await d.fetch(f"http://rebind.test:{site.port}/page")
+    finally:
+        target.stop()
+    assert r["type"] == "error" and r["code"] == "blocked_url", r
+    assert "rebind.test (127.0.0.2)" in r["message"]
+    assert target.hits == [] and site.hits.get("/page") is None
 
 
 @pytest.mark.parametrize("target", ["file:///etc/passwd", "chrome://version", "data:text/html,<h1>root:x:0:0</h1>",

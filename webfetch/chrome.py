@@ -20,6 +20,8 @@ from .cdp import CDPClosed, CDPConnection, CDPError, open_cdp
 from .config import BrowserConfig
 from .errors import BrowserCrashed, BrowserUnavailable
 from .procs import ChildProcess, private_tempdir
+from .proxy import PolicyProxy
+from .urls import AddressPolicy, host_of
 
 log = logging.getLogger("webfetch.chrome")
 
@@ -75,6 +77,7 @@ class Browser:
     version: str
     generation: int
     pid: int | None = None
+    proxy: PolicyProxy | None = None  # the address-policy proxy its page contexts connect through
 
 
 @dataclass
@@ -164,8 +167,13 @@ SETTLE_SCRIPT = r"""
 class Chrome:
     """Owns the browser: launch or attach, supervise, restart with backoff, and a pool of fresh tabs."""
 
-    def __init__(self, config: BrowserConfig) -> None:
+    def __init__(self, config: BrowserConfig, policy: AddressPolicy | None = None) -> None:
         self.config = config
+        # Pages connect through the address-policy proxy (proxy.py), unless a browser on another machine
+        # could not reach it, or Chrome is to use an outbound proxy of its own: then the policy is applied
+        # to each request (render.py), but cannot pin the addresses that are connected to.
+        self.proxy_off = proxy_off_reason(config) if policy is not None else "no address policy"
+        self.proxy = PolicyProxy(policy) if policy is not None and self.proxy_off is None else None
         self.executable = None if config.endpoint else find_chrome(config.executable)
         self.state = "starting"
         self.version: str | None = None
@@ -235,6 +243,18 @@ class Chrome:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep a browser up until cancelled. Reports started after the first attempt, success or not."""
+        if self.proxy is None:
+            if self.proxy_off != "no address policy":
+                log.warning("pages connect without webfetch's address-policy proxy, because %s: the address "
+                            "policy is checked per request, and DNS rebinding is not caught", self.proxy_off)
+            await self._supervise(task_status)
+            return
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.proxy.run)
+            await self._supervise(task_status)
+            nursery.cancel_scope.cancel()
+
+    async def _supervise(self, task_status: trio.TaskStatus[None]) -> None:
         started = False
         backoff = 0.5
         while True:
@@ -346,7 +366,11 @@ class Chrome:
     async def _new_tab(self, browser: Browser) -> Tab:
         conn = browser.conn
         try:
-            ctx = (await conn.call("Target.createBrowserContext", {"disposeOnDetach": True}))["browserContextId"]
+            params: dict = {"disposeOnDetach": True}
+            if self.proxy is not None:
+                # everything, loopback included (Chrome would otherwise connect to loopback directly)
+                params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
+            ctx = (await conn.call("Target.createBrowserContext", params))["browserContextId"]
             try:
                 target = (await conn.call("Target.createTarget",
                                           {"url": "about:blank", "browserContextId": ctx}))["targetId"]
@@ -387,7 +411,8 @@ class Chrome:
         self._generation += 1
         if self.config.endpoint:
             async with open_cdp(self.config.endpoint) as conn:
-                yield Browser(conn, (await conn.call("Browser.getVersion"))["product"], self._generation)
+                yield Browser(conn, (await conn.call("Browser.getVersion"))["product"], self._generation,
+                              proxy=self.proxy)
             return
         if self.executable is None:
             raise BrowserLaunchError(f"no Chrome found; {INSTALL_HINT}")
@@ -397,8 +422,23 @@ class Chrome:
                     async with open_cdp(ws_url) as conn:
                         nursery.start_soon(_close_when_exits, proc, conn)
                         version = (await conn.call("Browser.getVersion"))["product"]
-                        yield Browser(conn, version, self._generation, proc.pid)
+                        yield Browser(conn, version, self._generation, proc.pid, self.proxy)
                     nursery.cancel_scope.cancel()
+
+
+PROXY_ENV = ("https_proxy", "http_proxy", "all_proxy")
+
+
+def proxy_off_reason(config: BrowserConfig) -> str | None:
+    """Why pages cannot go through the address-policy proxy, or None when they can."""
+    if config.endpoint and host_of(config.endpoint) not in ("localhost", "127.0.0.1", "::1"):
+        return "browser.endpoint is on another machine"
+    if any(a.startswith(("--proxy-server", "--proxy-pac-url")) for a in config.args):
+        return "browser.args gives Chrome a proxy"
+    for name in PROXY_ENV:
+        if os.environ.get(name) or os.environ.get(name.upper()):
+            return f"${name} gives Chrome a proxy"
+    return None
 
 
 async def _close_when_exits(proc: ChildProcess, conn: CDPConnection) -> None:

@@ -27,6 +27,7 @@ from .search import Search
 from .server import Server
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
+from .urls import AddressPolicy, Resolver
 
 log = logging.getLogger("webfetch.daemon")
 
@@ -80,17 +81,18 @@ def bind_socket(path: Path) -> socket.socket:
 
 
 class Daemon:
-    def __init__(self, config: Config, notifier: Notifier | None = None) -> None:
+    def __init__(self, config: Config, notifier: Notifier | None = None, resolver: Resolver | None = None) -> None:
         self.config = config
         self.notifier = notifier
         self.started = time.monotonic()
-        self.chrome = Chrome(config.browser)
+        policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
+        self.chrome = Chrome(config.browser, policy)
         self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.threads)
         self.subagent = Subagent(config.subagent)
         self.search = Search(config.search)
-        self.pipeline = Pipeline(config, self.chrome, self.cache, self.extractor, self.subagent)
+        self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress) -> Frame:

@@ -76,14 +76,14 @@ def paginate(text: str, offset: int, max_chars: int, max_lines: int) -> tuple[st
 
 
 class Pipeline:
-    def __init__(self, config: Config, chrome: Chrome, cache: Cache[Page], extractor: Extractor,
-                 subagent: Subagent) -> None:
+    def __init__(self, config: Config, policy: AddressPolicy, chrome: Chrome, cache: Cache[Page],
+                 extractor: Extractor, subagent: Subagent) -> None:
         self.config = config
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
         self.extractor = extractor
-        self.policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts)
+        self.policy = policy
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 

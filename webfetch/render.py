@@ -17,7 +17,7 @@ from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab
 from .errors import (BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType,
                      WebfetchError)
-from .urls import AddressPolicy, check_host, parse_url, same_host
+from .urls import AddressPolicy, check_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -358,7 +358,14 @@ class _Render:
         error = reply.get("errorText")
         # Our own failRequest of the main document shows up here too (ERR_ABORTED, ERR_BLOCKED_BY_CLIENT).
         if error and not self.main_aborted:
-            self._finish(NetworkError(f"{error} while loading {url}"))
+            proxy = self.tab.browser.proxy
+            failure = proxy.failure(host_of(url)) if proxy is not None and "SOCKS" in error else None
+            if failure is not None and failure.blocked:
+                # the name passed the check above, then answered with a blocked address
+                self._finish(BlockedUrl(f"{failure.message} (it resolved to an allowed address a moment "
+                                        f"before: the name changes its answer, as in DNS rebinding)"))
+            else:
+                self._finish(NetworkError(f"{failure.message if failure else error} while loading {url}"))
 
     async def run(self) -> Rendered:
         conn = self.tab.browser.conn

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import trio
@@ -12,16 +13,55 @@ import trio
 from .errors import BlockedUrl, InvalidUrl
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+async def resolve(host: str) -> list[IPAddress]:
+    """The addresses a host name stands for (the system resolver); [] when it does not resolve."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return []
+    out: list[IPAddress] = []
+    for info in infos:
+        addr = info[4][0].split("%", 1)[0]
+        try:
+            out.append(ipaddress.ip_address(addr))
+        except ValueError:
+            continue
+    return out
+
+
+Resolver = Callable[[str], Awaitable[list[IPAddress]]]
 
 
 @dataclass(frozen=True)
 class AddressPolicy:
     allow_private: bool = False
-    allow_hosts: frozenset[str] = field(default_factory=frozenset)
+    allow_hosts: frozenset[str] = field(default_factory=frozenset)    # host names, let through whatever
+    allow_networks: tuple[IPNetwork, ...] = ()                          # addresses and networks let through
+    # How host names become addresses: the system resolver; tests give a scripted one (DNS rebinding).
+    resolver: Resolver = field(default=resolve, compare=False, repr=False)
 
     @classmethod
-    def from_config(cls, allow_private: bool, allow_hosts: list[str]) -> "AddressPolicy":
-        return cls(allow_private, frozenset(h.lower().rstrip(".") for h in allow_hosts))
+    def from_config(cls, allow_private: bool, allow_hosts: list[str],
+                    resolver: Resolver | None = None) -> "AddressPolicy":
+        """fetch.allow_hosts holds host names, addresses (`10.0.0.5`) and networks (`10.1.0.0/16`)."""
+        names, networks = set(), []
+        for entry in allow_hosts:
+            entry = entry.strip().strip("[]").lower().rstrip(".")
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                names.add(entry)
+        return cls(allow_private, frozenset(names), tuple(networks), resolver or resolve)
+
+    def allows_address(self, ip: IPAddress) -> bool:
+        return any(ip in network for network in self.allow_networks)
 
 
 def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
@@ -75,40 +115,28 @@ def ip_is_blocked(ip: IPAddress) -> bool:
             or ip.is_reserved)
 
 
-async def resolve(host: str) -> list[IPAddress]:
-    """The addresses a host name stands for; [] when it does not resolve (the browser then says why)."""
-    try:
-        return [ipaddress.ip_address(host)]
-    except ValueError:
-        pass
-    try:
-        infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return []
-    out: list[IPAddress] = []
-    for info in infos:
-        addr = info[4][0].split("%", 1)[0]
-        try:
-            out.append(ipaddress.ip_address(addr))
-        except ValueError:
-            continue
-    return out
-
-
-async def check_host(host: str, policy: AddressPolicy) -> bool:
-    """Raise BlockedUrl when policy refuses the host; return True when it is a local host let through."""
+async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], bool]:
+    """The addresses `host` may be reached at, and whether it is a local host let through (allowed by
+    fetch.allow_hosts or fetch.allow_private). Raises BlockedUrl when the policy refuses the host: when
+    any address it resolves to is loopback, private, link-local, … and neither setting allows it."""
+    addrs = await policy.resolver(host)
     if host in policy.allow_hosts:
-        return True
-    addrs = await resolve(host)
-    blocked = [a for a in addrs if ip_is_blocked(a)]
-    if not blocked:
-        return False
-    if policy.allow_private:
-        return True
+        return addrs, True
+    local = [a for a in addrs if ip_is_blocked(a)]
+    if not local:
+        return addrs, False
+    blocked = [a for a in local if not policy.allows_address(a)]
+    if not blocked or policy.allow_private:
+        return addrs, True
     shown = host if str(blocked[0]) == host else f"{host} ({blocked[0]})"
     raise BlockedUrl(
         f"{shown} is a loopback, private or link-local address, which webfetch does not fetch by default; "
         f"set fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
+
+
+async def check_host(host: str, policy: AddressPolicy) -> bool:
+    """Raise BlockedUrl when policy refuses the host; return True when it is a local host let through."""
+    return (await vet_host(host, policy))[1]
 
 
 def _key(scheme: str, host: str, port: int | None, path: str, query: str, local: bool) -> str:

@@ -1,0 +1,139 @@
+"""The address-policy proxy spoken to as Chrome speaks to it (SOCKS5 over a real socket), including by
+clients that speak it badly: it refuses what the policy refuses, and keeps serving."""
+
+import ipaddress
+
+import pytest
+import trio
+
+from webfetch.proxy import PolicyProxy
+from webfetch.urls import AddressPolicy, resolve
+
+from .site import ARTICLE_TEXT
+
+
+async def start_proxy(nursery, **policy) -> PolicyProxy:
+    proxy = PolicyProxy(AddressPolicy.from_config(policy.get("allow_private", False),
+                                                  policy.get("allow_hosts", ["127.0.0.1"]), policy.get("resolver")))
+    await nursery.start(proxy.run)
+    return proxy
+
+
+async def socks_connect(proxy: PolicyProxy, host: str, port: int, command: int = 1) -> tuple[trio.SocketStream, int]:
+    """Greet, ask to connect to host:port by name; the stream and the reply code."""
+    stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+    await stream.send_all(b"\x05\x01\x00")
+    assert await receive_exactly(stream, 2) == b"\x05\x00"
+    name = host.encode()
+    await stream.send_all(bytes([5, command, 0, 3, len(name)]) + name + port.to_bytes(2, "big"))
+    reply = await receive_exactly(stream, 10)
+    assert reply[0] == 5
+    return stream, reply[1]
+
+
+async def receive_exactly(stream: trio.SocketStream, n: int) -> bytes:
+    data = b""
+    with trio.fail_after(10):
+        while len(data) < n:
+            chunk = await stream.receive_some(n - len(data))
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
+async def http_get(stream: trio.SocketStream, host: str, path: str) -> bytes:
+    await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    with trio.fail_after(10):
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    return data
+
+
+async def test_an_allowed_host_is_tunnelled(nursery, site):
+    proxy = await start_proxy(nursery)
+    stream, code = await socks_connect(proxy, "127.0.0.1", site.port)
+    assert code == 0
+    async with stream:
+        answer = await http_get(stream, "127.0.0.1", "/article")
+    assert answer.startswith(b"HTTP/1.1 200") and ARTICLE_TEXT[0].encode() in answer
+    with trio.fail_after(5):
+        while proxy.open_tunnels:
+            await trio.sleep(0.01)  # both sides closed once the server ended its answer
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "169.254.169.254", "10.0.0.1", "::1"])
+async def test_a_blocked_address_is_refused_with_not_allowed(nursery, host):
+    proxy = await start_proxy(nursery)
+    stream, code = await socks_connect(proxy, host, 80)
+    async with stream:
+        assert code == 2  # "connection not allowed by ruleset"
+        assert await stream.receive_some(1) == b""  # and the connection is closed
+    failure = proxy.failure(host)
+    assert failure.blocked and "loopback, private or link-local" in failure.message
+
+
+async def test_the_checked_address_is_the_one_connected_to(nursery, site):
+    """The name is looked up once per connection and the connection goes to that very answer."""
+    answers = iter(["127.0.0.1", "127.0.0.2"])
+
+    async def resolver(host):
+        return [ipaddress.ip_address(next(answers))] if host == "flip.test" else await resolve(host)
+
+    proxy = await start_proxy(nursery, resolver=resolver)
+    first, code = await socks_connect(proxy, "flip.test", site.port)
+    async with first:
+        assert code == 0 and (await http_get(first, "flip.test", "/article")).startswith(b"HTTP/1.1 200")
+    second, code = await socks_connect(proxy, "flip.test", site.port)
+    async with second:
+        assert code == 2
+    assert proxy.failure("flip.test").message.startswith("flip.test (127.0.0.2)")
+
+
+async def test_names_that_do_not_resolve_and_ports_nobody_listens_on(nursery):
+    proxy = await start_proxy(nursery)
+    stream, code = await socks_connect(proxy, "no-such-host.invalid", 80)
+    await stream.aclose()
+    assert code == 4  # host unreachable
+    assert proxy.failure("no-such-host.invalid").message == "net::ERR_NAME_NOT_RESOLVED"
+    with trio.socket.socket() as s:
+        await s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]  # bound, never listening: connections are refused
+        stream, code = await socks_connect(proxy, "127.0.0.1", closed_port)
+        await stream.aclose()
+    assert code == 5  # connection refused
+    assert proxy.failure("127.0.0.1").message == "net::ERR_CONNECTION_REFUSED"
+
+
+@pytest.mark.parametrize("garbage", [
+    b"", b"\x04\x01\x00\x50\x7f\x00\x00\x01\x00",   # nothing; SOCKS4
+    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",           # an HTTP request
+    b"\x05\x01\x02",                                # offers only username/password authentication
+    b"\x05\x01\x00\x05\x01\x00\x09",                # an address type that does not exist
+    b"\x05\x01\x00\x05\x01\x00\x03\xff" + b"a" * 10,  # a name longer than what follows, then silence
+])
+async def test_clients_that_speak_it_badly_do_not_stop_the_proxy(nursery, site, garbage):
+    proxy = await start_proxy(nursery)
+    bad = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+    await bad.send_all(garbage)
+    if not garbage or garbage.endswith(b"a" * 10):  # silent: others are served meanwhile
+        stream, code = await socks_connect(proxy, "127.0.0.1", site.port)  # served while that one hangs
+        await stream.aclose()
+        assert code == 0
+    else:
+        with trio.fail_after(5):
+            while await bad.receive_some(100):
+                pass  # the proxy answers what it can and closes
+    await bad.aclose()
+    stream, code = await socks_connect(proxy, "127.0.0.1", site.port)
+    async with stream:
+        assert code == 0 and (await http_get(stream, "127.0.0.1", "/article")).startswith(b"HTTP/1.1 200")
+
+
+async def test_only_connect_is_offered(nursery, site):
+    proxy = await start_proxy(nursery)
+    for command in (2, 3):  # BIND, UDP ASSOCIATE
+        stream, code = await socks_connect(proxy, "127.0.0.1", site.port, command)
+        await stream.aclose()
+        assert code == 7

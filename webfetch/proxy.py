@@ -1,0 +1,203 @@
+"""The address policy where connections are made. Pages reach the network only through this SOCKS5 proxy
+(chrome.py gives every browser context it), which resolves each host name itself, checks the addresses
+against the policy, and connects to exactly an address it checked. Chrome never resolves a page's host
+names, so a name that answers with a public address for the check and a private one afterwards (DNS
+rebinding) gains nothing; and every kind of connection a page can open — documents, subresources,
+fetch/XHR, WebSockets from pages and workers, service workers — passes here.
+
+SOCKS5 (RFC 1928), CONNECT only, no authentication: Chrome speaks it with proxy-side name resolution,
+and it is a byte tunnel, so HTTP, TLS and WebSocket need no parsing here. The handshake is a few
+fixed-size reads; no maintained trio SOCKS server exists, and an asyncio one would sit outside the
+daemon's cancellation."""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import trio
+
+from .errors import BlockedUrl
+from .urls import AddressPolicy, vet_host
+
+log = logging.getLogger("webfetch.proxy")
+
+HANDSHAKE_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 30.0  # Chrome gives up on a connection sooner; this only bounds a stuck one
+CHUNK = 64 * 1024
+REMEMBERED_FAILURES = 256
+
+# reply codes (RFC 1928 §6)
+OK, NOT_ALLOWED, HOST_UNREACHABLE, REFUSED, BAD_COMMAND, BAD_ADDRESS = 0, 2, 4, 5, 7, 8
+
+
+@dataclass(frozen=True)
+class Failure:
+    blocked: bool  # the address policy refused it (message: why); otherwise message is a net::ERR_ name
+    message: str
+
+
+def _net_error(e: OSError) -> str:
+    """The name Chrome gives a failed connect, so the messages read as they did without the proxy."""
+    names = {errno.ECONNREFUSED: "CONNECTION_REFUSED", errno.ETIMEDOUT: "CONNECTION_TIMED_OUT",
+             errno.ENETUNREACH: "ADDRESS_UNREACHABLE", errno.EHOSTUNREACH: "ADDRESS_UNREACHABLE",
+             errno.ECONNRESET: "CONNECTION_RESET"}
+    code = e.errno
+    # trio.open_tcp_stream raises "all attempts … failed", the attempts' own errors as its cause
+    causes = e.__cause__.exceptions if isinstance(e.__cause__, BaseExceptionGroup) else [e.__cause__]
+    for cause in causes:
+        if code is None and isinstance(cause, OSError):
+            code = cause.errno
+    return f"net::ERR_{names.get(code or 0, 'CONNECTION_FAILED')}"
+
+
+class _Closed(Exception):
+    """The client went away or spoke something that is not SOCKS5."""
+
+
+class _Reader:
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+
+    async def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            data = await self.stream.receive_some(CHUNK)
+            if not data:
+                raise _Closed("the client closed the connection during the handshake")
+            self.buf += data
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+class PolicyProxy:
+    """A SOCKS5 server on 127.0.0.1 that connects only where the address policy allows."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+        self.port: int | None = None
+        self.open_tunnels = 0
+        self.refusals = 0
+        # Chrome reports every failed SOCKS request as ERR_SOCKS_CONNECTION_FAILED: the latest failures
+        # by host keep what really happened, so a failed navigation can say it (render.py).
+        self._failures: OrderedDict[str, Failure] = OrderedDict()
+
+    @property
+    def url(self) -> str:
+        return f"socks5://127.0.0.1:{self.port}"
+
+    def failure(self, host: str) -> Failure | None:
+        """Why the latest connection to `host` failed, if one did lately."""
+        return self._failures.get(host.strip("[]").rstrip(".").lower())
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        log.debug("address-policy proxy on %s", self.url)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._handle_safely, listeners)
+            task_status.started(self.port)
+
+    async def _handle_safely(self, client: trio.SocketStream) -> None:
+        try:
+            await self._handle(client)
+        except Exception:  # one bad connection must not take the proxy (and every page) down
+            log.exception("address-policy proxy: a connection failed")
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        async with client:
+            reader = _Reader(client)
+            try:
+                with trio.fail_after(HANDSHAKE_TIMEOUT_S + CONNECT_TIMEOUT_S):
+                    upstream = await self._handshake(client, reader)
+            except (_Closed, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            if upstream is None:
+                return
+            self.open_tunnels += 1
+            try:
+                async with upstream:
+                    if reader.buf:
+                        await upstream.send_all(bytes(reader.buf))
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(_pipe, client, upstream)
+                        nursery.start_soon(_pipe, upstream, client)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+            finally:
+                self.open_tunnels -= 1
+
+    async def _handshake(self, client: trio.SocketStream, reader: _Reader) -> trio.SocketStream | None:
+        with trio.fail_after(HANDSHAKE_TIMEOUT_S):
+            version, count = await reader.exactly(2)
+            if version != 5:
+                raise _Closed(f"not SOCKS5 (version byte {version})")
+            if 0 not in await reader.exactly(count):
+                await client.send_all(b"\x05\xff")  # we offer no authentication, and it wants some
+                return None
+            await client.send_all(b"\x05\x00")
+            version, command, _, kind = await reader.exactly(4)
+            if kind == 1:
+                host = str(ipaddress.IPv4Address(await reader.exactly(4)))
+            elif kind == 3:
+                host = (await reader.exactly((await reader.exactly(1))[0])).decode("ascii", "replace")
+            elif kind == 4:
+                host = str(ipaddress.IPv6Address(await reader.exactly(16)))
+            else:
+                await _reply(client, BAD_ADDRESS)
+                return None
+            port = int.from_bytes(await reader.exactly(2), "big")
+            if command != 1:  # only CONNECT: no BIND, no UDP ASSOCIATE
+                await _reply(client, BAD_COMMAND)
+                return None
+        host = host.strip("[]").rstrip(".").lower()
+        try:
+            addresses, _ = await vet_host(host, self.policy)
+        except BlockedUrl as e:
+            self.refusals += 1
+            log.info("refused a connection to %s:%d (address policy)", host, port)
+            return await self._fail(client, host, NOT_ALLOWED, Failure(True, e.message))
+        if not addresses:
+            return await self._fail(client, host, HOST_UNREACHABLE, Failure(False, "net::ERR_NAME_NOT_RESOLVED"))
+        # Connect to the very addresses just checked, never to the name: a second lookup could answer
+        # differently.
+        failure = Failure(False, "net::ERR_CONNECTION_TIMED_OUT")
+        with trio.move_on_after(CONNECT_TIMEOUT_S):
+            for address in addresses:
+                try:
+                    upstream = await trio.open_tcp_stream(str(address), port)
+                except OSError as e:
+                    failure = Failure(False, _net_error(e))
+                    continue
+                self._failures.pop(host, None)
+                await _reply(client, OK)
+                return upstream
+        return await self._fail(client, host, REFUSED, failure)
+
+    async def _fail(self, client: trio.SocketStream, host: str, code: int, failure: Failure) -> None:
+        self._failures[host] = failure
+        self._failures.move_to_end(host)
+        while len(self._failures) > REMEMBERED_FAILURES:
+            self._failures.popitem(last=False)
+        await _reply(client, code)
+
+
+async def _reply(client: trio.SocketStream, code: int) -> None:
+    # bound address: 0.0.0.0:0 (Chrome does not use it)
+    await client.send_all(bytes([5, code, 0, 1, 0, 0, 0, 0, 0, 0]))
+
+
+async def _pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+    """Copy until the source ends, then pass the end on (a half-close: the other direction goes on)."""
+    try:
+        while data := await source.receive_some(CHUNK):
+            await sink.send_all(data)
+        await sink.send_eof()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        # one side is gone: end the tunnel both ways
+        await sink.aclose()
+        await source.aclose()
