@@ -8,6 +8,7 @@ allowed is the control that shows the requests are real."""
 
 import http.server
 import ipaddress
+import socket
 import threading
 
 import pytest
@@ -202,6 +203,77 @@ async def test_a_name_that_changes_its_answer_between_lookups_is_blocked(start_d
     assert r["type"] == "error" and r["code"] == "blocked_url", r
     assert "rebind.test (127.0.0.2)" in r["message"]
     assert target.hits == [] and site.hits.get("/page") is None
+
+
+class RawListener:
+    """UDP and TCP on one port of 127.0.0.2, recording every datagram and connection (STUN, TURN)."""
+
+    def __init__(self) -> None:
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.2", 0))
+        self.port = self.udp.getsockname()[1]
+        self.tcp = socket.socket()
+        self.tcp.bind(("127.0.0.2", self.port))
+        self.tcp.listen()
+        self.hits: list[str] = []
+        threading.Thread(target=self._datagrams, daemon=True).start()
+        threading.Thread(target=self._connections, daemon=True).start()
+
+    def _datagrams(self) -> None:
+        while True:
+            try:
+                if not self.udp.recv(2048):
+                    return  # shut down
+            except OSError:
+                return
+            self.hits.append("udp")
+
+    def _connections(self) -> None:
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            self.hits.append("tcp")
+            conn.close()
+
+    def stop(self) -> None:
+        for s in (self.udp, self.tcp):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["blocked", "control"])
+async def test_webrtc_sends_no_udp_and_its_tcp_obeys_the_policy(start_daemon, site, allowed):
+    """WebRTC's STUN/TURN traffic leaves from Chrome itself, not through requests webfetch sees: UDP is
+    switched off (Chrome's WebRTC IP handling policy), TCP goes through the address-policy proxy."""
+    target = RawListener()
+    ice = (f'[{{urls: "stun:127.0.0.2:{target.port}"}}, {{urls: ["turn:127.0.0.2:{target.port}?transport=udp", '
+           f'"turn:127.0.0.2:{target.port}?transport=tcp"], username: "u", credential: "p"}}]')
+    site.html("/rtc", simple_page("WebRTC", *ARTICLE_TEXT).replace("</body>", f"""<script>
+const pc = new RTCPeerConnection({{iceServers: {ice}}});
+pc.createDataChannel("x");
+pc.createOffer().then((offer) => pc.setLocalDescription(offer));
+// short timers keep the page settling until ICE gathering (STUN, TURN over UDP and TCP) is over
+(function wait(n) {{ if (pc.iceGatheringState !== "complete" && n > 0) setTimeout(() => wait(n - 1), 200); }})(40);
+</script></body>"""))
+    policy = {"allow_private": True} if allowed else {"allow_hosts": ["127.0.0.1"]}
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", **policy),
+                                       browser=BrowserConfig(args=CHROME_LNA_OFF, settle_s=10)))
+    try:
+        r = await d.fetch(site.url("/rtc"))
+        await trio.sleep(1.0)
+    finally:
+        target.stop()
+    assert r["type"] == "result", r
+    assert "udp" not in target.hits
+    if allowed:
+        assert "tcp" in target.hits, "the control: TURN over TCP does reach an allowed address"
+    else:
+        assert target.hits == []
 
 
 @pytest.mark.parametrize("target", ["file:///etc/passwd", "chrome://version", "data:text/html,<h1>root:x:0:0</h1>",

@@ -3,6 +3,7 @@ when it dies, and hands out fresh isolated tabs (each in its own browser context
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -45,6 +46,9 @@ BASE_FLAGS = [
     # (see render.py) and each request already has a browser context to itself.
     "--disable-site-isolation-trials", "--disable-features=IsolateOrigins,site-per-process",
 ]
+# WebRTC sends UDP (STUN, TURN) from Chrome itself, past the address-policy proxy: this policy allows it
+# only through the proxy, which carries no UDP, so there is none (a page gets TCP through the proxy).
+PREFERENCES = {"webrtc": {"ip_handling_policy": "disable_non_proxied_udp"}}
 LAUNCH_TIMEOUT_S = 30.0
 CRASH_WINDOW_S = 60.0
 CRASH_LOOP_COUNT = 3
@@ -479,6 +483,8 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
     profile = Path(tmp) / "profile"
     stderr_path = Path(tmp) / "stderr.log"
     try:
+        (profile / "Default").mkdir(parents=True)
+        (profile / "Default" / "Preferences").write_text(json.dumps(PREFERENCES))
         with open(stderr_path, "wb") as stderr:
             proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr=stderr)
         try:
