@@ -233,11 +233,16 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env=no_keys)
     assert r.returncode == 0, r.stdout
     assert [line[:6] for line in r.stdout.splitlines() if line[:4] in ("ok  ", "warn", "FAIL")] == \
-        ["ok    "] * 5 + ["warn  "] * 2
+        ["ok    "] * 6 + ["warn  "] * 2
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
     assert re.search(r"^warn  web search +no backend configured", r.stdout, re.M)
-    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env={**no_keys, "BRAVE_API_KEY": "k"})
+    assert re.search(r"^ok    address policy +all private addresses allowed \(fetch.allow_private\); pages connect "
+                     r"only through webfetch's proxy", r.stdout, re.M)
+    r = run_cli("doctor", "--config", str(cfg), "--socket", str(path),
+                env={**no_keys, "BRAVE_API_KEY": "k", "https_proxy": "http://127.0.0.1:9"})
     assert re.search(r"^ok    web search +Brave \(configured: Brave;", r.stdout, re.M)
+    assert re.search(r"^warn  address policy +.*checked per request only, because \$https_proxy gives Chrome a "
+                     r"proxy", r.stdout, re.M)
     # a daemon whose browser keeps failing: the doctor passes on its problem
     bad = short_tmp / "c2.toml"
     bad.write_text(cfg.read_text() + '[browser]\nexecutable = "/bin/false"\n')

@@ -160,6 +160,22 @@ def check_daemon(path: Path) -> list[Check]:
     return checks
 
 
+def check_address_policy(config: Config) -> Check:
+    from .chrome import proxy_off_reason
+
+    f = config.fetch
+    allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
+               "loopback, private and link-local addresses refused"
+               + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
+    off = proxy_off_reason(config.browser)
+    if off:
+        return Check(WARN, "address policy", f"{allowed}; checked per request only, because {off}: "
+                     f"a name that changes its answer after the check (DNS rebinding) is not caught",
+                     "that outbound proxy resolves the names: let it refuse private addresses, or drop it")
+    return Check(OK, "address policy", f"{allowed}; pages connect only through webfetch's proxy, to the "
+                 f"addresses it checked")
+
+
 def check_search(config: Config) -> Check:
     from .search import HOW_TO_CONFIGURE, NAMES, Search
 
@@ -177,7 +193,7 @@ def check_search(config: Config) -> Check:
 
 def run(config: Config, path: Path) -> int:
     checks = [check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
-              check_socket_dir(path), *check_daemon(path), check_search(config)]
+              check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config)]
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{c.level:<4}  {c.name:<{width}}  {c.detail}")
