@@ -133,9 +133,8 @@ SETTLE_SCRIPT = r"""
     this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
     return oSend.apply(this, arguments);
   };
-  // WebSocket handshakes never reach the Fetch domain, so the address policy cannot see them; reading
-  // a page needs none. (A worker's own WebSocket is not covered here: Chrome's Local Network Access
-  // checks are what stop that one reaching a private address.)
+  // WebSocket handshakes never reach the Fetch domain, and reading a page needs none. (The address
+  // policy still holds for a worker's own WebSocket: its connection goes through the proxy.)
   const NoSocket = function WebSocket() {
     throw new DOMException("WebSocket connections are disabled while webfetch reads the page", "SecurityError");
   };
@@ -171,13 +170,13 @@ SETTLE_SCRIPT = r"""
 class Chrome:
     """Owns the browser: launch or attach, supervise, restart with backoff, and a pool of fresh tabs."""
 
-    def __init__(self, config: BrowserConfig, policy: AddressPolicy | None = None) -> None:
+    def __init__(self, config: BrowserConfig, policy: AddressPolicy) -> None:
         self.config = config
         # Pages connect through the address-policy proxy (proxy.py), unless a browser on another machine
         # could not reach it, or Chrome is to use an outbound proxy of its own: then the policy is applied
         # to each request (render.py), but cannot pin the addresses that are connected to.
-        self.proxy_off = proxy_off_reason(config) if policy is not None else "no address policy"
-        self.proxy = PolicyProxy(policy) if policy is not None and self.proxy_off is None else None
+        self.proxy_off = proxy_off_reason(config)
+        self.proxy = PolicyProxy(policy) if self.proxy_off is None else None
         self.executable = None if config.endpoint else find_chrome(config.executable)
         self.state = "starting"
         self.version: str | None = None
@@ -248,9 +247,8 @@ class Chrome:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep a browser up until cancelled. Reports started after the first attempt, success or not."""
         if self.proxy is None:
-            if self.proxy_off != "no address policy":
-                log.warning("pages connect without webfetch's address-policy proxy, because %s: the address "
-                            "policy is checked per request, and DNS rebinding is not caught", self.proxy_off)
+            log.warning("pages connect without webfetch's address-policy proxy, because %s: the address "
+                        "policy is checked per request, and DNS rebinding is not caught", self.proxy_off)
             await self._supervise(task_status)
             return
         async with trio.open_nursery() as nursery:
