@@ -14,6 +14,7 @@ import threading
 import pytest
 import trio
 
+from webfetch.chrome import PROXY_ENV
 from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.urls import resolve
 
@@ -53,6 +54,14 @@ class Blocked:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def no_outbound_proxy(monkeypatch):
+    """A proxy set in the machine's environment would switch webfetch's address-policy proxy off."""
+    for name in PROXY_ENV:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
 
 
 @pytest.fixture
@@ -150,9 +159,7 @@ setTimeout(() => {{}}, 2500);  // keeps the page open (settling) while the worke
 </script></body>""")
 
 
-async def fetch_rebinding(start_daemon, site, monkeypatch, allow_hosts):
-    for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)  # a proxy of the machine's would take the browser's traffic
+async def fetch_rebinding(start_daemon, site, allow_hosts):
     resolver = Rebinding()
     blocked = Blocked(port=site.port)  # the same port on the address the name turns into
     base = f"http://rebind.test:{site.port}"
@@ -171,15 +178,15 @@ async def fetch_rebinding(start_daemon, site, monkeypatch, allow_hosts):
     return r, blocked, d.daemon.chrome.proxy
 
 
-async def test_dns_rebinding_after_the_page_loaded_reaches_nothing(start_daemon, site, monkeypatch):
-    r, blocked, proxy = await fetch_rebinding(start_daemon, site, monkeypatch, ["127.0.0.1"])
+async def test_dns_rebinding_after_the_page_loaded_reaches_nothing(start_daemon, site):
+    r, blocked, proxy = await fetch_rebinding(start_daemon, site, ["127.0.0.1"])
     assert r["type"] == "result" and "Rebinding page" in r["content"], r
     assert blocked.hits == []
     assert proxy.refusals >= 1, "the page's later connections were refused at the proxy"
 
 
-async def test_control_with_the_rebound_address_allowed_the_requests_do_arrive(start_daemon, site, monkeypatch):
-    r, blocked, _ = await fetch_rebinding(start_daemon, site, monkeypatch, ["127.0.0.1", "127.0.0.2"])
+async def test_control_with_the_rebound_address_allowed_the_requests_do_arrive(start_daemon, site):
+    r, blocked, _ = await fetch_rebinding(start_daemon, site, ["127.0.0.1", "127.0.0.2"])
     assert r["type"] == "result", r
     rebound = {p.rsplit("/", 1)[1] for p in blocked.hits} - {"favicon.ico"}
     # Most of the page's six requests reach the rebound address. (Not always all: one may still ride a
@@ -187,12 +194,8 @@ async def test_control_with_the_rebound_address_allowed_the_requests_do_arrive(s
     assert len(rebound) >= 4, blocked.hits
 
 
-async def test_a_name_that_changes_its_answer_between_lookups_is_blocked(start_daemon, site, monkeypatch,
-                                                                        blocked):
-    for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    blocked.stop()
-    target = Blocked(port=site.port)
+async def test_a_name_that_changes_its_answer_between_lookups_is_blocked(start_daemon, site):
+    target = Blocked(port=site.port)  # the same port on the address the name turns into
     site.html("/page", simple_page("Allowed", *ARTICLE_TEXT))
     d = await start_daemon(make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]),
                                        browser=BrowserConfig(args=CHROME_LNA_OFF)), resolver=Rebinding(alternate=True))
