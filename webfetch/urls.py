@@ -136,6 +136,8 @@ async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], b
 
 async def check_host(host: str, policy: AddressPolicy) -> bool:
     """Raise BlockedUrl when policy refuses the host; return True when it is a local host let through."""
+    if host in policy.allow_hosts:
+        return True  # the verdict needs no lookup (the proxy, which needs the addresses, calls vet_host)
     return (await vet_host(host, policy))[1]
 
 
