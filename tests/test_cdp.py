@@ -163,7 +163,7 @@ async def test_connecting_to_nothing_is_a_clear_error():
 
 
 def test_feature_flags_are_merged_because_chrome_honours_only_the_last():
-    from webfetch.chrome import chrome_command
+    from webfetch.launch import chrome_command
     cmd = chrome_command("/usr/bin/chromium", "/tmp/p", ["--disable-features=Foo,Translate", "--enable-features=Bar",
                                                          "--proxy-server=x"])
     disabled = [a for a in cmd if a.startswith("--disable-features=")]

@@ -323,7 +323,7 @@ async def test_extra_chrome_args_and_allowed_hosts(start_daemon, site):
 
 
 async def test_attaching_to_an_existing_browser(start_daemon, site):
-    from webfetch.chrome import find_chrome, launch_chrome
+    from webfetch.launch import find_chrome, launch_chrome
     async with launch_chrome(find_chrome(), []) as (ws_url, proc):
         d = await start_daemon(make_config(browser=BrowserConfig(endpoint=ws_url)))
         r = await d.fetch(site.url("/article"))
@@ -391,12 +391,12 @@ async def test_renders_beyond_the_cap_wait_in_a_queue(start_daemon, site):
 async def test_a_recycled_tab_carries_no_cookies_and_bypasses_the_http_cache(start_daemon, site):
     d = await start_daemon(make_config(browser=BrowserConfig(context_pool=1)))
     with trio.fail_after(10):
-        while not d.daemon.chrome._pool:
+        while not d.daemon.chrome.idle_tabs:
             await trio.sleep(0.02)
     first = await d.fetch(site.url("/set-cookie"))
     assert first["type"] == "result" and ARTICLE_TEXT[0] in first["content"], first
     with trio.fail_after(5):  # the closer puts the tab back in the pool
-        while not d.daemon.chrome._pool or d.daemon.chrome._pool[-1].uses != 1:
+        while not d.daemon.chrome.idle_tabs or d.daemon.chrome.idle_tabs[-1].uses != 1:
             await trio.sleep(0.02)
     seen = await d.fetch(site.url("/echo-headers"))
     assert seen["type"] == "result", seen

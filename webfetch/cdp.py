@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import msgspec
 import trio
@@ -56,8 +57,7 @@ class Subscription:
     """Events of one session, in order. A subscriber too slow to keep up is closed with an error
     rather than blocking the reader (which would stall every tab) or silently losing events."""
 
-    def __init__(self, conn: "CDPConnection", session_id: str | None, buffer: int) -> None:
-        self._conn = conn
+    def __init__(self, session_id: str | None, buffer: int) -> None:
         self.session_id = session_id
         self._send, self._recv = trio.open_memory_channel[dict[str, Any]](buffer)
         self.error: BaseException | None = None
@@ -137,7 +137,7 @@ class CDPConnection:
     @contextmanager
     def subscribe(self, session_id: str | None, buffer: int = 1024) -> Iterator[Subscription]:
         """Receive the events of one session (None: browser-level events) while the block runs."""
-        sub = Subscription(self, session_id, buffer)
+        sub = Subscription(session_id, buffer)
         if self._closed is not None:
             sub._fail(self._closed)
         self._subs.setdefault(session_id, set()).add(sub)
@@ -180,6 +180,11 @@ class CDPConnection:
             return
         for sub in list(self._subs.get(msg.get("sessionId"), ())):
             sub._deliver(msg)
+
+    def abort(self, reason: str) -> None:
+        """End the connection from outside (the browser process is gone): every pending call and
+        subscriber fails with CDPClosed(reason) at once."""
+        self._close(CDPClosed(reason))
 
     def _close(self, reason: BaseException) -> None:
         if self._closed is not None:

@@ -9,8 +9,8 @@ import signal
 import socket
 import stat
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import trio
 
@@ -21,8 +21,20 @@ from .config import Config, default_socket_path
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
-from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
-                       SearchRequest, StatusRequest, StatusResult, SubagentStatus)
+from .protocol import (
+    BrowserStatus,
+    CacheStatus,
+    FetchRequest,
+    Frame,
+    Request,
+    RequestId,
+    RequestsStatus,
+    SearchRequest,
+    StatusRequest,
+    StatusResult,
+    SubagentStatus,
+)
+from .render import FETCH_TAB
 from .search import Search
 from .server import Server
 from .subagent import Subagent
@@ -86,7 +98,7 @@ class Daemon:
         self.notifier = notifier
         self.started = time.monotonic()
         policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
-        self.chrome = Chrome(config.browser, policy)
+        self.chrome = Chrome(config.browser, policy, FETCH_TAB)
         self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.threads)

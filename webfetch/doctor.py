@@ -52,7 +52,7 @@ def check_packages() -> Check:
 
 async def _browser_version(config: Config) -> str:
     from .cdp import open_cdp
-    from .chrome import find_chrome, launch_chrome
+    from .launch import find_chrome, launch_chrome
 
     with trio.fail_after(45):
         if config.browser.endpoint:
@@ -66,7 +66,7 @@ async def _browser_version(config: Config) -> str:
 
 
 def check_chrome(config: Config) -> Check:
-    from .chrome import INSTALL_HINT, find_chrome
+    from .launch import INSTALL_HINT, find_chrome
 
     where = config.browser.endpoint
     if not where:

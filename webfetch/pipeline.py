@@ -4,12 +4,14 @@ cancellation and the request's deadline reach every step."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import msgspec
 import trio
+from msgspec.structs import replace
 
 from .cache import Cache
 from .chrome import Chrome
@@ -17,7 +19,7 @@ from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor
 from .protocol import FetchRequest, FetchResult
-from .render import render
+from .render import Outcome, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, likely_key, prepare_url
 
@@ -110,41 +112,44 @@ class Pipeline:
         """The result the request asked for: an answer to its prompt, a summary of a page too large for
         one reply, a slice of the raw markdown, or a redirect. When the sub-agent fails, the first page
         of raw content with a note saying why."""
-        base = dict(url=page.url, final_url=page.final_url, status=page.status, content_type=page.content_type,
-                    title=page.title, cached=cached, age_s=round(age, 3), extractor=page.extractor,
-                    truncated=page.truncated, notes=list(page.notes))
+        base = FetchResult(url=page.url, final_url=page.final_url, status=page.status,
+                           content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
+                           extractor=page.extractor, truncated=page.truncated, notes=list(page.notes))
         if page.redirect_url is not None:
-            return FetchResult(kind="redirect", redirect_url=page.redirect_url, **base, content=(
+            return replace(base, kind="redirect", redirect_url=page.redirect_url, content=(
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
                 f"cross-host redirects; fetch {page.redirect_url} if you want its content."))
         fc = self.config.fetch
         total = len(page.markdown)
-        offset = req.offset or 0
-        max_chars = req.max_chars or fc.page_chars
-        content, next_offset = paginate(page.markdown, offset, max_chars, fc.page_lines)
-        task = None
-        if req.prompt is not None:
-            task = f"Question about this page: {req.prompt}"
-        elif req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
-                                                              fc.page_lines)[1] is not None:
-            task = SUMMARY_TASK
+        task = self._subagent_task(req, page)
         if task is not None:
             try:
                 answer = await self.subagent.ask(page.markdown, page.final_url, task, model=req.model,
                                                  thinking=req.thinking, progress=progress)
             except SubagentFailed as e:
-                base["notes"].append(f"{e}; here is the page's raw content instead")
+                base.notes.append(f"{e}; here is the page's raw content instead")
             else:
                 if req.prompt is not None:
-                    return FetchResult(kind="answer", content=answer.text, model=answer.model,
-                                       total_chars=total, **base)
-                return FetchResult(kind="summary", model=answer.model, total_chars=total, **base,
-                                   content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
-        if offset > len(page.markdown):
-            base["notes"].append(f"offset {offset} is past the end of the content ({len(page.markdown)} "
-                                 f"characters)")
-        return FetchResult(kind="page", content=content, offset=offset, next_offset=next_offset,
-                           total_chars=len(page.markdown), **base)
+                    return replace(base, kind="answer", content=answer.text, model=answer.model, total_chars=total)
+                return replace(base, kind="summary", model=answer.model, total_chars=total,
+                               content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
+        offset = req.offset or 0
+        if offset > total:
+            base.notes.append(f"offset {offset} is past the end of the content ({total} characters)")
+        content, next_offset = paginate(page.markdown, offset, req.max_chars or fc.page_chars, fc.page_lines)
+        return replace(base, kind="page", content=content, offset=offset, next_offset=next_offset,
+                       total_chars=total)
+
+    def _subagent_task(self, req: FetchRequest, page: Page) -> str | None:
+        """What to ask the sub-agent: the request's prompt, or a summary of a page too large for one reply
+        (unless the caller asked for raw pages)."""
+        if req.prompt is not None:
+            return f"Question about this page: {req.prompt}"
+        fc = self.config.fetch
+        if req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
+                                                            fc.page_lines)[1] is not None:
+            return SUMMARY_TASK
+        return None
 
     def _paging_facts(self, total: int) -> str:
         fc = self.config.fetch
@@ -157,74 +162,74 @@ class Pipeline:
 
     async def _load(self, key: str, progress: Progress) -> Page:
         started = time.monotonic()
-        fc = self.config.fetch
+        outcome = await self._render(key, progress)
+        render_ms = (time.monotonic() - started) * 1000
+        response = outcome.response
+        notes = list(response.notes)
+        if response.truncated:
+            notes.append(f"the response was larger than {self.config.fetch.max_bytes} bytes and was cut there "
+                         f"before extraction")
+        if isinstance(outcome, Redirect):
+            return Page(url=key, final_url=response.final_url, status=response.status,
+                        content_type=response.content_type, title=None, markdown="", extractor=None,
+                        truncated=response.truncated, redirect_url=outcome.target, notes=tuple(notes))
+        extracted, title, how = await self._extract(outcome, progress)
+        log.info("loaded %s: %s in %.0f ms, extracted in %.0f ms, %d chars via %s", key, how, render_ms,
+                 (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
+        return Page(url=key, final_url=response.final_url, status=response.status,
+                    content_type=response.content_type, title=title or extracted.title,
+                    markdown=extracted.markdown, extractor=extracted.extractor, truncated=response.truncated,
+                    redirect_url=None, notes=tuple(notes))
+
+    async def _render(self, key: str, progress: Progress) -> Outcome:
+        """The page's render outcome, on a tab of its own; a browser that went away is tried once more."""
         bc = self.config.browser
-        from_server: Extracted | None = None
-
-        async def server_html(body: bytes, charset: str | None, url: str) -> bool:
-            # Extract from the HTML as the server sent it, before Chrome renders anything: for most of the
-            # web that is the content, found in a fraction of the time and without scripts' clutter.
-            nonlocal from_server
-            progress("extract", "extracting the main content from the server's HTML")
-            try:
-                from_server = await self.extractor.html(body, url, charset)
-            except ExtractionFailed:
-                from_server = None
-                return False
-            return (fc.render == "auto" and from_server.extractor == "trafilatura"
-                    and from_server.text_len >= ENOUGH_TEXT_CHARS)
-
         if self.render_slots.available_tokens == 0:
             progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
         for attempt in (1, 2):
-            from_server = None
             try:
                 self.renders += 1
                 async with self.render_slots, self.chrome.open_tab() as tab:
-                    rendered = await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
-                                            max_bytes=fc.max_bytes, block_types=bc.block_resources,
-                                            progress=progress, body_check=server_html)
-                break
+                    return await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
+                                        max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
+                                        progress=progress,
+                                        read_server_html=functools.partial(self._read_server_html, progress))
             except BrowserCrashed as e:
                 if attempt == 2:
                     raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "
                                              f"try again in a few seconds") from None
                 log.warning("browser went away while loading %s (%s); retrying once", key, e)
                 progress("render", f"loading again: {e}")
-        render_ms = (time.monotonic() - started) * 1000
-        notes = list(rendered.notes)
-        if rendered.truncated:
-            notes.append(f"the response was larger than {fc.max_bytes} bytes and was cut there before "
-                         f"extraction")
-        common = dict(url=key, final_url=rendered.final_url, status=rendered.status,
-                      content_type=rendered.content_type, truncated=rendered.truncated)
-        if rendered.redirect_url is not None:
-            return Page(title=None, markdown="", extractor=None, redirect_url=rendered.redirect_url,
-                        notes=tuple(notes), **common)
-        title = rendered.title
-        if rendered.raw:
+        raise AssertionError("unreachable")
+
+    async def _read_server_html(self, progress: Progress, body: bytes, charset: str | None, url: str) -> ServerRead:
+        """Extract from the HTML as the server sent it, before Chrome renders anything: for most of the web
+        that is the content, found in a fraction of the time and without scripts' clutter."""
+        progress("extract", "extracting the main content from the server's HTML")
+        try:
+            extracted = await self.extractor.html(body, url, charset)
+        except ExtractionFailed:
+            return ServerRead(None, holds_content=False)
+        holds = (self.config.fetch.render == "auto" and extracted.extractor == "trafilatura"
+                 and extracted.text_len >= ENOUGH_TEXT_CHARS)
+        return ServerRead(extracted, holds)
+
+    async def _extract(self, outcome: TextBody | ServerHtml | RenderedDom,
+                       progress: Progress) -> tuple[Extracted, str | None, str]:
+        """(the extraction, the title the browser saw if any, how the page was read: for the log)."""
+        if isinstance(outcome, TextBody):
             progress("extract", "reading the text body")
-            extracted = await self.extractor.raw(rendered.body or b"", rendered.content_type, rendered.charset)
-        elif not rendered.rendered:
-            assert from_server is not None
-            extracted = from_server
-        else:
-            progress("extract", "extracting the main content")
-            try:
-                extracted = await self.extractor.html(rendered.html or "", rendered.final_url)
-            except ExtractionFailed:
-                if from_server is None:
-                    raise
-                extracted = from_server
-            if from_server is not None and extracted.text_len < RENDERED_MIN_SHARE * from_server.text_len:
-                extracted = from_server  # scripts took text away (or rendering broke it)
-        title = title or extracted.title
-        if rendered.rendered:
-            log.info("loaded %s: rendered in %.0f ms, extracted in %.0f ms, %d chars via %s", key, render_ms,
-                     (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
-        else:
-            log.info("loaded %s: %.0f ms, not rendered (%s), %d chars via %s", key, render_ms,
-                     "text body" if rendered.raw else "the server's HTML held the content",
-                     len(extracted.markdown), extracted.extractor)
-        return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor,
-                    redirect_url=None, notes=tuple(notes), **common)
+            r = outcome.response
+            return await self.extractor.raw(outcome.body, r.content_type, r.charset), None, "text body"
+        if isinstance(outcome, ServerHtml):
+            return outcome.extracted, None, "not rendered (the server's HTML held the content)"
+        progress("extract", "extracting the main content")
+        try:
+            extracted = await self.extractor.html(outcome.html, outcome.response.final_url)
+        except ExtractionFailed:
+            if outcome.server is None:
+                raise
+            extracted = outcome.server
+        if outcome.server is not None and extracted.text_len < RENDERED_MIN_SHARE * outcome.server.text_len:
+            extracted = outcome.server  # scripts took text away (or rendering broke it)
+        return extracted, outcome.title, "rendered"

@@ -31,48 +31,49 @@ class ChildProcess:
     trio.lowlevel.open_process forks from a worker thread, and the parent-death signal fires when the
     forking *thread* exits: trio retires idle worker threads after a few seconds, which killed Chrome
     mid-request. So we fork here, in the thread that lives as long as the daemon, and wait on a pidfd.
-    With `pipes`, stdin and stdout are trio streams (`stdin`, `stdout`)."""
+    With `pipes`, stdin and stdout are trio streams (`stdin`, `stdout`); with `stderr_pipe`, stderr too."""
 
-    def __init__(self, args: list[str], *, stderr: object = subprocess.DEVNULL, pipes: bool = False,
-                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], *, stderr: int = subprocess.DEVNULL, pipes: bool = False,
+                 stderr_pipe: bool = False, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
         self.stdin: trio.lowlevel.FdStream | None = None
         self.stdout: trio.lowlevel.FdStream | None = None
-        child_in, child_out = subprocess.DEVNULL, subprocess.DEVNULL
-        ours: list[int] = []
-        if pipes:
-            in_r, in_w = os.pipe()
-            out_r, out_w = os.pipe()
-            child_in, child_out, ours = in_r, out_w, [in_w, out_r]
+        self.stderr: trio.lowlevel.FdStream | None = None
+        theirs: dict[str, int] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": stderr}
+        ours: dict[str, int] = {}
+        for name in (("stdin", "stdout") if pipes else ()) + (("stderr",) if stderr_pipe else ()):
+            read, write = os.pipe()
+            theirs[name], ours[name] = (read, write) if name == "stdin" else (write, read)
         try:
-            self.popen = subprocess.Popen(args, stdin=child_in, stdout=child_out, stderr=stderr, cwd=cwd,
-                                          env=env, start_new_session=True, preexec_fn=_die_with_parent)
+            self.popen = subprocess.Popen(args, stdin=theirs["stdin"], stdout=theirs["stdout"],
+                                          stderr=theirs["stderr"], cwd=cwd, env=env, start_new_session=True,
+                                          preexec_fn=_die_with_parent)
         except BaseException:
-            for fd in ours:
+            for fd in ours.values():
                 os.close(fd)
             raise
         finally:
-            if pipes:
-                os.close(child_in)  # type: ignore[arg-type]
-                os.close(child_out)  # type: ignore[arg-type]
-        if pipes:
-            self.stdin = trio.lowlevel.FdStream(ours[0])
-            self.stdout = trio.lowlevel.FdStream(ours[1])
+            for name in ours:
+                os.close(theirs[name])  # the child's ends: it has its own copies now
+        for name, fd in ours.items():
+            setattr(self, name, trio.lowlevel.FdStream(fd))
         self.pid = self.popen.pid
         self._pidfd = os.pidfd_open(self.pid)
         self._lock = trio.Lock()
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.returncode
+        code: int | None = self.popen.returncode
+        return code
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        code: int | None = self.popen.poll()
+        return code
 
     async def wait(self) -> int:
         async with self._lock:  # one task at a time may wait on the pidfd
-            while self.popen.poll() is None:
+            while (code := self.poll()) is None:
                 await trio.lowlevel.wait_readable(self._pidfd)
-        return self.popen.returncode
+        return code
 
     async def kill_group(self, grace_s: float = 2.0) -> None:
         """SIGTERM the process group, SIGKILL what is left after `grace_s`, and reap the leader.
@@ -95,7 +96,7 @@ class ChildProcess:
     async def aclose(self, grace_s: float = 2.0) -> None:
         """Kill the group and release the pipes and the pidfd."""
         await self.kill_group(grace_s)
-        for stream in (self.stdin, self.stdout):
+        for stream in (self.stdin, self.stdout, self.stderr):
             if stream is not None:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()

@@ -1,23 +1,29 @@
 """Loading one URL in one tab: redirects checked hop by hop, the main response inspected before Chrome
-renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled."""
+renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled.
+
+A render ends in one of four outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` that needs no
+browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), or the
+`RenderedDom` after the page's scripts ran. Failures are raised as WebfetchError (or BrowserCrashed)."""
 
 from __future__ import annotations
 
 import base64
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 from urllib.parse import urljoin
 
+import lxml.html
 import trio
 
 from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
-from .chrome import Tab
-from .errors import (BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType,
-                     WebfetchError)
-from .urls import AddressPolicy, check_host, host_of, parse_url, same_host
+from .chrome import Tab, TabSetup
+from .errors import BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType, WebfetchError
+from .extractor import Extracted
+from .urls import AddressPolicy, admit_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -32,40 +38,78 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
 
-CAPTURE_JS = r"""
-(() => {
-  const m = document.querySelector('meta[http-equiv="refresh" i]');
-  return {html: document.documentElement ? document.documentElement.outerHTML : "",
-          title: document.title || null, url: location.href, refresh: m ? m.getAttribute("content") : null};
-})()
-"""
-
 Progress = Callable[[str, str], None]
-# Called with the main document's HTML as the server sent it, before Chrome renders it. True means the
-# content is already there: the render stops and Chrome never parses the page or runs its scripts.
-BodyCheck = Callable[[bytes, str | None, str], Awaitable[bool]]
 
 
-@dataclass
-class Rendered:
-    url: str
+# --- outcomes -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MainResponse:
+    """What the server answered for the page (after same-host redirects), whatever became of it."""
+
+    url: str                       # the URL asked for (the cache key)
     final_url: str
-    status: int | None = None
-    content_type: str | None = None
-    charset: str | None = None
-    html: str | None = None          # the rendered DOM, for HTML pages
-    body: bytes | None = None        # the main document's bytes as the server sent them (after the size cap)
-    title: str | None = None
-    truncated: bool = False
-    redirect_url: str | None = None
-    raw: bool = False                # a text body (plain, markdown, JSON, XML) that needs no rendering
-    rendered: bool = False           # html is Chrome's DOM (False: the server's HTML sufficed)
-    notes: list[str] = field(default_factory=list)
+    status: int | None
+    content_type: str | None       # the MIME type, parameters dropped
+    charset: str | None
+    truncated: bool                # the body was cut at the size cap
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """The page sends the reader to another host, which webfetch does not follow by itself."""
+
+    response: MainResponse         # status: the 3xx, or the page whose meta refresh or script navigated
+    target: str
+
+
+@dataclass(frozen=True)
+class TextBody:
+    """A text body (plain, markdown, JSON, XML) that needs no browser."""
+
+    response: MainResponse
+    body: bytes
+
+
+@dataclass(frozen=True)
+class ServerHtml:
+    """The HTML as the server sent it already held the content: Chrome never parsed the page."""
+
+    response: MainResponse
+    extracted: Extracted
+
+
+@dataclass(frozen=True)
+class RenderedDom:
+    """The DOM after the page's scripts ran, with the server HTML's extraction when there was one."""
+
+    response: MainResponse
+    html: str
+    title: str | None
+    server: Extracted | None
+
+
+Outcome = Redirect | TextBody | ServerHtml | RenderedDom
+
+
+@dataclass(frozen=True)
+class ServerRead:
+    """The pipeline's reading of the server's HTML: its extraction (None when nothing could be extracted)
+    and whether that already holds the content, so that the page need not be rendered."""
+
+    extracted: Extracted | None
+    holds_content: bool
+
+
+# Called with the main document's HTML as the server sent it, before Chrome renders it.
+ReadServerHtml = Callable[[bytes, str | None, str], Awaitable[ServerRead]]
 
 
 def classify(content_type: str | None) -> str:
     """'html', 'text' or 'other' for a Content-Type header value."""
-    mime = (content_type or "").split(";", 1)[0].strip().lower()
+    mime = _mime(content_type)
     if not mime or mime in HTML_TYPES:
         return "html"
     if mime in TEXT_TYPES or mime.startswith("text/") or mime.endswith("+json") or mime.endswith("+xml"):
@@ -92,10 +136,144 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
     return None
 
 
+# --- the tab every fetch renders in -------------------------------------------------------------------
+
+# Runs in every document before the page's own scripts: counts what may still change the DOM (short
+# timers, fetch/XHR in flight) and when the DOM last changed, so the renderer can tell a settled page
+# from one whose JavaScript is still working without a fixed sleep on every fetch.
+SETTLE_SCRIPT = r"""
+(() => {
+  if (window.__webfetchSettle) return;
+  const st = {timers: new Set(), inflight: 0, lastMutation: performance.now()};
+  const oSet = window.setTimeout, oClear = window.clearTimeout;
+  window.setTimeout = function (fn, ms, ...args) {
+    const delay = Number(ms) || 0;
+    if (delay > 3000) return oSet.call(this, fn, ms, ...args);
+    let id;
+    const wrapped = function () {
+      st.timers.delete(id);
+      return typeof fn === "function" ? fn.apply(this, arguments) : (0, eval)(String(fn));
+    };
+    id = oSet.call(this, wrapped, ms, ...args);
+    st.timers.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) { st.timers.delete(id); return oClear.call(this, id); };
+  const oFetch = window.fetch;
+  if (oFetch) window.fetch = function () {
+    st.inflight++;
+    const done = () => { st.inflight--; };
+    try { const p = oFetch.apply(this, arguments); p.then(done, done); return p; }
+    catch (e) { done(); throw e; }
+  };
+  const oSend = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function () {
+    st.inflight++;
+    this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
+    return oSend.apply(this, arguments);
+  };
+  // WebSocket handshakes never reach the Fetch domain, and reading a page needs none. (The address
+  // policy still holds for a worker's own WebSocket: its connection goes through the proxy.)
+  const NoSocket = function WebSocket() {
+    throw new DOMException("WebSocket connections are disabled while webfetch reads the page", "SecurityError");
+  };
+  try { Object.defineProperty(window, "WebSocket", {value: NoSocket, writable: false, configurable: false}); }
+  catch (e) {}
+  // A service worker's requests are not the page's: the Fetch domain never sees them either.
+  if (window.ServiceWorkerContainer) {
+    try {
+      Object.defineProperty(ServiceWorkerContainer.prototype, "register", {writable: false, configurable: false,
+        value: () => Promise.reject(new DOMException("service workers are disabled while webfetch reads the page",
+                                                     "SecurityError"))});
+    } catch (e) {}
+  }
+  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
+      .observe(document, {subtree: true, childList: true, characterData: true});
+  watch();
+  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs) =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const check = () => {
+        const now = performance.now();
+        const busy = st.timers.size > 0 || st.inflight > 0 || document.readyState === "loading";
+        if (!busy && now - st.lastMutation >= quietMs) return resolve("settled");
+        if (now - start >= capMs) return resolve(busy ? "busy" : "changing");
+        oSet(check, 25);
+      };
+      check();
+    })});
+})();
+"""
+
+CAPTURE_SCRIPT = r"""
+(() => {
+  const m = document.querySelector('meta[http-equiv="refresh" i]');
+  return {html: document.documentElement ? document.documentElement.outerHTML : "",
+          title: document.title || null, url: location.href, refresh: m ? m.getAttribute("content") : null};
+})()
+"""
+
+# Every request the page makes is paused once, at the request stage, for the address policy; the main
+# document also at the response stage. A paused request costs one CDP round trip, and only rendered pages
+# make subresource requests at all (server HTML first).
+FETCH_TAB = TabSetup(
+    scripts=(SETTLE_SCRIPT,),
+    fetch_patterns=({"urlPattern": "*", "requestStage": "Request"},
+                    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}))
+
+
+# --- one render -----------------------------------------------------------------------------------------
+
+
+class _Document:
+    """One main-frame document of a fetch, from its request to its load event, its phases as Events.
+
+    A newer navigation (or the end of the render) abandons it: every phase event is set, so whoever waits
+    on one wakes up, sees `gone` set and follows the render's current document instead."""
+
+    def __init__(self) -> None:
+        self.committed = trio.Event()
+        self.dom_ready = trio.Event()
+        self.loaded = trio.Event()
+        self.gone = trio.Event()
+        self.seen: set[str] = set()  # the phases Chrome really reported, for `restored`
+
+    def reached(self, phase: str) -> None:
+        self.seen.add(phase)
+        {"committed": self.committed, "dom_ready": self.dom_ready, "loaded": self.loaded}[phase].set()
+
+    def abandon(self) -> None:
+        for event in (self.committed, self.dom_ready, self.loaded, self.gone):
+            event.set()
+
+    def restored(self) -> _Document:
+        """The same document, current again (a navigation that replaced it turned out to be a download)."""
+        doc = _Document()
+        for phase in self.seen:
+            doc.reached(phase)
+        return doc
+
+
+@dataclass
+class _Facts:
+    """The main response's facts as the render learns them."""
+
+    url: str
+    final_url: str
+    status: int | None = None
+    content_type: str | None = None
+    charset: str | None = None
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def response(self) -> MainResponse:
+        return MainResponse(self.url, self.final_url, self.status, self.content_type, self.charset,
+                            self.truncated, tuple(self.notes))
+
+
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress, body_check: BodyCheck | None) -> None:
-        self.body_check = body_check
+                 block_types: list[str], progress: Progress, read_server_html: ReadServerHtml | None) -> None:
         self.tab = tab
         self.url = url
         self.policy = policy
@@ -103,22 +281,30 @@ class _Render:
         self.max_bytes = max_bytes
         self.block_types = set(block_types)
         self.progress = progress
-        self.result = Rendered(url=url, final_url=url)
+        self.read_server_html = read_server_html
+        self.facts = _Facts(url, url)
         self.navigations = 0
-        # Generations tell the documents of one fetch apart (redirect hops, meta refresh, script
-        # navigation): a DOMContentLoaded or load belongs to the document committed last.
-        self.nav_generation = 0          # bumped by every main-frame document request
-        self.committed_gen = 0
-        self.dom_gen = 0
-        self.load_gen = 0
-        self._changed = trio.Event()     # pulsed on every change of the above
-        self.finished = trio.Event()     # raw body, redirect or error decided in the pump
-        self.main_request: str | None = None  # the paused main-document request being handled
-        self.main_aborted = False        # we ended the main document's request ourselves
+        self.doc = _Document()                        # the document the fetch is heading for
+        self.committed_doc: _Document | None = None   # the last one Chrome committed
+        self.server: Extracted | None = None
+        self.outcome: Outcome | None = None
         self.failure: BaseException | None = None
+        self.ended = trio.Event()                     # an outcome or a failure was decided in the pump
+        self.main_request: str | None = None          # the paused main-document request being handled
+        self.main_aborted = False                     # we ended the main document's request ourselves
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
-        self._hosts: dict[str, bool] = {}  # the address policy's verdict per host, for this page
+        self._hosts: dict[str, bool] = {}             # the address policy's verdict per host, for this page
+
+    def _end(self, outcome: Outcome | None = None, failure: BaseException | None = None) -> None:
+        if not self.ended.is_set():
+            self.outcome, self.failure = outcome, failure
+            self.ended.set()
+            self.doc.abandon()
+
+    def _new_document(self) -> None:
+        old, self.doc = self.doc, _Document()
+        old.abandon()
 
     # --- the event pump ---------------------------------------------------------------------------
 
@@ -134,22 +320,24 @@ class _Render:
                     nursery.start_soon(self._paused_safely, params)  # never hold up other events
             elif method == "Page.frameNavigated" and params.get("frame", {}).get("id") == self.tab.target_id:
                 self.marks.setdefault("committed", time.monotonic())
-                self.committed_gen = self.nav_generation
-                self._pulse()
-            elif method == "Page.domContentEventFired":
-                self.dom_gen = self.committed_gen
-                self._pulse()
-            elif method == "Page.loadEventFired":
-                self.dom_gen = self.load_gen = self.committed_gen
-                self._pulse()
+                self.committed_doc = self.doc
+                self.doc.reached("committed")
+            elif method == "Page.domContentEventFired" and self.committed_doc is not None:
+                self.committed_doc.reached("dom_ready")
+            elif method == "Page.loadEventFired" and self.committed_doc is not None:
+                self.committed_doc.reached("dom_ready")
+                self.committed_doc.reached("loaded")
             elif method == "Page.javascriptDialogOpening":
-                accept = params.get("type") == "beforeunload"
-                try:
-                    await self.tab.call("Page.handleJavaScriptDialog", {"accept": accept})
-                except CDPError:
-                    pass
+                await self._answer_dialog(params.get("type") == "beforeunload")
             elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
-                self._finish(BrowserCrashed("the page's renderer process crashed"))
+                self._end(failure=BrowserCrashed("the page's renderer process crashed"))
+
+    async def _answer_dialog(self, accept: bool) -> None:
+        # Nobody reads the page's alerts; leaving one open would block its scripts for ever.
+        try:
+            await self.tab.call("Page.handleJavaScriptDialog", {"accept": accept})
+        except CDPError:
+            pass
 
     def _is_main(self, paused: dict[str, Any]) -> bool:
         """A paused request for the tab's own document (not a frame's, not a resource)."""
@@ -162,21 +350,7 @@ class _Render:
             # the request may have been cancelled by the page meanwhile; that is not our failure
             log.debug("request handling: %s", e)
         except WebfetchError as e:
-            self._finish(e)
-
-    def _pulse(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def _wait_for(self, condition: Callable[[], bool]) -> None:
-        while not (self.finished.is_set() or condition()):
-            await self._changed.wait()
-
-    def _finish(self, failure: BaseException | None = None) -> None:
-        if not self.finished.is_set():
-            self.failure = failure
-            self.finished.set()
-            self._pulse()
+            self._end(failure=e)
 
     async def _fail(self, request_id: str, reason: str = "Aborted") -> None:
         if request_id == self.main_request:
@@ -189,28 +363,28 @@ class _Render:
     async def _paused(self, p: dict[str, Any]) -> None:
         rid = p["requestId"]
         url = p["request"]["url"]
-        rtype = p.get("resourceType")
-        main = self._is_main(p)
         response_stage = "responseStatusCode" in p or "responseErrorReason" in p
-        if self.finished.is_set():
+        if self.ended.is_set():
             await self._fail(rid)
-            return
-        if not main:
-            # Frames are separate documents that the main document's DOM does not contain, so the
-            # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
-            if rtype in self.block_types or rtype == "Document" or response_stage:
-                await self._fail(rid, "BlockedByClient")
-            elif not await self._address_allowed(url):
-                log.info("blocked a %s request of %s to %s (address policy)", rtype, self.url, url)
-                await self._fail(rid, "BlockedByClient")
-            else:
-                await self._continue(rid)
-            return
-        self.main_request = rid
-        if not response_stage:
-            await self._main_request(rid, url, p["request"].get("headers") or {})
+        elif not self._is_main(p):
+            await self._subresource(rid, url, p.get("resourceType"), response_stage)
         else:
-            await self._main_response(rid, url, p)
+            self.main_request = rid
+            if not response_stage:
+                await self._main_request(rid, url, p["request"].get("headers") or {})
+            else:
+                await self._main_response(rid, url, p)
+
+    async def _subresource(self, rid: str, url: str, rtype: str | None, response_stage: bool) -> None:
+        # Frames are separate documents that the main document's DOM does not contain, so the
+        # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
+        if rtype in self.block_types or rtype == "Document" or response_stage:
+            await self._fail(rid, "BlockedByClient")
+        elif not await self._address_allowed(url):
+            log.info("blocked a %s request of %s to %s (address policy)", rtype, self.url, url)
+            await self._fail(rid, "BlockedByClient")
+        else:
+            await self._continue(rid)
 
     async def _address_allowed(self, url: str) -> bool:
         """The address policy for a request the page makes (script, fetch, XHR, beacon, …); one DNS
@@ -225,7 +399,7 @@ class _Render:
             return False  # not an http(s) URL with a host: nothing a page needs to load
         if host not in self._hosts:
             try:
-                await check_host(host, self.policy)
+                await admit_host(host, self.policy)
                 self._hosts[host] = True
             except BlockedUrl:
                 self._hosts[host] = False
@@ -234,8 +408,8 @@ class _Render:
     async def _main_request(self, rid: str, url: str, headers: dict[str, str]) -> None:
         self.marks.setdefault("req", time.monotonic())
         self.navigations += 1
-        self.nav_generation += 1
-        self._pulse()
+        if self.navigations > 1:
+            self._new_document()
         if self.navigations > MAX_NAVIGATIONS:
             await self._fail(rid)
             raise NetworkError(f"net::ERR_TOO_MANY_REDIRECTS: {self.url} redirects in a loop "
@@ -243,11 +417,10 @@ class _Render:
         if not url.startswith(("http://", "https://")):
             await self._fail(rid, "BlockedByClient")
             raise BlockedUrl(f"the page navigated to {url.split(':', 1)[0]}: URL, which webfetch does not follow")
-        await check_host(parse_url(url)[1], self.policy)
+        await admit_host(parse_url(url)[1], self.policy)
         if not same_host(self.url, url):
             await self._fail(rid)
-            self.result.redirect_url = url
-            self._finish()
+            self._end(Redirect(self.facts.response(), url))
             return
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
@@ -263,55 +436,65 @@ class _Render:
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
         status = p.get("responseStatusCode")
         headers = p.get("responseHeaders") or []
+        location = _header(headers, "location")
+        ctype = _header(headers, "content-type")
         if status is None:  # a network failure; Page.navigate reports it by name
             await self._continue(rid)
-            return
-        if 300 <= status < 400 and _header(headers, "location"):
-            target = urljoin(url, _header(headers, "location") or "")
-            if target.startswith(("http://", "https://")):
-                await check_host(parse_url(target)[1], self.policy)
-            if not same_host(self.url, target):
+        elif 300 <= status < 400 and location:
+            await self._redirect_hop(rid, status, urljoin(url, location))
+        elif classify(ctype) == "other" and status < 400 and self.committed_doc is not None:
+            await self._refuse_download(rid, url, ctype)
+        else:
+            f = self.facts
+            f.final_url, f.status, f.content_type, f.charset = url, status, _mime(ctype) or None, _charset(ctype)
+            if status >= 400:
+                body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
                 await self._fail(rid)
-                self.result.redirect_url = target
-                self.result.status = status
-                self._finish()
-                return
+                raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
+            await self._document_body(rid, url, status, headers)
+
+    async def _redirect_hop(self, rid: str, status: int, target: str) -> None:
+        if target.startswith(("http://", "https://")):
+            await admit_host(parse_url(target)[1], self.policy)
+        if same_host(self.url, target):
             await self._continue(rid)
             return
-        ctype = _header(headers, "content-type")
-        kind = classify(ctype)
-        if kind == "other" and status < 400 and self.committed_gen > 0:
-            # The page we have started a download (or a navigation to something that is not text):
-            # refuse it, never to disk, and go on reading the page.
-            log.info("refused a download or navigation of %s to %s (%s)", self.url, url, _mime(ctype))
-            await self._fail(rid, "BlockedByClient")
-            self.nav_generation = self.committed_gen
-            self._pulse()
-            return
-        r = self.result
-        r.final_url, r.status, r.content_type, r.charset = url, status, _mime(ctype) or None, _charset(ctype)
-        if status >= 400:
-            body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
-            await self._fail(rid)
-            raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
+        await self._fail(rid)
+        self.facts.status = status
+        self._end(Redirect(self.facts.response(), target))
+
+    async def _refuse_download(self, rid: str, url: str, ctype: str | None) -> None:
+        """The page we have started a download (or a navigation to something that is not text): refuse
+        it, never to disk, and go on reading the page that started it."""
+        log.info("refused a download or navigation of %s to %s (%s)", self.url, url, _mime(ctype))
+        await self._fail(rid, "BlockedByClient")
+        if self.committed_doc is not None and self.doc is not self.committed_doc:
+            pending, self.doc = self.doc, self.committed_doc.restored()
+            self.committed_doc = self.doc
+            pending.abandon()
+
+    async def _document_body(self, rid: str, url: str, status: int, headers: list[dict[str, str]]) -> None:
+        kind = classify(self.facts.content_type)
         if kind == "other":
             await self._fail(rid, "BlockedByClient")
+            mime = self.facts.content_type or ""
             raise UnsupportedContentType(
-                f"{url} is {_mime(ctype)}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
-                f"plain text, markdown, JSON and XML", content_type=_mime(ctype))
+                f"{url} is {mime}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
+                f"plain text, markdown, JSON and XML", content_type=mime)
         self.marks.setdefault("resp", time.monotonic())
-        body, truncated = await self._read_body(rid, self.max_bytes)
+        body, self.facts.truncated = await self._read_body(rid, self.max_bytes)
         self.marks.setdefault("body", time.monotonic())
-        r.body, r.truncated = body, truncated
         if kind == "text":
             await self._fail(rid)
-            r.raw = True
-            self._finish()
+            self._end(TextBody(self.facts.response(), body))
             return
-        if self.body_check is not None and await self.body_check(body, r.charset, url):
-            await self._fail(rid)
-            self._finish()
-            return
+        if self.read_server_html is not None:
+            read = await self.read_server_html(body, self.facts.charset, url)
+            self.server = read.extracted
+            if read.holds_content and read.extracted is not None:
+                await self._fail(rid)
+                self._end(ServerHtml(self.facts.response(), read.extracted))
+                return
         self.progress("render", f"running the page's scripts ({url})")
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
         kept = [h for h in headers if h.get("name", "").lower() not in
@@ -353,109 +536,109 @@ class _Render:
         try:
             reply = await self.tab.call("Page.navigate", {"url": url})
         except CDPError as e:
-            self._finish(NetworkError(f"cannot load {url}: {e.message}"))
+            self._end(failure=NetworkError(f"cannot load {url}: {e.message}"))
             return
         error = reply.get("errorText")
         # Our own failRequest of the main document shows up here too (ERR_ABORTED, ERR_BLOCKED_BY_CLIENT).
         if error and not self.main_aborted:
-            proxy = self.tab.browser.proxy
-            failure = proxy.failure(host_of(url)) if proxy is not None and "SOCKS" in error else None
+            failure = self.tab.connect_failure(host_of(url)) if "SOCKS" in error else None
             if failure is not None and failure.blocked:
                 # the name passed the check above, then answered with a blocked address
-                self._finish(BlockedUrl(f"{failure.message} (it resolved to an allowed address a moment "
-                                        f"before: the name changes its answer, as in DNS rebinding)"))
+                self._end(failure=BlockedUrl(f"{failure.message} (it resolved to an allowed address a moment "
+                                             f"before: the name changes its answer, as in DNS rebinding)"))
             else:
-                self._finish(NetworkError(f"{failure.message if failure else error} while loading {url}"))
+                self._end(failure=NetworkError(f"{failure.message if failure else error} while loading {url}"))
 
-    async def run(self) -> Rendered:
-        conn = self.tab.browser.conn
+    async def run(self) -> Outcome:
         try:
-            with conn.subscribe(self.tab.session_id) as sub:
-                with single_error():
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self.pump, sub, nursery)
-                        self.progress("render", f"loading {self.url}")
-                        nursery.start_soon(self.navigate, self.url)
-                        await self._until_captured(nursery)
-                        nursery.cancel_scope.cancel()
+            with self.tab.subscribe() as sub, single_error():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.pump, sub, nursery)
+                    self.progress("render", f"loading {self.url}")
+                    nursery.start_soon(self.navigate, self.url)
+                    await self._follow_documents(nursery)
+                    nursery.cancel_scope.cancel()
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
-        # The request ended before Chrome committed any document: the tab can serve another request.
-        self.tab.reusable = self.main_aborted and self.committed_gen == 0 and self.finished.is_set()
+        if self.main_aborted and self.committed_doc is None and self.ended.is_set():
+            self.tab.allow_reuse()  # no document was ever committed: no page ran in this tab
         if self.failure is not None:
             raise self.failure
-        return self.result
+        assert self.outcome is not None
+        return self.outcome
 
-    async def _until_captured(self, nursery: trio.Nursery) -> None:
-        while True:
-            await self._wait_for(lambda: self.nav_generation > 0 and self.committed_gen == self.nav_generation)
-            if self.finished.is_set():
+    async def _follow_documents(self, nursery: trio.Nursery) -> None:
+        """Until an outcome: wait for the current document to be committed, then read it; a document
+        replaced meanwhile (redirect hop, meta refresh, script navigation) hands over to its successor."""
+        while not self.ended.is_set():
+            doc = self.doc
+            await doc.committed.wait()
+            if not doc.gone.is_set() and await self._read_document(doc, nursery):
                 return
-            gen = self.nav_generation
-            # A parser-blocking script that never arrives holds DOMContentLoaded back for ever; the
-            # document parsed so far is still worth reading.
-            with trio.move_on_after(max(self.settle_s, DCL_GRACE_S)):
-                await self._wait_for(lambda: self.dom_gen == gen or self.nav_generation != gen)
-            if self.finished.is_set():
-                return
-            if self.nav_generation != gen:
-                continue
-            self.marks["dom"] = time.monotonic()
-            with trio.move_on_after(self.settle_s):
-                await self._wait_for(lambda: self.load_gen == gen or self.nav_generation != gen)
-            if self.finished.is_set():
-                return
-            if self.nav_generation != gen:
-                continue  # the page navigated meanwhile (meta refresh, script): wait for the new document
-            if self.load_gen != gen:
-                try:
-                    await self.tab.call("Page.stopLoading")
-                except CDPError:
-                    pass
-                self.result.notes.append(
-                    f"stopped loading after waiting {self.settle_s:g} s for slow resources; "
-                    f"the content is what had arrived by then")
-            self.marks["load"] = time.monotonic()
-            state = await self._settle()
-            self.marks["settle"] = time.monotonic()
-            self.settle_state = state
-            if self.finished.is_set():
-                return
-            if self.nav_generation != gen or state is None:
-                continue
-            if state != "settled":
-                self.result.notes.append(
-                    f"the page was still running scripts after {self.settle_s:g} s; "
-                    f"the content is what it showed then")
-            captured = (await self.tab.call("Runtime.evaluate", {
-                "expression": CAPTURE_JS, "returnByValue": True}))["result"].get("value") or {}
-            if self.nav_generation != gen:
-                continue
-            target = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
-            if target:
-                nursery.start_soon(self.navigate, target)
-                await self._wait_for(lambda: self.nav_generation != gen)
-                continue
-            r = self.result
-            r.html = captured.get("html") or ""
-            r.rendered = True
-            r.title = captured.get("title")
-            if captured.get("url", "").startswith(("http://", "https://")):
-                r.final_url = captured["url"]
-            return
 
-    async def _settle(self) -> str | None:
-        """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
+    async def _read_document(self, doc: _Document, nursery: trio.Nursery) -> bool:
+        """DOMContentLoaded → load → settle → capture → meta refresh, for one committed document.
+        False when it was replaced on the way (the caller follows the new one)."""
+        # A parser-blocking script that never arrives holds DOMContentLoaded back for ever; the
+        # document parsed so far is still worth reading.
+        with trio.move_on_after(max(self.settle_s, DCL_GRACE_S)):
+            await doc.dom_ready.wait()
+        if doc.gone.is_set():
+            return False
+        self.marks["dom"] = time.monotonic()
+        with trio.move_on_after(self.settle_s):
+            await doc.loaded.wait()
+        if doc.gone.is_set():
+            return False
+        if not doc.loaded.is_set():
+            await self._stop_loading()
+        self.marks["load"] = time.monotonic()
+        self.settle_state = await self._settle()
+        self.marks["settle"] = time.monotonic()
+        if doc.gone.is_set() or self.settle_state is None:
+            return False
+        if self.settle_state != "settled":
+            self.facts.notes.append(f"the page was still running scripts after {self.settle_s:g} s; "
+                                    f"the content is what it showed then")
+        captured = await self._evaluate(CAPTURE_SCRIPT) or {}
+        if doc.gone.is_set():
+            return False
+        refresh = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
+        if refresh:
+            nursery.start_soon(self.navigate, refresh)
+            await doc.gone.wait()
+            return False
+        if str(captured.get("url", "")).startswith(("http://", "https://")):
+            self.facts.final_url = captured["url"]
+        self.outcome = RenderedDom(self.facts.response(), captured.get("html") or "", captured.get("title"),
+                                   self.server)
+        return True
+
+    async def _stop_loading(self) -> None:
+        try:
+            await self.tab.call("Page.stopLoading")
+        except CDPError:
+            pass
+        self.facts.notes.append(f"stopped loading after waiting {self.settle_s:g} s for slow resources; "
+                                f"the content is what had arrived by then")
+
+    async def _evaluate(self, expression: str, await_promise: bool = False) -> Any:
+        """The expression's value in the page; None when the document went away meanwhile."""
         try:
             reply = await self.tab.call("Runtime.evaluate", {
-                "expression": f"window.__webfetchSettle ? window.__webfetchSettle({self.settle_s * 1000:.0f}, "
-                              f"{SETTLE_QUIET_MS}) : 'settled'",
-                "awaitPromise": True, "returnByValue": True})
+                "expression": expression, "awaitPromise": await_promise, "returnByValue": True})
         except CDPError:
             return None  # "Execution context was destroyed": a navigation replaced the document
         if "exceptionDetails" in reply:
             return None
         return reply["result"].get("value")
+
+    async def _settle(self) -> str | None:
+        """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
+        state = await self._evaluate(
+            f"window.__webfetchSettle ? window.__webfetchSettle({self.settle_s * 1000:.0f}, "
+            f"{SETTLE_QUIET_MS}) : 'settled'", await_promise=True)
+        return state if isinstance(state, str) else None
 
 
 def _meta_refresh_target(content: str | None, base: str) -> str | None:
@@ -484,7 +667,6 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
     text = body.decode(_charset(content_type) or "utf-8", errors="replace")
     if classify(content_type) == "html":
         try:
-            import lxml.html
             doc = lxml.html.fromstring(text or "<html></html>")
             for bad in doc.xpath("//script|//style|//noscript|//head"):
                 bad.drop_tree()
@@ -497,13 +679,15 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress, body_check: BodyCheck | None = None) -> Rendered:
-    """Load `url` in `tab` and return what extraction needs. Raises a WebfetchError or BrowserCrashed."""
-    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, body_check)
-    result = await r.run()
+                 block_types: list[str], progress: Progress,
+                 read_server_html: ReadServerHtml | None = None) -> Outcome:
+    """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
+    or BrowserCrashed."""
+    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html)
+    outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks
         steps = " ".join(f"{k}={(v - m['start']) * 1000:.0f}ms" for k, v in m.items() if k != "start")
         log.debug("rendered %s in %.0f ms: %s settle=%s", url, (time.monotonic() - m["start"]) * 1000, steps,
                   r.settle_state)
-    return result
+    return outcome

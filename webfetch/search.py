@@ -13,7 +13,8 @@ import json
 import logging
 import os
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 import msgspec

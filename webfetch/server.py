@@ -13,14 +13,23 @@ import select
 import socket
 import struct
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from ._trio import pop_lines, single_error
 from .errors import BadRequest, Cancelled, Internal, LineTooLong, ShuttingDown, WebfetchError
-from .protocol import (CancelRequest, CancelResult, ErrorFrame, Frame, Progress, Request,
-                       RequestId, decode_request, encode_frame)
+from .protocol import (
+    CancelRequest,
+    CancelResult,
+    ErrorFrame,
+    Frame,
+    Progress,
+    Request,
+    RequestId,
+    decode_request,
+    encode_frame,
+)
 
 log = logging.getLogger("webfetch.server")
 
@@ -44,7 +53,7 @@ class _Active:
 class Connection:
     _numbers = itertools.count(1)
 
-    def __init__(self, server: "Server", stream: trio.SocketStream) -> None:
+    def __init__(self, server: Server, stream: trio.SocketStream) -> None:
         self.server = server
         self.stream = stream
         self.number = next(self._numbers)

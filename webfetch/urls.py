@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import trio
@@ -49,7 +50,7 @@ class AddressPolicy:
 
     @classmethod
     def from_config(cls, allow_private: bool, allow_hosts: list[str],
-                    resolver: Resolver | None = None) -> "AddressPolicy":
+                    resolver: Resolver | None = None) -> AddressPolicy:
         """fetch.allow_hosts holds host names, addresses (`10.0.0.5`) and networks (`10.1.0.0/16`)."""
         names, networks = set(), []
         for entry in allow_hosts:
@@ -115,34 +116,39 @@ def ip_is_blocked(ip: IPAddress) -> bool:
             or ip.is_reserved)
 
 
-async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], bool]:
-    """The addresses `host` may be reached at, and whether it is a local host let through (allowed by
-    fetch.allow_hosts or fetch.allow_private). Raises BlockedUrl when the policy refuses the host: when
-    any address it resolves to is loopback, private, link-local, … and neither setting allows it."""
+# How a host the policy lets through is reached: on the public internet, or on this machine or its private
+# network (allowed by fetch.allow_hosts or fetch.allow_private). Plain http stays http only for "local".
+Reach = Literal["public", "local"]
+
+
+async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], Reach]:
+    """The addresses `host` may be reached at, and how it is reached. Raises BlockedUrl when the policy
+    refuses the host: when any address it resolves to is loopback, private, link-local, … and neither
+    fetch.allow_hosts nor fetch.allow_private allows it."""
     addrs = await policy.resolver(host)
     if host in policy.allow_hosts:
-        return addrs, True
+        return addrs, "local"
     local = [a for a in addrs if ip_is_blocked(a)]
     if not local:
-        return addrs, False
+        return addrs, "public"
     blocked = [a for a in local if not policy.allows_address(a)]
     if not blocked or policy.allow_private:
-        return addrs, True
+        return addrs, "local"
     shown = host if str(blocked[0]) == host else f"{host} ({blocked[0]})"
     raise BlockedUrl(
         f"{shown} is a loopback, private or link-local address, which webfetch does not fetch by default; "
         f"set fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
 
 
-async def check_host(host: str, policy: AddressPolicy) -> bool:
-    """Raise BlockedUrl when policy refuses the host; return True when it is a local host let through."""
+async def admit_host(host: str, policy: AddressPolicy) -> Reach:
+    """The policy's verdict on a host: BlockedUrl when refused, else how it is reached."""
     if host in policy.allow_hosts:
-        return True  # the verdict needs no lookup (the proxy, which needs the addresses, calls vet_host)
+        return "local"  # the verdict needs no lookup (the proxy, which needs the addresses, calls vet_host)
     return (await vet_host(host, policy))[1]
 
 
-def _key(scheme: str, host: str, port: int | None, path: str, query: str, local: bool) -> str:
-    if scheme == "http" and not local:
+def _key(scheme: str, host: str, port: int | None, path: str, query: str, reach: Reach) -> str:
+    if scheme == "http" and reach == "public":
         scheme = "https"
         if port == 80:
             port = None
@@ -153,12 +159,11 @@ def likely_key(url: str, policy: AddressPolicy) -> str:
     """The cache key `prepare_url` gives for a public host, computed without DNS: what a cache lookup
     tries first, so a hit costs no name resolution. (A local host's key differs; it then misses here.)"""
     scheme, host, port, path, query = parse_url(url)
-    return _key(scheme, host, port, path, query, host in policy.allow_hosts)
+    return _key(scheme, host, port, path, query, "local" if host in policy.allow_hosts else "public")
 
 
 async def prepare_url(url: str, policy: AddressPolicy) -> str:
     """Validate, apply the address policy, upgrade http to https (not for allowed local hosts), and
     normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
     scheme, host, port, path, query = parse_url(url)
-    local = await check_host(host, policy)
-    return _key(scheme, host, port, path, query, local)
+    return _key(scheme, host, port, path, query, await admit_host(host, policy))

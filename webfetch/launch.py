@@ -1,0 +1,153 @@
+"""Finding and launching Chrome: the executable, its flags and profile, and the DevTools websocket it opens.
+
+The Chrome actor (chrome.py) supervises what this module starts; `webfetch doctor` launches through it too."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from ._trio import pop_lines, single_error
+from .procs import ChildProcess, private_tempdir
+
+CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+INSTALL_HINT = ("install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`), or point "
+                "browser.executable in the config or WEBFETCH_CHROME at a Chrome binary")
+# Flags that keep a headless Chrome from phoning home: on a closed network every one of those
+# connections fails, many at a time, and they only cost time anyway.
+BASE_FLAGS = [
+    "--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--disable-extensions", "--disable-breakpad", "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection", "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-quic", "--mute-audio", "--hide-scrollbars", "--metrics-recording-only",
+    "--password-store=basic", "--use-mock-keychain", "--disable-dev-shm-usage",
+    # A pooled tab waits in the background; Chrome would lower its renderer's priority and throttle its
+    # timers, and the first navigation in it would then crawl.
+    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding", "--disable-ipc-flooding-protection",
+    # Every cross-site frame would get a renderer process of its own; frames are never extracted
+    # (see render.py) and each request already has a browser context to itself.
+    "--disable-site-isolation-trials", "--disable-features=IsolateOrigins,site-per-process",
+]
+# WebRTC sends UDP (STUN, TURN) from Chrome itself, past the address-policy proxy: this policy allows it
+# only through the proxy, which carries no UDP, so there is none (a page gets TCP through the proxy).
+PREFERENCES = {"webrtc": {"ip_handling_policy": "disable_non_proxied_udp"}}
+LAUNCH_TIMEOUT_S = 30.0
+STDERR_LINES = 20  # kept to explain a Chrome that fails
+_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
+
+
+class BrowserLaunchError(Exception):
+    """Chrome did not start, or did not open its DevTools port; the message carries its last words."""
+
+
+def find_chrome(configured: str | None = None) -> str | None:
+    """browser.executable, then WEBFETCH_CHROME, then the usual names on PATH."""
+    for candidate in (configured, os.environ.get("WEBFETCH_CHROME")):
+        if candidate:
+            return shutil.which(os.path.expanduser(candidate))
+    for name in CHROME_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> list[str]:
+    args = [*BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chrome refuses to run as root with its sandbox
+    return [executable, *merge_feature_flags([*args, *extra]), "about:blank"]
+
+
+def merge_feature_flags(args: list[str]) -> list[str]:
+    """Chrome honours only the last --disable-features (and --enable-features): merge them into one, so
+    browser.args can add features without undoing ours."""
+    out: list[str] = []
+    merged: dict[str, list[str]] = {}
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and name in ("--disable-features", "--enable-features"):
+            if name not in merged:
+                merged[name] = []
+                out.append(name)  # placeholder, keeps the flag's first position
+            merged[name] += [v for v in value.split(",") if v and v not in merged[name]]
+        else:
+            out.append(arg)
+    return [f"{a}={','.join(merged[a])}" if a in merged else a for a in out]
+
+
+class _Stderr:
+    """Reads Chrome's stderr for as long as it runs (a full pipe would stall it): the DevTools line it
+    prints once its port is open, and its last lines, which explain a failure."""
+
+    def __init__(self) -> None:
+        self.ws_url: str | None = None
+        self.ended = trio.Event()  # the websocket URL is known, or Chrome closed its stderr (it exited)
+        self.tail: deque[str] = deque(maxlen=STDERR_LINES)
+
+    async def read(self, stream: trio.lowlevel.FdStream) -> None:
+        buf = bytearray()
+        try:
+            while data := await stream.receive_some(65536):
+                buf += data
+                for line in pop_lines(buf):
+                    self._line(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.ended.set()
+
+    def _line(self, line: bytes) -> None:
+        found = _DEVTOOLS_LINE.search(line)
+        if found and self.ws_url is None:
+            self.ws_url = found.group(1).decode()
+            self.ended.set()
+        elif line.strip():
+            self.tail.append(line.decode(errors="replace").strip())
+
+    def last_words(self, lines: int = 3) -> str:
+        return " | ".join(list(self.tail)[-lines:])
+
+
+@asynccontextmanager
+async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChildProcess]]:
+    """Start Chrome in its own process group with a throwaway profile; yield its websocket URL and process.
+    On exit the whole group is killed and reaped, and the profile removed."""
+    tmp = private_tempdir("chrome")
+    try:
+        profile = Path(tmp) / "profile"
+        (profile / "Default").mkdir(parents=True)
+        (profile / "Default" / "Preferences").write_text(json.dumps(PREFERENCES))
+        proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr_pipe=True)
+        try:
+            assert proc.stderr is not None
+            stderr = _Stderr()
+            with single_error():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(stderr.read, proc.stderr)
+                    with trio.move_on_after(LAUNCH_TIMEOUT_S):
+                        await stderr.ended.wait()
+                    if stderr.ws_url is None:
+                        with trio.move_on_after(2):  # a closed stderr means it is exiting: get its code
+                            await proc.wait()
+                        code = proc.poll()
+                        what = (f"exited with code {code}" if code is not None
+                                else f"did not open its DevTools port within {LAUNCH_TIMEOUT_S:.0f} s")
+                        tail = stderr.last_words()
+                        raise BrowserLaunchError(f"{executable} {what}" + (f": {tail}" if tail else ""))
+                    yield stderr.ws_url, proc
+                    nursery.cancel_scope.cancel()
+        finally:
+            await proc.aclose()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
