@@ -226,9 +226,12 @@ class Chrome:
             started = True
             self._browser = None
             self._pool = []
-            self._ready = trio.Event()
             self.last_error = error
             self.state, delay = self._restart.after_down(launched_at, ready_at, trio.current_time())
+            # Requests waiting for this start look again: at a crash loop they fail now, otherwise they
+            # wait for the next start (a waiter left on the old Event would wait out its whole deadline).
+            woken, self._ready = self._ready, trio.Event()
+            woken.set()
             if delay:
                 log.warning("browser down (%s); restarting in %.1f s", error, delay)
             else:
