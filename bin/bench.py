@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webfetch.launch import find_chrome  # noqa: E402
+from tests.site import QuietHTTPServer  # noqa: E402
 from webfetch.client import Client  # noqa: E402
 from webfetch.extractor import trafilatura_markdown  # noqa: E402
-from tests.site import QuietHTTPServer  # noqa: E402
+from webfetch.launch import find_chrome  # noqa: E402
 
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 WORD = re.compile(r"\w+")

@@ -7,7 +7,8 @@ import http.server
 import json
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .site import QuietHTTPServer
 

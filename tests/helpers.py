@@ -21,7 +21,7 @@ class LineClient:
         self._buf = bytearray()
 
     @classmethod
-    async def connect(cls, path: Path | str) -> "LineClient":
+    async def connect(cls, path: Path | str) -> LineClient:
         return cls(await trio.open_unix_socket(str(path)))
 
     async def send(self, obj: Any) -> None:
@@ -94,18 +94,3 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def chrome_pids_of_group(pgid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(entry))
-    return out

@@ -7,7 +7,7 @@ import http.server
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 ARTICLE_TEXT = [
     "The river otter returned to the valley in the spring of 2019, after an absence of forty years.",
@@ -64,7 +64,8 @@ CYRILLIC = "Съешь же ещё этих мягких французских 
 
 def simple_page(title: str, *paragraphs: str) -> str:
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
-    return f"<!doctype html><html><head><title>{title}</title></head><body><article><h1>{title}</h1>{body}</article></body></html>"
+    return (f"<!doctype html><html><head><title>{title}</title></head>"
+            f"<body><article><h1>{title}</h1>{body}</article></body></html>")
 
 
 def large_page(paragraphs: int = 1500) -> str:
@@ -212,7 +213,7 @@ class Site:
         self.stall.wait(30)
         h.wfile.write(data)
 
-    def start(self) -> "Site":
+    def start(self) -> Site:
         self.thread.start()
         return self
 

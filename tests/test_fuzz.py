@@ -150,7 +150,7 @@ def test_every_line_gets_one_terminal_frame(threaded, lines, cuts):
     lines = [line for line in lines if line.strip() and len(line.encode()) < 4000]
     data = "".join(line + "\n" for line in lines).encode()
     points = sorted({c % (len(data) + 1) for c in cuts})
-    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)]) if data[a:b]]
+    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True) if data[a:b]]
     terminal = exchange(threaded.path, chunks)
     assert len(terminal) == len(lines), (lines, terminal)
     # ... and the server still serves everyone

@@ -3,8 +3,15 @@
 import pytest
 
 from webfetch.errors import BadRequest
-from webfetch.protocol import (CancelRequest, ErrorFrame, FetchRequest, FetchResult, StatusRequest,
-                               decode_request, encode_frame)
+from webfetch.protocol import (
+    CancelRequest,
+    ErrorFrame,
+    FetchRequest,
+    FetchResult,
+    StatusRequest,
+    decode_request,
+    encode_frame,
+)
 
 
 def bad(line: bytes) -> BadRequest:
@@ -30,7 +37,7 @@ def test_id_is_optional_and_may_be_an_integer():
 @pytest.mark.parametrize("line", [b"hello", b"{", b"\xff\xfe", b'{"id":1,"op":"status"} trailing'])
 def test_not_json_shows_an_example(line):
     e = bad(line)
-    assert e.code == "bad_request" and e.id is None
+    assert e.code == "bad_request" and e.request_id is None
     assert '{"id":1,"op":"fetch","url":"https://example.com"}' in e.message
 
 
@@ -43,7 +50,7 @@ def test_not_an_object(line, what):
 
 def test_unknown_op_names_the_valid_ones_and_keeps_the_id():
     e = bad(b'{"id":3,"op":"fetchh"}')
-    assert e.id == 3
+    assert e.request_id == 3
     assert e.message == "unknown op 'fetchh'; expected one of fetch, search, status, cancel - at `$.op`"
 
 
@@ -64,7 +71,7 @@ def test_missing_op():
 ])
 def test_mistyped_fields_name_the_json_path(line, message):
     e = bad(line)
-    assert e.id == 1
+    assert e.request_id == 1
     if message:
         assert e.message == message
 
@@ -74,7 +81,7 @@ def test_mistyped_fields_name_the_json_path(line, message):
                                   b'{"id":"' + b"x" * 129 + b'","op":"status"}'])
 def test_bad_ids(line):
     e = bad(line)
-    assert e.id is None and "`id`" in e.message
+    assert e.request_id is None and "`id`" in e.message
 
 
 def test_frames_encode_as_one_line_in_protocol_order():

@@ -172,10 +172,13 @@ async def test_no_results(nursery, api):
 
 
 async def _error(nursery, config, env, **request) -> dict[str, Any]:
+    """The error frame a client would see, without its type and id."""
     from webfetch.errors import WebfetchError
+    from webfetch.protocol import encode_frame, error_frame
     with pytest.raises(WebfetchError) as info:
         await run_search(nursery, config, env, **request)
-    return {"code": info.value.code, "message": info.value.message, **info.value.extra}
+    frame = json.loads(encode_frame(error_frame(None, info.value)))
+    return {k: v for k, v in frame.items() if k not in ("type", "id")}
 
 
 async def test_kagi_errors_come_from_the_body(nursery, api):
@@ -189,7 +192,8 @@ async def test_kagi_errors_come_from_the_body(nursery, api):
     api.answers["/api/v0/search"] = (400, {"meta": {"id": "y"}, "data": None, "error": [
         {"code": 101, "msg": "Insufficient credit to perform this request.", "ref": None}]}, {})
     e = await _error(nursery, search_config(api), {"KAGI_API_KEY": KEY})
-    assert e["message"] == "Kagi refused the search (HTTP 400): Insufficient credit to perform this request. (error 101)"
+    assert e["message"] == ("Kagi refused the search (HTTP 400): Insufficient credit to perform this request. "
+                            "(error 101)")
     api.answers["/api/v0/search"] = (200, {"meta": {"id": "z"}, "data": None}, {})
     e = await _error(nursery, search_config(api), {"KAGI_API_KEY": KEY})
     assert e["message"] == "Kagi answered without results (`data` is null)"

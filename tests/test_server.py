@@ -195,8 +195,8 @@ async def test_another_users_connection_is_refused_even_through_a_loosened_socke
     # the system's Python: the test's own may live where the other user cannot read
     served.path.parent.chmod(0o755)  # as if someone loosened the permissions by hand
     served.path.chmod(0o666)
-    probe = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect(%r); "
-             "s.sendall(b'{\"id\":1,\"op\":\"status\"}\\n'); print(s.makefile().read())" % str(served.path))
+    probe = (f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(served.path)!r}); "
+             "s.sendall(b'{\"id\":1,\"op\":\"status\"}\\n'); print(s.makefile().read())")
     done = await trio.run_process(["/usr/bin/python3", "-c", probe], capture_stdout=True, user=65534, group=65534)
     frames = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
     assert frames == [{"type": "error", "id": None, "code": "forbidden", "message":

@@ -7,9 +7,14 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .config import ConfigError, load_config, socket_path
+from .config import Config, load_config, socket_path
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .client import Client
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     return _client_command(args, path)
 
 
-def _serve(config, path: Path, args: argparse.Namespace) -> int:
+def _serve(config: Config, path: Path, args: argparse.Namespace) -> int:
     import trio
 
     from .daemon import DaemonError, serve
@@ -123,7 +128,7 @@ def _client_command(args: argparse.Namespace, path: Path) -> int:
         return 1
 
 
-def _fetch(client, args: argparse.Namespace) -> int:
+def _fetch(client: Client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
     for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
                                 fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
@@ -152,7 +157,7 @@ def _fetch(client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _search(client, args: argparse.Namespace) -> int:
+def _search(client: Client, args: argparse.Namespace) -> int:
     for frame in client.request("search", query=" ".join(args.query), limit=args.limit, backend=args.backend):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
@@ -165,7 +170,7 @@ def _search(client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(client, args: argparse.Namespace) -> int:
+def _status(client: Client, args: argparse.Namespace) -> int:
     for frame in client.request("status"):
         if frame.get("type") == "error":
             print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)

@@ -59,7 +59,7 @@ def start_daemon(path: Path, config: str | None) -> None:
                 return
             except OSError:
                 raise ClientError(f"the daemon exited at start (code {proc.returncode}); see {log_path}: "
-                                  f"{_tail(log_path)}")
+                                  f"{_tail(log_path)}") from None
         time.sleep(0.05)
     raise ClientError(f"the daemon did not start listening on {path} within {START_TIMEOUT_S:.0f} s; "
                       f"see {log_path}")

@@ -108,15 +108,15 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if path is None:
         path = os.environ.get("WEBFETCH_CONFIG") or None
     explicit = path is not None
-    p = Path(path) if explicit else default_config_path()
+    p = Path(path) if path is not None else default_config_path()
     try:
         data = p.read_bytes()
     except FileNotFoundError:
         if explicit:
-            raise ConfigError(f"config file {p} does not exist")
+            raise ConfigError(f"config file {p} does not exist") from None
         return Config()
     except OSError as e:
-        raise ConfigError(f"cannot read config file {p}: {e.strerror}")
+        raise ConfigError(f"cannot read config file {p}: {e.strerror}") from None
     return parse_config(data, source=str(p))
 
 
@@ -125,9 +125,9 @@ def parse_config(data: bytes | str, source: str = "config") -> Config:
         return msgspec.toml.decode(data, type=Config)
     except msgspec.ValidationError as e:
         # msgspec says e.g. "Object contains unknown field `colour` - at `$.browser`": name the key plainly.
-        raise ConfigError(f"{source}: {_toml_path(str(e))}")
+        raise ConfigError(f"{source}: {_toml_path(str(e))}") from None
     except msgspec.DecodeError as e:
-        raise ConfigError(f"{source}: not valid TOML: {e}")
+        raise ConfigError(f"{source}: not valid TOML: {e}") from None
 
 
 def _toml_path(msg: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import trio
+from msgspec.structs import replace
 
 from . import PROTOCOL_VERSION, __version__
 from .cache import Cache
@@ -26,6 +27,7 @@ from .protocol import (
     CacheStatus,
     FetchRequest,
     Frame,
+    ReportProgress,
     Request,
     RequestId,
     RequestsStatus,
@@ -74,7 +76,7 @@ def bind_socket(path: Path) -> socket.socket:
             probe.connect(str(path))
         except OSError as e:
             if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
-                raise DaemonError(f"cannot check the existing socket {path}: {e.strerror}")
+                raise DaemonError(f"cannot check the existing socket {path}: {e.strerror}") from None
             path.unlink(missing_ok=True)  # nobody listens: a dead daemon's leftover
         else:
             raise DaemonError(f"another webfetch daemon is already listening on {path}; use it, stop it "
@@ -107,17 +109,13 @@ class Daemon:
         self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
-    async def handle(self, req: Request, rid: RequestId, progress) -> Frame:
+    async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
         if isinstance(req, FetchRequest):
-            result = await self.pipeline.fetch(req, progress)
-            result.id = rid
-            return result
+            return replace(await self.pipeline.fetch(req, progress), id=rid)
         if isinstance(req, StatusRequest):
             return self.status(rid)
         if isinstance(req, SearchRequest):
-            result = await self.search.search(req, progress)
-            result.id = rid
-            return result
+            return replace(await self.search.search(req, progress), id=rid)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def status(self, rid: RequestId) -> StatusResult:
@@ -205,12 +203,10 @@ class Daemon:
     async def _shutdown(self) -> None:
         """In-flight requests get a short grace period; the rest end with `shutting_down`."""
         with trio.move_on_after(SHUTDOWN_GRACE_S):
-            while self.server.in_flight:
-                await trio.sleep(0.05)
+            await self.server.wait_no_requests()
         self.server.shutdown()
         with trio.move_on_after(1.0):
-            while self.server.in_flight:
-                await trio.sleep(0.01)
+            await self.server.wait_no_requests()
             await self.server.wait_flushed()  # the `shutting_down` frames reach their clients
 
 
@@ -236,14 +232,15 @@ async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> 
 
 async def _serve_on(config: Config, path: Path | None, sock: socket.socket, exit_when_idle: bool,
                     signals: AsyncIterator[int], notifier: Notifier) -> None:
-    ours = path.stat().st_ino if path is not None else None
+    # Plain system calls on purpose: the clean-up below runs in a cancelled scope, where an await cannot.
+    ours = os.stat(path).st_ino if path is not None else None
     try:
         await Daemon(config, notifier).run(sock, exit_when_idle=exit_when_idle, signals=signals)
     finally:
         sock.close()
         try:
-            if path is not None and path.stat().st_ino == ours:  # not another daemon's socket since
-                path.unlink()
+            if path is not None and os.stat(path).st_ino == ours:  # not another daemon's socket since
+                os.unlink(path)
         except FileNotFoundError:
             pass
         log.info("stopped")

@@ -57,12 +57,12 @@ async def _browser_version(config: Config) -> str:
     with trio.fail_after(45):
         if config.browser.endpoint:
             async with open_cdp(config.browser.endpoint) as conn:
-                return (await conn.call("Browser.getVersion"))["product"]
+                return str((await conn.call("Browser.getVersion"))["product"])
         executable = find_chrome(config.browser.executable)
         assert executable is not None
         async with launch_chrome(executable, config.browser.args) as (ws_url, _proc):
             async with open_cdp(ws_url) as conn:
-                return (await conn.call("Browser.getVersion"))["product"]
+                return str((await conn.call("Browser.getVersion"))["product"])
 
 
 def check_chrome(config: Config) -> Check:

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class WebfetchError(Exception):
-    """An error a client sees as an `error` frame with this class's code."""
+    """An error a client sees as an `error` frame with this class's code. The frame's optional fields
+    (`status`, `content_type`, `retry_after`) are attributes here, set by the classes that carry them."""
 
-    code = "internal"
+    code: ClassVar[str] = "internal"
 
-    def __init__(self, message: str, **extra: object) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        # Extra frame fields, e.g. `status` for http_error, `content_type` for unsupported_content_type.
-        self.extra = extra
+        self.status: int | None = None
+        self.content_type: str | None = None
+        self.retry_after: str | None = None
 
 
 class BadRequest(WebfetchError):
     code = "bad_request"
+
+    def __init__(self, message: str, request_id: str | int | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id  # the id of the refused request, when it could be read
+
+
+class Forbidden(WebfetchError):
+    code = "forbidden"
 
 
 class LineTooLong(WebfetchError):
@@ -42,9 +54,17 @@ class NetworkError(WebfetchError):
 class HttpError(WebfetchError):
     code = "http_error"
 
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 class UnsupportedContentType(WebfetchError):
     code = "unsupported_content_type"
+
+    def __init__(self, message: str, content_type: str) -> None:
+        super().__init__(message)
+        self.content_type = content_type
 
 
 class ExtractionFailed(WebfetchError):
@@ -61,6 +81,11 @@ class SearchUnconfigured(WebfetchError):
 
 class SearchFailed(WebfetchError):
     code = "search_failed"
+
+    def __init__(self, message: str, status: int | None = None, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
 
 
 class Cancelled(WebfetchError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 
 import msgspec
 import trio
@@ -18,14 +17,13 @@ from .chrome import Chrome
 from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor
-from .protocol import FetchRequest, FetchResult
+from .protocol import FetchRequest, FetchResult, ReportProgress
 from .render import Outcome, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, likely_key, prepare_url
 
 log = logging.getLogger("webfetch.pipeline")
 
-Progress = Callable[[str, str], None]
 
 # The server's HTML "holds the content" when trafilatura finds a main text at least this long in it.
 # Shorter pages, SPA shells ("Loading…", "enable JavaScript") and listings are rendered by Chrome.
@@ -89,7 +87,7 @@ class Pipeline:
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
-    async def fetch(self, req: FetchRequest, progress: Progress) -> FetchResult:
+    async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
         if not req.fresh:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
             hit = self.cache.lookup(likely_key(req.url, self.policy))
@@ -108,7 +106,7 @@ class Pipeline:
         return await self.shape(req, page, age, cached, progress)
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
-                    progress: Progress) -> FetchResult:
+                    progress: ReportProgress) -> FetchResult:
         """The result the request asked for: an answer to its prompt, a summary of a page too large for
         one reply, a slice of the raw markdown, or a redirect. When the sub-agent fails, the first page
         of raw content with a note saying why."""
@@ -160,7 +158,7 @@ class Pipeline:
                 f"cached, so that is fast. To read the raw markdown, fetch it with `offset` 0, then with each "
                 f"reply's `next_offset`.")
 
-    async def _load(self, key: str, progress: Progress) -> Page:
+    async def _load(self, key: str, progress: ReportProgress) -> Page:
         started = time.monotonic()
         outcome = await self._render(key, progress)
         render_ms = (time.monotonic() - started) * 1000
@@ -181,7 +179,7 @@ class Pipeline:
                     markdown=extracted.markdown, extractor=extracted.extractor, truncated=response.truncated,
                     redirect_url=None, notes=tuple(notes))
 
-    async def _render(self, key: str, progress: Progress) -> Outcome:
+    async def _render(self, key: str, progress: ReportProgress) -> Outcome:
         """The page's render outcome, on a tab of its own; a browser that went away is tried once more."""
         bc = self.config.browser
         if self.render_slots.available_tokens == 0:
@@ -202,7 +200,8 @@ class Pipeline:
                 progress("render", f"loading again: {e}")
         raise AssertionError("unreachable")
 
-    async def _read_server_html(self, progress: Progress, body: bytes, charset: str | None, url: str) -> ServerRead:
+    async def _read_server_html(self, progress: ReportProgress, body: bytes, charset: str | None,
+                                url: str) -> ServerRead:
         """Extract from the HTML as the server sent it, before Chrome renders anything: for most of the web
         that is the content, found in a fraction of the time and without scripts' clutter."""
         progress("extract", "extracting the main content from the server's HTML")
@@ -215,7 +214,7 @@ class Pipeline:
         return ServerRead(extracted, holds)
 
     async def _extract(self, outcome: TextBody | ServerHtml | RenderedDom,
-                       progress: Progress) -> tuple[Extracted, str | None, str]:
+                       progress: ReportProgress) -> tuple[Extracted, str | None, str]:
         """(the extraction, the title the browser saw if any, how the page was read: for the log)."""
         if isinstance(outcome, TextBody):
             progress("extract", "reading the text body")

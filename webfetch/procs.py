@@ -9,9 +9,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 
 import trio
 
+_prctl: Callable[..., int] | None
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up now: nothing may be loaded after fork
 except (OSError, AttributeError):  # not Linux

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta, Struct
 
-from .errors import BadRequest
+from .errors import BadRequest, WebfetchError
 
-RequestId = Union[str, int, None]
+RequestId = str | int | None
 Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
@@ -48,7 +49,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
     target: Annotated[str, Meta(min_length=1, max_length=128)] | Annotated[int, Meta(ge=-MAX_INT, le=MAX_INT)]
 
 
-Request = Union[FetchRequest, SearchRequest, StatusRequest, CancelRequest]
+Request = FetchRequest | SearchRequest | StatusRequest | CancelRequest
 
 
 class Envelope(Struct):
@@ -66,9 +67,10 @@ def decode_request(line: bytes) -> Envelope:
     try:
         obj = _any_decoder.decode(line)
     except msgspec.DecodeError:
-        raise _bad(None, f"not valid JSON; send one JSON object per line, for example {EXAMPLE_LINE}")
+        raise _bad(None, f"not valid JSON; send one JSON object per line, for example {EXAMPLE_LINE}") from None
     except RecursionError:  # found by tests/test_fuzz.py: thousands of nested arrays
-        raise _bad(None, f"JSON nested too deeply; send one flat JSON object per line, for example {EXAMPLE_LINE}")
+        raise _bad(None, "JSON nested too deeply; send one flat JSON object per line, for example "
+                         + EXAMPLE_LINE) from None
     if not isinstance(obj, dict):
         raise _bad(None, f"expected a JSON object, got {_json_type(obj)}; for example {EXAMPLE_LINE}")
     rid = obj.get("id")
@@ -86,14 +88,12 @@ def decode_request(line: bytes) -> Envelope:
     try:
         req = msgspec.convert(obj, Request)
     except msgspec.ValidationError as e:
-        raise _bad(rid, str(e))
+        raise _bad(rid, str(e)) from None
     return Envelope(rid, req)
 
 
 def _bad(rid: RequestId, message: str) -> BadRequest:
-    err = BadRequest(message)
-    err.id = rid  # type: ignore[attr-defined]
-    return err
+    return BadRequest(message, request_id=rid)
 
 
 def _json_type(v: Any) -> str:
@@ -106,9 +106,15 @@ def _json_type(v: Any) -> str:
 # --- frames -----------------------------------------------------------------------------------------
 
 
-class Progress(Struct, tag_field="type", tag="progress", kw_only=True):
+# The stages a request reports progress in, and how the code doing the work reports it: the server turns
+# each call into a ProgressFrame for the request's client.
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search"]
+ReportProgress = Callable[[Stage, str], None]
+
+
+class ProgressFrame(Struct, tag_field="type", tag="progress", kw_only=True):
     id: RequestId
-    stage: Literal["queued", "cache", "render", "extract", "subagent", "search"]
+    stage: Stage
     message: str
     elapsed_ms: int
 
@@ -209,7 +215,13 @@ class ErrorFrame(Struct, tag_field="type", tag="error", kw_only=True, omit_defau
     retry_after: str | None = None
 
 
-Frame = Union[Progress, FetchResult, SearchResult, StatusResult, CancelResult, ErrorFrame]
+def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
+    """The `error` frame a client sees for `error`, its optional fields included where it has them."""
+    return ErrorFrame(id=rid, code=error.code, message=error.message, status=error.status,
+                      content_type=error.content_type, retry_after=error.retry_after)
+
+
+Frame = ProgressFrame | FetchResult | SearchResult | StatusResult | CancelResult | ErrorFrame
 
 _encoder = msgspec.json.Encoder()
 

@@ -160,9 +160,11 @@ class PolicyProxy:
         except BlockedUrl as e:
             self.refusals += 1
             log.info("refused a connection to %s:%d (address policy)", host, port)
-            return await self._fail(client, host, NOT_ALLOWED, Failure(True, e.message))
+            await self._fail(client, host, NOT_ALLOWED, Failure(True, e.message))
+            return None
         if not addresses:
-            return await self._fail(client, host, HOST_UNREACHABLE, Failure(False, "net::ERR_NAME_NOT_RESOLVED"))
+            await self._fail(client, host, HOST_UNREACHABLE, Failure(False, "net::ERR_NAME_NOT_RESOLVED"))
+            return None
         # Connect to the very addresses just checked, never to the name: a second lookup could answer
         # differently.
         failure = Failure(False, "net::ERR_CONNECTION_TIMED_OUT")
@@ -176,7 +178,8 @@ class PolicyProxy:
                 self._failures.pop(host, None)
                 await _reply(client, OK)
                 return upstream
-        return await self._fail(client, host, REFUSED, failure)
+        await self._fail(client, host, REFUSED, failure)
+        return None
 
     async def _fail(self, client: trio.SocketStream, host: str, code: int, failure: Failure) -> None:
         self._failures[host] = failure

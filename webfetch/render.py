@@ -23,6 +23,7 @@ from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab, TabSetup
 from .errors import BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType, WebfetchError
 from .extractor import Extracted
+from .protocol import ReportProgress
 from .urls import AddressPolicy, admit_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
@@ -37,9 +38,6 @@ IO_CHUNK = 1 << 20
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
-
-Progress = Callable[[str, str], None]
-
 
 # --- outcomes -----------------------------------------------------------------------------------------
 
@@ -273,7 +271,7 @@ class _Facts:
 
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress, read_server_html: ReadServerHtml | None) -> None:
+                 block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None) -> None:
         self.tab = tab
         self.url = url
         self.policy = policy
@@ -679,7 +677,7 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: Progress,
+                 block_types: list[str], progress: ReportProgress,
                  read_server_html: ReadServerHtml | None = None) -> Outcome:
     """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
     or BrowserCrashed."""

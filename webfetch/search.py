@@ -24,7 +24,7 @@ from . import __version__
 from .cache import Cache
 from .config import SearchConfig
 from .errors import BadRequest, SearchFailed, SearchUnconfigured, Timeout
-from .protocol import SearchHit, SearchRequest, SearchResult
+from .protocol import ReportProgress, SearchHit, SearchRequest, SearchResult
 
 log = logging.getLogger("webfetch.search")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request URL at INFO
@@ -103,7 +103,8 @@ def _json(response: httpx.Response, name: str) -> Any:
         return response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         head = " ".join(response.text[:120].split())
-        raise SearchFailed(f"{name} answered HTTP {response.status_code} with something that is not JSON: {head!r}")
+        raise SearchFailed(
+            f"{name} answered HTTP {response.status_code} with something that is not JSON: {head!r}") from None
 
 
 def _rate_limited(response: httpx.Response, name: str) -> SearchFailed:
@@ -237,7 +238,7 @@ class Search:
                 text = text.replace(key, "***")
         return text
 
-    async def search(self, req: SearchRequest, progress: Callable[[str, str], None]) -> SearchResult:
+    async def search(self, req: SearchRequest, progress: ReportProgress) -> SearchResult:
         backend = self.choose(req.backend)
         query = " ".join(req.query.split())
         if not query:
@@ -259,16 +260,17 @@ class Search:
         name = NAMES[backend]
         try:
             with trio.fail_after(self.config.timeout_s):
-                return await CLIENTS[backend](self._client, self._bases[backend], self._keys.get(backend, ""),
-                                              query, limit)
+                results: Results = await CLIENTS[backend](self._client, self._bases[backend],
+                                                          self._keys.get(backend, ""), query, limit)
+                return results
         except trio.TooSlowError:
             raise Timeout(f"{name} did not answer within {self.config.timeout_s:g} s; try again, or raise "
                           f"search.timeout_s") from None
-        except (SearchFailed, SearchUnconfigured) as e:
-            e.message = self.scrub(e.message)
-            e.args = (e.message,)
-            e.extra = {k: self.scrub(v) if isinstance(v, str) else v for k, v in e.extra.items()}
-            raise
+        except SearchFailed as e:  # a backend may echo the request, key included, in its complaint
+            raise SearchFailed(self.scrub(e.message), status=e.status,
+                               retry_after=self.scrub(e.retry_after) if e.retry_after else None) from None
+        except SearchUnconfigured as e:
+            raise SearchUnconfigured(self.scrub(e.message)) from None
         except httpx.HTTPError as e:
             raise SearchFailed(self.scrub(f"cannot reach {name} at {self._bases[backend]}: "
                                           f"{type(e).__name__}: {e}")) from None

@@ -18,17 +18,20 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ._trio import pop_lines, single_error
-from .errors import BadRequest, Cancelled, Internal, LineTooLong, ShuttingDown, WebfetchError
+from .errors import BadRequest, Cancelled, Forbidden, Internal, LineTooLong, ShuttingDown, WebfetchError
 from .protocol import (
     CancelRequest,
     CancelResult,
     ErrorFrame,
     Frame,
-    Progress,
+    ProgressFrame,
+    ReportProgress,
     Request,
     RequestId,
+    Stage,
     decode_request,
     encode_frame,
+    error_frame,
 )
 
 log = logging.getLogger("webfetch.server")
@@ -37,17 +40,17 @@ READ_CHUNK = 64 * 1024
 FRAME_BUFFER = 64           # frames waiting for a slow client before its own requests wait
 HANGUP_POLL_S = 0.25        # how often a half-closed connection is checked for a full hang-up
 
-Handler = Callable[[Request, RequestId, Callable[[str, str], None]], Awaitable[Frame]]
+Handler = Callable[[Request, RequestId, ReportProgress], Awaitable[Frame]]
 
 
 class _Active:
-    __slots__ = ("scope", "ended_by", "op", "started")
+    """A request in flight: the scope that ends it, and why it was ended (None: the client went away)."""
 
-    def __init__(self, op: str) -> None:
+    __slots__ = ("scope", "ended_by")
+
+    def __init__(self) -> None:
         self.scope = trio.CancelScope()
         self.ended_by: WebfetchError | None = None
-        self.op = op
-        self.started = time.monotonic()
 
 
 class Connection:
@@ -59,7 +62,8 @@ class Connection:
         self.number = next(self._numbers)
         self.requests: dict[RequestId, _Active] = {}
         self._auto_ids = itertools.count(1)
-        self._send, self._recv = trio.open_memory_channel[bytes | None](FRAME_BUFFER)
+        # encoded frames; None closes the connection; an Event is set once everything before it is written
+        self._send, self._recv = trio.open_memory_channel[bytes | trio.Event | None](FRAME_BUFFER)
         self._idle = trio.Event()
         self.gone = False
 
@@ -109,7 +113,7 @@ class Connection:
     async def _too_long(self, limit: int) -> None:
         err = LineTooLong(f"request line longer than {limit} bytes; send one JSON object per line, "
                           f"at most {limit} bytes (server.max_line_bytes)")
-        await self._emit(ErrorFrame(id=None, code=err.code, message=err.message))
+        await self._emit(error_frame(None, err))
         # PROTOCOL.md: the connection closes after this frame; in-flight requests are abandoned.
         await self._send.send(None)
         self._cancel_all(None)
@@ -121,13 +125,13 @@ class Connection:
         try:
             env = decode_request(line)
         except BadRequest as e:
-            self._emit_nowait(ErrorFrame(id=getattr(e, "id", None), code=e.code, message=e.message))
+            self._emit_nowait(error_frame(e.request_id, e))
             return
         rid, req = env.id, env.request
         if rid is None:
             rid = f"auto-{next(self._auto_ids)}"
         if rid in self.requests:
-            self._emit_nowait(ErrorFrame(id=rid, code="bad_request", message=(
+            self._emit_nowait(error_frame(rid, BadRequest(
                 f"id {rid!r} is already in flight on this connection; use a new id for each request")))
             return
         if isinstance(req, CancelRequest):
@@ -137,17 +141,17 @@ class Connection:
                 target.scope.cancel()
             self._emit_nowait(CancelResult(id=rid, target=req.target, found=target is not None))
             return
-        active = _Active(type(req).__name__)
+        active = _Active()
         self.requests[rid] = active
         nursery.start_soon(self._run_request, rid, req, active)
 
     async def _run_request(self, rid: RequestId, req: Request, active: _Active) -> None:
         frame: Frame | None = None
-        self.server.in_flight += 1
+        self.server.request_started()
         started = time.monotonic()
 
-        def progress(stage: str, message: str) -> None:
-            self._emit_nowait(Progress(id=rid, stage=stage, message=message,  # type: ignore[arg-type]
+        def progress(stage: Stage, message: str) -> None:
+            self._emit_nowait(ProgressFrame(id=rid, stage=stage, message=message,
                                        elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
 
         try:
@@ -155,19 +159,18 @@ class Connection:
                 try:
                     frame = await self.server.handler(req, rid, progress)
                 except WebfetchError as e:
-                    frame = ErrorFrame(id=rid, code=e.code, message=e.message, **e.extra)  # type: ignore[arg-type]
+                    frame = error_frame(rid, e)
                 except Exception as e:
                     log.exception("conn=%d id=%r: internal error", self.number, rid)
                     err = Internal(f"internal error ({type(e).__name__}: {e}); this is a bug in webfetch, "
                                    f"the daemon's log has the traceback")
-                    frame = ErrorFrame(id=rid, code=err.code, message=err.message)
+                    frame = error_frame(rid, err)
             if frame is None and active.ended_by is not None:
-                frame = ErrorFrame(id=rid, code=active.ended_by.code, message=active.ended_by.message)
+                frame = error_frame(rid, active.ended_by)
             if frame is not None and not self.gone:
                 await self._emit(frame)
         finally:
-            self.server.in_flight -= 1
-            self.server.served += 1
+            self.server.request_ended()
             self.requests.pop(rid, None)
             if not self.requests:
                 self._idle.set()
@@ -214,11 +217,23 @@ class Connection:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
+    async def wait_flushed(self) -> None:
+        """Until the frames queued so far have been written to the client (or it is gone)."""
+        written = trio.Event()
+        try:
+            await self._send.send(written)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+        await written.wait()
+
     async def _writer(self) -> None:
         async with self._recv:
             async for data in self._recv:
                 if data is None:
                     break
+                if isinstance(data, trio.Event):
+                    data.set()
+                    continue
                 try:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -246,14 +261,14 @@ def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, s
     log.info("conn=%d id=%r op=%s%s %s %.0fms", conn, rid, op, f" url={url}" if url else "", outcome, ms)
 
 
-def peer_uid(sock) -> int | None:
+def peer_uid(sock: trio.socket.SocketType) -> int | None:
     """The connecting process's uid (SO_PEERCRED); None where the platform cannot tell."""
     try:
         _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                               struct.calcsize("3i")))
     except (OSError, AttributeError):
         return None
-    return uid
+    return int(uid)
 
 
 class Server:
@@ -263,12 +278,13 @@ class Server:
         self.connections: set[Connection] = set()
         self.in_flight = 0
         self.served = 0
+        self._no_requests = trio.Event()
+        self._no_requests.set()
         self.last_activity = trio.current_time()
 
     async def serve(self, listener: trio.SocketListener, *,
                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
             task_status.started()
             while True:
                 try:
@@ -286,7 +302,7 @@ class Server:
         if uid is not None and uid != os.geteuid():
             # The socket's 0600 mode already keeps other users out; this holds even if someone loosens it.
             log.warning("refused a connection from uid %d (this daemon serves uid %d)", uid, os.geteuid())
-            frame = ErrorFrame(id=None, code="forbidden", message=(
+            frame = error_frame(None, Forbidden(
                 f"this webfetch daemon serves only its own user (uid {os.geteuid()}); start your own with "
                 f"`webfetch serve`"))
             with trio.move_on_after(1):
@@ -312,7 +328,23 @@ class Server:
         for conn in list(self.connections):
             conn.shutdown()
 
+    def request_started(self) -> None:
+        if self.in_flight == 0:
+            self._no_requests = trio.Event()
+        self.in_flight += 1
+
+    def request_ended(self) -> None:
+        self.in_flight -= 1
+        self.served += 1
+        if self.in_flight == 0:
+            self._no_requests.set()
+
+    async def wait_no_requests(self) -> None:
+        """Until no request is in flight (bound it with a deadline)."""
+        await self._no_requests.wait()
+
     async def wait_flushed(self) -> None:
         """Until every connection's queued frames have been written (bound it with a deadline)."""
-        while any(c._send.statistics().current_buffer_used for c in self.connections):
-            await trio.sleep(0.01)
+        async with trio.open_nursery() as nursery:
+            for conn in list(self.connections):
+                nursery.start_soon(conn.wait_flushed)

@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import trio
 from ._trio import pop_lines
 from .config import SubagentConfig
 from .procs import ChildProcess, private_tempdir
+from .protocol import ReportProgress
 
 log = logging.getLogger("webfetch.subagent")
 
@@ -43,7 +44,6 @@ SUMMARY_TASK = """Map this page for an agent that has not seen it. Write:
 concrete things in it: APIs, options, steps, figures).
 Write nothing else: no advice, no closing remarks."""
 
-Progress = Callable[[str, str], None]
 KILL_GRACE_S = 5.0
 # Set for the sub-agent's process: webfetch's own pi extension registers nothing when it sees it, a second
 # guard (after --no-extensions) against the sub-agent fetching through the daemon that runs it.
@@ -134,7 +134,7 @@ class Subagent:
         return self.command is not None
 
     async def ask(self, page: str, url: str, task: str, *, model: str | None, thinking: str | None,
-                  progress: Progress) -> Answer:
+                  progress: ReportProgress) -> Answer:
         """The CLI's answer to `task` about `page`. SubagentFailed with a one-line reason otherwise."""
         if self.command is None:
             raise SubagentFailed(f"the sub-agent CLI `{self.config.command}` was not found; install pi "
@@ -166,7 +166,7 @@ class Subagent:
             raise SubagentFailed(f"the sub-agent ({model}) did not answer within "
                                  f"{self.config.timeout_s:g} s") from None
 
-    async def _run(self, args: list[str], stdin: str, model: str, progress: Progress) -> Answer:
+    async def _run(self, args: list[str], stdin: str, model: str, progress: ReportProgress) -> Answer:
         try:
             proc = ChildProcess(args, pipes=True, cwd=self._workdir, stderr=subprocess.DEVNULL,
                                 env={**os.environ, "PI_OFFLINE": "1", SUBAGENT_ENV: "1"})
@@ -179,7 +179,9 @@ class Subagent:
                 nursery.start_soon(_feed, proc.stdin, stdin.encode())
                 async for event in _events(proc.stdout):
                     kind = event.get("type")
-                    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+                    message = event.get("message")
+                    if not isinstance(message, dict):
+                        message = {}
                     if kind == "message_end" and message.get("role") == "assistant":
                         last = message
                     elif kind == "message_start" and message.get("role") == "assistant":
@@ -210,7 +212,7 @@ async def _feed(stream: trio.lowlevel.FdStream, data: bytes) -> None:
 _decode = msgspec.json.Decoder().decode
 
 
-async def _events(stream: trio.lowlevel.FdStream):
+async def _events(stream: trio.lowlevel.FdStream) -> AsyncIterator[dict[str, Any]]:
     buf = bytearray()
     while True:
         data = await stream.receive_some(65536)

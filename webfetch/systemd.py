@@ -51,7 +51,7 @@ class Notifier:
     def __init__(self) -> None:
         address = os.environ.pop("NOTIFY_SOCKET", None)
         self._sock: socket.socket | None = None
-        self._address: str | bytes | None = None
+        self._address = ""
         self._last_status: str | None = None
         if not address or address[0] not in "/@":
             return
@@ -62,7 +62,7 @@ class Notifier:
             log.warning("cannot notify systemd: %s", e)
 
     def send(self, *fields: str) -> None:
-        if self._sock is None:
+        if self._sock is None or not self._address:
             return
         try:
             self._sock.sendto("\n".join(fields).encode(), self._address)

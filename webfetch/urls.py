@@ -29,7 +29,7 @@ async def resolve(host: str) -> list[IPAddress]:
         return []
     out: list[IPAddress] = []
     for info in infos:
-        addr = info[4][0].split("%", 1)[0]
+        addr = str(info[4][0]).split("%", 1)[0]
         try:
             out.append(ipaddress.ip_address(addr))
         except ValueError:
@@ -74,7 +74,8 @@ def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
         parts = urlsplit(text)
         port = parts.port
     except ValueError as e:
-        raise InvalidUrl(f"{text!r} is not a valid URL ({e}); pass a full URL such as https://example.com/page")
+        raise InvalidUrl(f"{text!r} is not a valid URL ({e}); pass a full URL such as "
+                         f"https://example.com/page") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise InvalidUrl(f"{text!r} is not an http(s) URL; pass a full URL such as https://example.com/page")
@@ -84,7 +85,7 @@ def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
     try:
         host = host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
     except UnicodeError:
-        raise InvalidUrl(f"{text!r} has a host name that is not valid: {host!r}")
+        raise InvalidUrl(f"{text!r} has a host name that is not valid: {host!r}") from None
     return scheme, host, port, parts.path or "/", parts.query
 
 
