@@ -112,10 +112,10 @@ async def page_targets(port: int | None) -> int:
     return sum(1 for t in await trio.to_thread.run_sync(get) if t.get("type") == "page")
 
 
-async def request(daemon: Daemon, body: dict, timeout: float) -> dict | None:
+async def request(daemon: Daemon, body: dict, deadline_s: float) -> dict | None:
     c = await LineClient.connect(daemon.sock)
     try:
-        with trio.fail_after(timeout):
+        with trio.fail_after(deadline_s):
             return await c.request({"id": 1, **body})
     finally:
         await c.aclose()
@@ -296,7 +296,7 @@ async def main(args) -> int:
         print(f"\ndaemon RSS after run 1 {first / 1024:.0f} MB, after run 2 {second / 1024:.0f} MB: {growth:+.1f} %")
         out.update(baseline=baseline, runs=runs, rss_growth_pct=growth)
         if args.json:
-            Path(args.json).write_text(json.dumps(out, indent=2))
+            Path(args.json).write_text(json.dumps(out, indent=2))  # noqa: ASYNC240 - once, at the end
         hung = sum(r["errors"].get("HUNG", 0) for r in runs)
         over = args.cache_kb and any(r["peak"]["cache_bytes"] > args.cache_kb * 1024 for r in runs)
         if args.cache_kb:

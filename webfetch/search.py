@@ -140,15 +140,15 @@ async def kagi(client: httpx.AsyncClient, base: str, key: str, query: str, limit
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):
         raise SearchFailed("Kagi answered without results (`data` is null)")
-    hits, related = [], []
-    for item in data:
-        if not isinstance(item, dict):
-            continue
-        if item.get("t") == 0:
-            if (h := _hit(item.get("title"), item.get("url"), item.get("snippet"), item.get("published"))):
-                hits.append(h)
-        elif item.get("t") == 1:
-            related += [clean(r) for r in item.get("list") or [] if clean(r)]
+    return _kagi_results(data, limit)
+
+
+def _kagi_results(data: list[Any], limit: int) -> Results:
+    """Kagi's `data` items: t=0 a search result, t=1 related searches."""
+    items = [item for item in data if isinstance(item, dict)]
+    hits = [h for item in items if item.get("t") == 0
+            if (h := _hit(item.get("title"), item.get("url"), item.get("snippet"), item.get("published")))]
+    related = [clean(r) for item in items if item.get("t") == 1 for r in item.get("list") or [] if clean(r)]
     return Results(hits[:limit], related)
 
 
