@@ -53,9 +53,10 @@ class McpSetup:
     def argv(self, *extra: str) -> list[str]:
         return ["-m", "webfetch", "mcp", "--config", str(self.config), *extra]
 
-    def client(self) -> Client:
-        # mode="legacy": the initialize handshake, as Claude Code, Codex and the other clients speak today
-        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env), mode="legacy")
+    def client(self, mode: str = "legacy") -> Client:
+        # "legacy": the initialize handshake, as Claude Code, Codex and the other clients speak today;
+        # "auto": the SDK's default, which speaks 2026-07-28 (server/discover) to a server that knows it
+        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env), mode=mode)
 
     def daemon_pid(self) -> int:
         pids = _pids_serving(self.socket)
@@ -241,11 +242,14 @@ async def test_cancel_ends_the_daemon_request_and_closes_its_tab(mcp_setup, site
             assert r.is_error is False and "· cached (" in _text(r).split("\n")[0]
 
 
-async def test_web_search_is_listed_when_the_daemon_has_a_backend(mcp_setup):
+async def test_web_search_is_listed_when_the_daemon_has_a_backend_in_either_protocol_era(mcp_setup):
     setup = mcp_setup('[search]\nsearxng_url = "http://127.0.0.1:9"\n')
     with trio.fail_after(90):
-        async with setup.client() as client:
+        async with setup.client(mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
             tools = {t.name: t for t in (await client.list_tools()).tools}
+            r = await client.call_tool("web_fetch", {"url": "http://127.0.0.1:1/"})
+    assert r.is_error is True and r.structured_content["code"] == "network_error"  # nothing listens on port 1
     assert list(tools) == ["web_fetch", "web_search"]
     assert tools["web_search"].annotations.read_only_hint is True
     assert tools["web_search"].input_schema["required"] == ["query"]
