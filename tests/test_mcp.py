@@ -285,3 +285,28 @@ def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site)
     assert [m["method"] for m in out[1:-1]] and all(m["method"] == "notifications/progress" for m in out[1:-1])
     assert ARTICLE_TEXT[0] in out[-1]["result"]["content"][0]["text"]
     assert b"no daemon listens on" in err and proc.returncode == 0
+
+
+async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
+    # the daemon refuses a socket directory other users can write: it exits at start
+    open_dir = short_tmp / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(open_dir / "wf.sock")}
+    with trio.fail_after(90):
+        async with Client(StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp"], env=env),
+                          mode="legacy") as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            r = await client.call_tool("web_fetch", {"url": "https://example.com/"})
+    assert tools == ["web_fetch", "web_search"]  # the daemon could not say whether search is configured
+    assert r.is_error is True and r.structured_content["code"] == "daemon_unreachable"
+    assert _text(r).startswith("daemon_unreachable: the daemon exited at start (code 1); see ")
+    assert "can be written by other users (mode 777); webfetch will not put its socket there" in _text(r)
+
+
+def test_a_screenshot_in_a_result_is_image_content():
+    from webfetch.mcp_server import text_result
+
+    r = text_result("a tab", {"image": "iVBORw0KGgo=", "width": 1, "height": 1})
+    assert [c.type for c in r.content] == ["text", "image"]
+    assert r.content[1].mime_type == "image/png" and r.content[1].data == "iVBORw0KGgo="
