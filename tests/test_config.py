@@ -17,6 +17,8 @@ def test_values_are_read():
                      b'[cache]\nttl_s = 60\n')
     assert c.browser.args == ["--proxy-server=x"] and c.browser.settle_s == 0.5
     assert c.fetch.allow_hosts == ["intranet"] and c.cache.ttl_s == 60
+    c = parse_config(b'[subagent]\nmodel = "anthropic/claude-haiku-4-5"\nthinking = "low"\n')
+    assert c.subagent.model == "anthropic/claude-haiku-4-5" and c.subagent.thinking == "low"
 
 
 @pytest.mark.parametrize("text,message", [
@@ -25,6 +27,8 @@ def test_values_are_read():
     (b"[fetch]\ntimeout_s = \"soon\"\n", "key `fetch.timeout_s`: Expected `float`, got `str`"),
     (b"[cache]\nmax_bytes = 0\n", "key `cache.max_bytes`: Expected `int` >= 1"),
     (b"[fetch\n", "not valid TOML"),
+    (b"[subagent]\nmodel = \"haiku\"\n", "key `subagent.model`: Expected `str` matching regex"),
+    (b"[subagent]\nthinking = \"lots\"\n", "key `subagent.thinking`: Invalid enum value 'lots'"),
 ])
 def test_bad_config_is_rejected_naming_the_key(text, message):
     with pytest.raises(ConfigError) as info:

@@ -229,11 +229,14 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     cfg = write_config(short_tmp, "")
     cfg.write_text(cfg.read_text().replace("/nonexistent/pi-for-tests", str(pi)))
     path = short_tmp / "wf.sock"
-    no_keys = {"KAGI_API_KEY": "", "BRAVE_API_KEY": ""}
+    no_keys = {"KAGI_API_KEY": "", "BRAVE_API_KEY": "", "PI_CODING_AGENT_DIR": str(short_tmp)}
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env=no_keys)
     assert r.returncode == 0, r.stdout
     assert [line[:6] for line in r.stdout.splitlines() if line[:4] in ("ok  ", "warn", "FAIL")] == \
-        ["ok    "] * 6 + ["warn  "] * 2
+        ["ok    "] * 6 + ["warn  "] * 3
+    assert re.search(r"^warn  sub-agent model +none configured: prompts that name no model \(every MCP client's",
+                     r.stdout, re.M)
+    cfg.write_text(cfg.read_text() + 'model = "fake/fake-1"\n')  # the last table is [subagent]
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
     assert re.search(r"^warn  web search +no backend configured", r.stdout, re.M)
     assert re.search(r"^ok    address policy +all private addresses allowed \(fetch.allow_private\); pages connect "
@@ -241,6 +244,7 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path),
                 env={**no_keys, "BRAVE_API_KEY": "k", "https_proxy": "http://127.0.0.1:9"})
     assert re.search(r"^ok    web search +Brave \(configured: Brave;", r.stdout, re.M)
+    assert re.search(r"^ok    sub-agent model +fake/fake-1 from subagent.model", r.stdout, re.M)
     assert re.search(r"^warn  address policy +.*checked per request only, because \$https_proxy gives Chrome a "
                      r"proxy", r.stdout, re.M)
     # a daemon whose browser keeps failing: the doctor passes on its problem

@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, search, status, pi, service, doctor."""
+"""The `webfetch` command: serve, fetch, search, status, pi, service, doctor, mcp."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("doctor", help="check everything webfetch needs; each problem with its fix")
     common(p)
 
+    p = sub.add_parser("mcp", help="an MCP server on stdin/stdout with the daemon's tools (for Claude Code, Codex…)")
+    common(p)
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                   help="logs go to stderr; stdout carries only the protocol")
+
     args = parser.parse_args(argv)
     if args.command == "service":  # needs no config: the units use the default socket path
         from . import service
@@ -86,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import doctor
 
         return doctor.run(config, path)
+    if args.command == "mcp":
+        from . import mcp_server
+
+        return mcp_server.main(path, args.config, args.log_level)
     if args.command == "pi":
         from . import pi_install
 

@@ -69,6 +69,9 @@ class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     timeout_s: Positive = 120.0
     max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
     max_concurrent: Annotated[int, Meta(ge=1, le=64)] = 4  # pi processes at once; more wait their turn
+    # The model when a request names none (MCP clients never send theirs); pi's web-fetch.json still wins.
+    model: Annotated[str, Meta(pattern=r"^[^/\s]+/\S+$")] | None = None  # provider/id
+    thinking: Literal["off", "minimal", "low", "medium", "high", "xhigh"] | None = None  # goes with `model`
 
 
 class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -19,7 +19,7 @@ from .config import Config
 from .errors import WebfetchError
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
-PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify")
+PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp")
 TINY_PAGE = ("<html><head><title>Doctor</title></head><body><nav>Home | About</nav><article><h1>Doctor</h1>"
              "<p>The extractor keeps this sentence, which is the main content of a tiny page written for "
              "the doctor's check, and drops the navigation above it.</p></article></body></html>")
@@ -119,6 +119,21 @@ def check_subagent(config: Config) -> Check:
     return Check(OK, "sub-agent", f"{command} {version[-1] if version else ''}".strip())
 
 
+def check_subagent_model(config: Config) -> Check:
+    """MCP clients send no model with a prompt: without one here, their prompts get pages, not answers."""
+    from .subagent import model_settings, pi_agent_dir
+
+    model, thinking = model_settings(config.subagent.model, config.subagent.thinking)
+    if model is None:
+        return Check(WARN, "sub-agent model", "none configured: prompts that name no model (every MCP client's, "
+                     "`webfetch fetch --prompt` without --model) return the page instead of an answer",
+                     f'set subagent.model = "provider/id" in the config, or {{"model": "provider/id"}} in '
+                     f"{pi_agent_dir() / 'web-fetch.json'} (pi sends its own model anyway)")
+    source = "web-fetch.json" if model != config.subagent.model else "subagent.model"
+    return Check(OK, "sub-agent model", f"{model}{f' (thinking {thinking})' if thinking else ''} from {source}, "
+                 f"for prompts that name no model")
+
+
 def check_socket_dir(path: Path) -> Check:
     directory = path.parent
     probe = directory
@@ -193,7 +208,8 @@ def check_search(config: Config) -> Check:
 
 def run(config: Config, path: Path) -> int:
     checks = [check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
-              check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config)]
+              check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config),
+              check_subagent_model(config)]
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{c.level:<4}  {c.name:<{width}}  {c.detail}")

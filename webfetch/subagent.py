@@ -17,7 +17,7 @@ import msgspec
 import trio
 
 from ._trio import pop_lines
-from .config import SubagentConfig
+from .config import SubagentConfig, default_config_path
 from .procs import ChildProcess, private_tempdir
 from .protocol import ReportProgress
 
@@ -139,11 +139,14 @@ class Subagent:
         if self.command is None:
             raise SubagentFailed(f"the sub-agent CLI `{self.config.command}` was not found; install pi "
                                  f"(npm install -g @mariozechner/pi-coding-agent) or set subagent.command")
+        if model is None and self.config.model:  # the config's model for requests that name none
+            model, thinking = self.config.model, thinking or self.config.thinking
         model, thinking = model_settings(model, thinking)
         if not model:
             raise SubagentFailed(
-                f'no model for the sub-agent: pass "model" in the request, or put {{"model": "provider/id"}} '
-                f"in {pi_agent_dir() / 'web-fetch.json'}")
+                f'no model for the sub-agent: set subagent.model = "provider/id" in {default_config_path()}, '
+                f'pass "model" in the request, or put {{"model": "provider/id"}} in '
+                f"{pi_agent_dir() / 'web-fetch.json'}")
         limit = self.config.max_input_chars
         if len(page) > limit:
             page = page[:limit]

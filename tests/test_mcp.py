@@ -1,0 +1,312 @@
+"""`webfetch mcp` as a real process, driven by the MCP SDK's own stdio client, forwarding to a real daemon (its
+own Chrome) that the MCP server starts itself; pages from tests/site.py, prompts answered by the real pi
+against the fake LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from mcp import Client, StdioServerParameters
+
+from .fake_llm import FakeLLM
+from .helpers import LineClient, children, gone
+from .site import ARTICLE_TEXT
+
+PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
+
+
+def _pids_serving(socket: Path) -> list[int]:
+    """The daemons started for `socket` (each test's own path, so only processes this test started)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in argv and str(socket).encode() in argv:
+                pids.append(int(entry))
+    return pids
+
+
+class McpSetup:
+    """A config, a socket path and a TMPDIR of its own for the daemon the MCP server will start."""
+
+    def __init__(self, dir: Path, config: str, env: dict[str, str]) -> None:
+        self.dir = dir
+        self.socket = dir / "wf.sock"
+        self.config = dir / "config.toml"
+        self.config.write_text(config)
+        self.env = {**os.environ, "TMPDIR": str(dir), "KAGI_API_KEY": "", "BRAVE_API_KEY": "",
+                    "WEBFETCH_SOCKET": str(self.socket), **env}
+
+    def argv(self, *extra: str) -> list[str]:
+        return ["-m", "webfetch", "mcp", "--config", str(self.config), *extra]
+
+    def client(self, mode: str = "legacy") -> Client:
+        # "legacy": the initialize handshake, as Claude Code, Codex and the other clients speak today;
+        # "auto": the SDK's default, which speaks 2026-07-28 (server/discover) to a server that knows it
+        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env), mode=mode)
+
+    def daemon_pid(self) -> int:
+        pids = _pids_serving(self.socket)
+        assert len(pids) == 1, f"expected one daemon on {self.socket}, found {pids}"
+        return pids[0]
+
+    async def status(self) -> dict[str, Any]:
+        c = await LineClient.connect(self.socket)
+        try:
+            with trio.fail_after(10):
+                return await c.request({"id": "st", "op": "status"})
+        finally:
+            await c.aclose()
+
+    async def loaded_tabs(self) -> list[str]:
+        """The URLs of the daemon's Chrome tabs that hold a page (pool tabs are blank), as Chrome lists them."""
+        ports = list(self.dir.glob("webfetch-chrome-*/profile/DevToolsActivePort"))
+        assert ports, "the daemon's Chrome has no DevToolsActivePort"
+        port = ports[0].read_text().split("\n")[0].strip()
+
+        def get() -> list[dict[str, Any]]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as r:
+                return json.loads(r.read())
+        targets = await trio.to_thread.run_sync(get)
+        return [t["url"] for t in targets if t["type"] == "page" and t["url"] not in ("about:blank", "")]
+
+    def stop(self) -> None:
+        pids = _pids_serving(self.socket)
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        assert gone(pids, 30), "the daemon did not stop"
+
+
+@pytest.fixture
+def mcp_setup(short_tmp):
+    made: list[McpSetup] = []
+
+    def make(config: str = "", **env: str) -> McpSetup:
+        s = McpSetup(short_tmp, "[fetch]\nallow_private = true\n[server]\nidle_exit_s = 120\n" + config, env)
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.stop()
+
+
+@pytest.fixture
+def llm():
+    server = FakeLLM()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pi_home(llm, short_tmp):
+    """An isolated pi agent dir whose only provider is the fake server."""
+    assert PI.exists(), f"{PI} is missing: bin/test installs it (npm ci in tests/node)"
+    home = short_tmp / "pi-agent"
+    home.mkdir()
+    (home / "models.json").write_text(json.dumps(llm.models_json()))
+    return home
+
+
+def _text(result: Any) -> str:
+    return "".join(c.text for c in result.content if c.type == "text")
+
+
+async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_with_progress(mcp_setup, site):
+    setup = mcp_setup()
+    assert not setup.socket.exists()
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            # no search backend configured: web_search is left out, not listed to fail
+            assert list(tools) == ["web_fetch"]
+            fetch = tools["web_fetch"]
+            assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
+            assert fetch.annotations.destructive_hint is False
+            assert "pass a `prompt`" in fetch.description
+            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw"}
+            assert fetch.input_schema["required"] == ["url"]
+            assert setup.socket.exists()  # listing the tools started the daemon
+
+            r = await client.call_tool("web_fetch", {"url": site.url("/article")}, progress_callback=on_progress)
+    assert r.is_error is False
+    text = _text(r)
+    facts, _, body = text.partition("\n\n")
+    assert facts.startswith(f'{site.url("/article")} · "Otters return to the valley" · fetched now · all ')
+    assert ARTICLE_TEXT[0] in body and "Copyright" not in body
+    assert progress and [v for v, _ in progress] == sorted(v for v, _ in progress)
+    assert any(m and "loading" in m for _, m in progress), progress
+
+
+async def test_errors_are_tool_errors_with_the_daemons_code(mcp_setup, site):
+    setup = mcp_setup()
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            r = await client.call_tool("web_fetch", {"url": site.url("/missing-page")})
+            bad = await client.call_tool("web_fetch", {"url": "ftp://example.com/x"})
+            cached = await client.call_tool("web_fetch", {"url": site.url("/article"), "offset": 100, "raw": True})
+    assert r.is_error is True
+    assert _text(r).startswith("http_error: ") and "404" in _text(r)
+    assert r.structured_content["code"] == "http_error" and r.structured_content["status"] == 404
+    assert bad.is_error is True and bad.structured_content["code"] == "invalid_url"
+    assert _text(bad) == ("invalid_url: 'ftp://example.com/x' is not an http(s) URL; pass a full URL such as "
+                          "https://example.com/page")
+    assert cached.is_error is False and " · characters 100–" in _text(cached).split("\n")[0]
+
+
+async def test_a_prompt_without_a_model_returns_the_page_saying_how_to_configure_one(mcp_setup, site, pi_home):
+    setup = mcp_setup(f"[subagent]\ncommand = {json.dumps(str(PI))}\n", PI_CODING_AGENT_DIR=str(pi_home))
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
+    text = _text(r)
+    assert r.is_error is False and ARTICLE_TEXT[0] in text
+    assert "Notes:\n- no model for the sub-agent: set subagent.model = \"provider/id\" in " in text
+
+
+async def test_a_prompt_gets_the_configured_models_answer_and_cancel_kills_the_sub_agent(mcp_setup, site, llm,
+                                                                                         pi_home):
+    setup = mcp_setup(f'[subagent]\ncommand = {json.dumps(str(PI))}\nmodel = "fake/fake-1"\nthinking = "off"\n',
+                      PI_CODING_AGENT_DIR=str(pi_home))
+    llm.reply = lambda body: "Otters came back in **2019**."
+    with trio.fail_after(120):
+        async with setup.client() as client:
+            r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "When did otters return?"})
+            facts, _, answer = _text(r).partition("\n\n")
+            assert r.is_error is False
+            assert " · answer by fake/fake-1 from " in facts and answer == "Otters came back in **2019**."
+            assert "When did otters return?" in llm.user_text()
+
+            llm.reply = lambda body: ("forever",)
+            daemon = setup.daemon_pid()
+            pis: list[int] = []
+            with trio.CancelScope() as scope:
+                async def cancel_when_streaming() -> None:
+                    await trio.to_thread.run_sync(llm.streaming.wait, 60)
+                    pis.extend(p for p in children(daemon) if _comm(p) == "pi")
+                    scope.cancel()  # the SDK sends notifications/cancelled for the call
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_when_streaming)
+                    await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Go on forever"})
+            assert scope.cancelled_caught and pis, "no sub-agent was answering"
+            assert await trio.to_thread.run_sync(gone, pis, 10), "the sub-agent outlived the cancelled call"
+            assert (await setup.status())["requests"]["in_flight"] == 0
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+async def test_cancel_ends_the_daemon_request_and_closes_its_tab(mcp_setup, site):
+    setup = mcp_setup()
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            await client.call_tool("web_fetch", {"url": site.url("/article")})  # the daemon and Chrome are up
+            with trio.CancelScope() as scope:
+                async def cancel_when_loading() -> None:
+                    # the site counts hits in its own thread, with no trio event to wait on
+                    while not site.hits.get("/slow-article"):  # noqa: ASYNC110 (the page is loading in a tab)
+                        await trio.sleep(0.02)
+                    scope.cancel()  # the SDK sends notifications/cancelled for the call
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_when_loading)
+                    await client.call_tool("web_fetch", {"url": site.url("/slow-article")})
+            assert scope.cancelled_caught
+            with trio.fail_after(3):  # well before the site would send the body (30 s)
+                # another process's state: asking it again is the only way to watch it
+                while (await setup.status())["requests"]["in_flight"] or await setup.loaded_tabs():  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            # the MCP session goes on
+            r = await client.call_tool("web_fetch", {"url": site.url("/article")})
+            assert r.is_error is False and "· cached (" in _text(r).split("\n")[0]
+
+
+async def test_web_search_is_listed_when_the_daemon_has_a_backend_in_either_protocol_era(mcp_setup):
+    setup = mcp_setup('[search]\nsearxng_url = "http://127.0.0.1:9"\n')
+    with trio.fail_after(90):
+        async with setup.client(mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            r = await client.call_tool("web_fetch", {"url": "http://127.0.0.1:1/"})
+    assert r.is_error is True and r.structured_content["code"] == "network_error"  # nothing listens on port 1
+    assert list(tools) == ["web_fetch", "web_search"]
+    assert tools["web_search"].annotations.read_only_hint is True
+    assert tools["web_search"].input_schema["required"] == ["query"]
+
+
+def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site):
+    setup = mcp_setup()
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "web_fetch", "arguments": {"url": site.url("/article")}, "_meta": {"progressToken": "p"}}},
+    ]
+    proc = subprocess.Popen([sys.executable, *setup.argv("--log-level", "info")], env=setup.env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        proc.stdin.flush()
+        out = []
+        while not any(m.get("id") == 2 for m in out):
+            line = proc.stdout.readline()
+            assert line, "the server closed stdout before answering"
+            out.append(json.loads(line))  # every line on stdout is a JSON-RPC message ...
+        rest, err = proc.communicate(timeout=30)  # closes stdin: the server ends with its input
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert all(m["jsonrpc"] == "2.0" for m in out) and rest == b""
+    assert out[0]["result"]["serverInfo"]["name"] == "webfetch"
+    assert [m["method"] for m in out[1:-1]] and all(m["method"] == "notifications/progress" for m in out[1:-1])
+    assert ARTICLE_TEXT[0] in out[-1]["result"]["content"][0]["text"]
+    assert b"no daemon listens on" in err and proc.returncode == 0
+
+
+async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
+    # the daemon refuses a socket directory other users can write: it exits at start
+    open_dir = short_tmp / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(open_dir / "wf.sock")}
+    with trio.fail_after(90):
+        async with Client(StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp"], env=env),
+                          mode="legacy") as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            r = await client.call_tool("web_fetch", {"url": "https://example.com/"})
+    assert tools == ["web_fetch", "web_search"]  # the daemon could not say whether search is configured
+    assert r.is_error is True and r.structured_content["code"] == "daemon_unreachable"
+    assert _text(r).startswith("daemon_unreachable: the daemon exited at start (code 1); see ")
+    assert "can be written by other users (mode 777); webfetch will not put its socket there" in _text(r)
+
+
+def test_a_screenshot_in_a_result_is_image_content():
+    from webfetch.mcp_server import text_result
+
+    r = text_result("a tab", {"image": "iVBORw0KGgo=", "width": 1, "height": 1})
+    assert [c.type for c in r.content] == ["text", "image"]
+    assert r.content[1].mime_type == "image/png" and r.content[1].data == "iVBORw0KGgo="

@@ -1,0 +1,38 @@
+"""Layer 1: the text a model reads from web_fetch over MCP: the facts line, and a page cut to one tool result."""
+
+from webfetch.tool_text import MAX_BYTES, MAX_LINES, fetch_text
+
+
+def frame(content: str, **fields) -> dict:
+    return {"kind": "page", "url": "https://example.com/doc", "final_url": "https://example.com/doc",
+            "title": "Doc", "content": content, "offset": 0, "total_chars": len(content), "cached": False,
+            "age_s": 0, "notes": [], "next_offset": None, **fields}
+
+
+def test_a_page_that_fits_is_the_facts_line_and_all_of_it():
+    t = fetch_text(frame("# Doc\n\nShort.\n", cached=True, age_s=125))
+    assert t.text == 'https://example.com/doc · "Doc" · cached (2 min old) · all 14 characters\n\n# Doc\n\nShort.\n'
+    assert t.cut_at is None
+
+
+def test_a_page_too_big_for_one_tool_result_is_cut_at_a_line_with_the_offset_to_read_on():
+    line = "Добро пожаловать — a line with some multi-byte text in it.\n"  # 2 bytes a Cyrillic letter
+    content = line * 1000  # 50 000 characters: one daemon page, but more than 50 KB
+    t = fetch_text(frame(content, offset=1000, total_chars=200_000, notes=["a note"]))
+    assert len(t.text.encode()) <= MAX_BYTES and t.text.count("\n") < MAX_LINES
+    assert t.cut_at is not None and 1000 < t.cut_at < 1000 + len(content)
+    kept = t.cut_at - 1000
+    assert kept % len(line) == 0  # at a line boundary
+    facts = t.text.split("\n")[0]
+    assert facts == f'https://example.com/doc · "Doc" · fetched now · characters 1,000–{t.cut_at:,} of 200,000'
+    assert t.text.endswith(f'[Cut at the 50 KB limit of one tool result. Call web_fetch with url '
+                           f'"https://example.com/doc" and offset {t.cut_at} to read on.]\n\nNotes:\n- a note')
+
+
+def test_answers_and_redirects_read_as_such():
+    t = fetch_text(frame("Otters came back in 2019.", kind="answer", model="fake/fake-1", total_chars=4321))
+    assert t.text.split("\n")[0].endswith(" · answer by fake/fake-1 from 4,321 characters")
+    r = fetch_text({"kind": "redirect", "url": "https://a.example/", "redirect_url": "https://b.example/",
+                    "status": 302})
+    assert r.text == ("https://a.example/ redirects to https://b.example/ on a different host; call web_fetch with "
+                      "that URL to follow it. (HTTP 302)")

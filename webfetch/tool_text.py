@@ -1,0 +1,114 @@
+"""What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
+
+The Python twin of `formatResult` in pi_extension/index.ts, so web_fetch reads the same in pi and over MCP.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+# One tool result, as pi allows it (DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES in pi-coding-agent). MCP clients
+# have their own caps (Claude Code warns above 10 000 tokens and cuts at 25 000 by default): 50 KB of
+# markdown is about 12 000 tokens, under the cut.
+MAX_BYTES = 50 * 1024
+MAX_LINES = 2000
+
+
+@dataclass(frozen=True)
+class Limits:
+    bytes: int = MAX_BYTES
+    lines: int = MAX_LINES
+
+
+@dataclass(frozen=True)
+class ToolText:
+    text: str
+    cut_at: int | None  # the offset to read on from, when a page was cut
+
+
+def _bytes(s: str) -> int:
+    return len(s.encode())
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 60:
+        return f"{round(seconds)} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def facts_line(r: dict[str, Any], shown_end: int | None) -> str:
+    """The one line of facts that starts every fetch result."""
+    parts = [str(r.get("final_url") or r.get("url"))]
+    if r.get("title"):
+        parts.append(json.dumps(r["title"], ensure_ascii=False))
+    parts.append(f"cached ({_age(r.get('age_s') or 0)} old)" if r.get("cached") else "fetched now")
+    total = r.get("total_chars") or 0
+    offset = r.get("offset") or 0
+    if r.get("kind") == "answer":
+        parts.append(f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters")
+    elif r.get("kind") == "summary":
+        parts.append(f"summary of {_n(total)} characters")
+    elif total == 0:
+        parts.append("no text")
+    elif shown_end is not None and (offset > 0 or shown_end < total):
+        parts.append(f"characters {_n(offset)}–{_n(shown_end)} of {_n(total)}")
+    else:
+        parts.append(f"all {_n(total)} characters")
+    return " · ".join(parts)
+
+
+def cut_to_fit(text: str, max_bytes: int, max_lines: int) -> str:
+    """`text` cut to at most `max_bytes` UTF-8 bytes and `max_lines` lines, at a line boundary when there is
+    one in its second half."""
+    if _bytes(text) <= max_bytes and text.count("\n") + 1 <= max_lines:
+        return text
+    cut = text.encode()[:max(0, max_bytes)].decode(errors="ignore")  # a character cut in half is dropped
+    lines = cut.split("\n")
+    if len(lines) > max_lines:
+        cut = "\n".join(lines[:max_lines]) + "\n"
+    nl = cut.rfind("\n")
+    return cut[:nl + 1] if nl > len(cut) / 2 else cut
+
+
+def _fits(text: str, limits: Limits) -> bool:
+    return _bytes(text) <= limits.bytes and text.count("\n") + 1 <= limits.lines
+
+
+def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limits()) -> ToolText:
+    """A fetch result frame as the tool's text: the facts line, the content, the notes; a page too big for
+    one tool result is cut at a line with the offset to continue from."""
+    if r.get("kind") == "redirect":
+        status = f" (HTTP {r['status']})" if r.get("status") else ""
+        return ToolText(f"{r.get('url')} redirects to {r.get('redirect_url')} on a different host; call {tool} "
+                        f"with that URL to follow it.{status}", None)
+    content: str = r.get("content") or ""
+    notes: list[str] = list(r.get("notes") or [])
+    tail = ("\n\nNotes:\n" + "\n".join(f"- {x}" for x in notes)) if notes else ""
+    offset: int = r.get("offset") or 0
+    end = offset + len(content) if r.get("kind") == "page" else None
+    text = f"{facts_line(r, end)}\n\n{content}{tail}"
+    if _fits(text, limits):
+        return ToolText(text, None)
+    # Too big for one tool result: keep what fits and say exactly how to read on.
+    reserve = 600  # the facts line and the continuation sentence
+    kept = cut_to_fit(content, limits.bytes - reserve - _bytes(tail), limits.lines - 8 - len(notes))
+    if r.get("kind") == "page":
+        cut_at = offset + len(kept)
+        more = (f"\n\n[Cut at the 50 KB limit of one tool result. Call {tool} with url {json.dumps(r.get('url'))} "
+                f"and offset {cut_at} to read on.]")
+        return ToolText(f"{facts_line(r, cut_at)}\n\n{kept}{more}{tail}", cut_at)
+    more = "\n\n[Cut at the 50 KB limit of one tool result. Ask a narrower prompt, or read the raw page with offset.]"
+    return ToolText(f"{facts_line(r, None)}\n\n{kept}{more}{tail}", None)
+
+
+def search_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
+    """A search result frame as the tool's text: the daemon's formatted results, cut to fit."""
+    return cut_to_fit(r.get("content") or "", limits.bytes, limits.lines)
