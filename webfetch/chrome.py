@@ -16,7 +16,7 @@ import trio
 
 from ._trio import single_error
 from .cdp import CDPClosed, CDPConnection, CDPError, Subscription, open_cdp
-from .config import BrowserConfig
+from .config import BrowserConfig, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable
 from .launch import INSTALL_HINT, BrowserLaunchError, find_chrome, launch_chrome
 from .procs import ChildProcess
@@ -144,6 +144,11 @@ class Chrome:
         self._ready = trio.Event()
         self._generation = 0
         self._pool: list[Tab] = []
+        # Fresh tabs are made ahead up to context_pool; used tabs that ran no page are kept up to one per
+        # page that may load at once: under concurrent load nearly every request then reuses a tab instead
+        # of costing Chrome a new context and renderer process (and the closer a disposal).
+        self._recycled_limit = (0 if config.context_pool == 0
+                                else max(config.context_pool, config.max_renders or default_max_renders()))
         self._pool_wanted = trio.Event()
         self._to_close, _ = trio.open_memory_channel[Tab](0)
         self._to_close.close()
@@ -299,7 +304,7 @@ class Chrome:
         cache, which the renderer bypasses for a reused tab. Disposing of the context and making a new one
         would cost Chrome a renderer process each time."""
         if (not tab.reuse_allowed or tab.uses >= MAX_TAB_USES or tab.browser is not self._browser
-                or tab.browser.conn.is_closed or len(self._pool) >= self.config.context_pool):
+                or tab.browser.conn.is_closed or len(self._pool) >= self._recycled_limit):
             return False
         try:
             with trio.move_on_after(TAB_CLOSE_TIMEOUT_S) as timeout:
