@@ -4,6 +4,7 @@ cancellation and the request's deadline reach every step."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Callable
@@ -15,9 +16,12 @@ from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
-from .extractor import Extracted, Extractor
+from .extractor import Extracted, Extractor, decode_text
+from .flags import Flag
+from .flags import detect as detect_flags
+from .pdf import extract_pdf
 from .protocol import FetchRequest, FetchResult
-from .render import render
+from .render import Rendered, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, likely_key, prepare_url
 
@@ -45,6 +49,7 @@ class Page(msgspec.Struct, frozen=True):
     truncated: bool
     redirect_url: str | None
     notes: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
 
 
 def page_size(page: Page) -> int:
@@ -112,7 +117,7 @@ class Pipeline:
         of raw content with a note saying why."""
         base = dict(url=page.url, final_url=page.final_url, status=page.status, content_type=page.content_type,
                     title=page.title, cached=cached, age_s=round(age, 3), extractor=page.extractor,
-                    truncated=page.truncated, notes=list(page.notes))
+                    truncated=page.truncated, notes=list(page.notes), flags=list(page.flags))
         if page.redirect_url is not None:
             return FetchResult(kind="redirect", redirect_url=page.redirect_url, **base, content=(
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
@@ -202,7 +207,13 @@ class Pipeline:
             return Page(title=None, markdown="", extractor=None, redirect_url=rendered.redirect_url,
                         notes=tuple(notes), **common)
         title = rendered.title
-        if rendered.raw:
+        if rendered.pdf:
+            progress("extract", "extracting the PDF's text")
+            text = await trio.to_thread.run_sync(extract_pdf, rendered.body or b"", rendered.truncated,
+                                                 limiter=self.extractor.limiter, abandon_on_cancel=True)
+            extracted = Extracted(text.markdown, "pdf", text.title)
+            notes += text.notes
+        elif rendered.raw:
             progress("extract", "reading the text body")
             extracted = await self.extractor.raw(rendered.body or b"", rendered.content_type, rendered.charset)
         elif not rendered.rendered:
@@ -226,5 +237,22 @@ class Pipeline:
             log.info("loaded %s: %.0f ms, not rendered (%s), %d chars via %s", key, render_ms,
                      "text body" if rendered.raw else "the server's HTML held the content",
                      len(extracted.markdown), extracted.extractor)
+        flags = await self._flags(rendered, title, extracted.markdown, key, notes)
         return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor,
-                    redirect_url=None, notes=tuple(notes), **common)
+                    redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
+                    flags=tuple(f.name for f in flags), **common)
+
+    async def _flags(self, rendered: Rendered, title: str | None, markdown: str, key: str,
+                     notes: list[str]) -> list[Flag]:
+        """No silent success: what the content is when it is not the page (webfetch/flags.py), judged on
+        the DOM the content came from (the server's HTML when Chrome did not render)."""
+        html: str | None = None
+        if rendered.rendered:
+            html = rendered.html
+        elif not rendered.raw and rendered.body is not None:
+            html = decode_text(rendered.body, rendered.charset)
+        truncated_note = next((n for n in notes if "was cut there" in n), None)
+        return await trio.to_thread.run_sync(functools.partial(
+            detect_flags, status=rendered.status, title=title, html=html, markdown=markdown, url=key,
+            final_url=rendered.final_url, truncated=rendered.truncated, truncated_note=truncated_note),
+            limiter=self.extractor.limiter, abandon_on_cancel=True)

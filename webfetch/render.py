@@ -17,6 +17,7 @@ from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab
 from .errors import (BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType,
                      WebfetchError)
+from .pdf import is_pdf
 from .urls import AddressPolicy, check_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
@@ -29,6 +30,11 @@ META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; l
 IO_CHUNK = 1 << 20
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+PDF_TYPES = ("application/pdf", "application/x-pdf")
+# Servers that do not know what they serve: a body of these types is read when the URL names a .pdf,
+# and taken as one when it starts like a PDF.
+UNTYPED = ("application/octet-stream", "binary/octet-stream", "application/download", "application/force-download",
+           "application/x-download")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
 
@@ -59,15 +65,18 @@ class Rendered:
     truncated: bool = False
     redirect_url: str | None = None
     raw: bool = False                # a text body (plain, markdown, JSON, XML) that needs no rendering
+    pdf: bool = False                # a PDF body (also raw: read, never rendered)
     rendered: bool = False           # html is Chrome's DOM (False: the server's HTML sufficed)
     notes: list[str] = field(default_factory=list)
 
 
-def classify(content_type: str | None) -> str:
-    """'html', 'text' or 'other' for a Content-Type header value."""
+def classify(content_type: str | None, url: str = "") -> str:
+    """'html', 'text', 'pdf' or 'other' for a Content-Type header value (and the URL, for untyped bodies)."""
     mime = (content_type or "").split(";", 1)[0].strip().lower()
     if not mime or mime in HTML_TYPES:
         return "html"
+    if mime in PDF_TYPES or (mime in UNTYPED and url.split("?", 1)[0].split("#", 1)[0].lower().endswith(".pdf")):
+        return "pdf"
     if mime in TEXT_TYPES or mime.startswith("text/") or mime.endswith("+json") or mime.endswith("+xml"):
         return "text"
     return "other"
@@ -279,7 +288,7 @@ class _Render:
             await self._continue(rid)
             return
         ctype = _header(headers, "content-type")
-        kind = classify(ctype)
+        kind = classify(ctype, url)
         if kind == "other" and status < 400 and self.committed_gen > 0:
             # The page we have started a download (or a navigation to something that is not text):
             # refuse it, never to disk, and go on reading the page.
@@ -298,12 +307,17 @@ class _Render:
             await self._fail(rid, "BlockedByClient")
             raise UnsupportedContentType(
                 f"{url} is {_mime(ctype)}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
-                f"plain text, markdown, JSON and XML", content_type=_mime(ctype))
+                f"plain text, markdown, JSON, XML and PDF", content_type=_mime(ctype))
         self.marks.setdefault("resp", time.monotonic())
         body, truncated = await self._read_body(rid, self.max_bytes)
         self.marks.setdefault("body", time.monotonic())
         r.body, r.truncated = body, truncated
-        if kind == "text":
+        if kind == "pdf" and _mime(ctype) in UNTYPED and not is_pdf(body):
+            await self._fail(rid)
+            raise UnsupportedContentType(f"{url} is {_mime(ctype)} and not a PDF, which webfetch cannot turn "
+                                         f"into text", content_type=_mime(ctype))
+        if kind in ("text", "pdf"):
+            r.pdf = kind == "pdf"
             await self._fail(rid)
             r.raw = True
             self._finish()
