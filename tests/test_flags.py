@@ -53,7 +53,7 @@ def test_truncated_is_a_flag_with_its_note():
 
 # Pages that load nothing from other hosts (the test machine has no internet), one or more per flag.
 THROUGH_DAEMON = ["cloudflare-js", "cloudflare-checking", "perimeterx", "akamai-denied", "aws-waf",
-                  "js-shell-react", "js-shell-angular", "login-page", "login-required", "consent-wall",
+                  "js-shell-react", "js-shell-next", "js-shell-angular", "login-page", "login-required", "consent-wall",
                   "paywall-ldjson", "soft-404", "soft-404-spa",
                   "article", "article-consent-banner", "article-header-login", "spa-rendered", "short-static",
                   "short-with-analytics", "docs-auth", "film-not-found"]
@@ -95,6 +95,18 @@ async def test_flags_through_the_daemon(daemon, site):
     login = results["login-page"]
     assert login["final_url"].endswith("/login?return_to=%2Faccount%2Forders")
     assert "redirected to /login" in next(n for n in login["notes"] if n.startswith("login_wall"))
+
+
+async def test_a_page_without_text_is_a_flagged_result_only_when_a_flag_explains_it(daemon, site):
+    # the Next.js shell has no text at all: its flag is the answer, with empty content
+    _serve(site, next(c for c in CASES if c.name == "js-shell-next"))
+    r = await daemon.fetch(site.url("/flags/js-shell-next"))
+    assert r["type"] == "result", r
+    assert (r["content"], r["total_chars"], r["extractor"], r["flags"]) == ("", 0, None, ["js_shell"])
+    # an empty page that is none of the walls stays an error
+    site.html("/empty", "<!doctype html><html><head><title>x</title></head><body><div></div></body></html>")
+    r = await daemon.fetch(site.url("/empty"))
+    assert r["type"] == "error" and r["code"] == "extraction_failed", r
 
 
 async def test_truncated_is_a_flag_through_the_daemon(start_daemon, site):

@@ -207,6 +207,7 @@ class Pipeline:
             return Page(title=None, markdown="", extractor=None, redirect_url=rendered.redirect_url,
                         notes=tuple(notes), **common)
         title = rendered.title
+        failed: ExtractionFailed | None = None
         if rendered.pdf:
             progress("extract", "extracting the PDF's text")
             text = await trio.to_thread.run_sync(extract_pdf, rendered.body or b"", rendered.truncated,
@@ -223,10 +224,14 @@ class Pipeline:
             progress("extract", "extracting the main content")
             try:
                 extracted = await self.extractor.html(rendered.html or "", rendered.final_url)
-            except ExtractionFailed:
+            except ExtractionFailed as e:
                 if from_server is None:
-                    raise
-                extracted = from_server
+                    # No text at all: an error, unless a flag says why (a captcha, an empty app shell);
+                    # then the flag is the answer.
+                    failed = e
+                    extracted = Extracted("", "trafilatura")
+                else:
+                    extracted = from_server
             if from_server is not None and extracted.text_len < RENDERED_MIN_SHARE * from_server.text_len:
                 extracted = from_server  # scripts took text away (or rendering broke it)
         title = title or extracted.title
@@ -238,7 +243,9 @@ class Pipeline:
                      "text body" if rendered.raw else "the server's HTML held the content",
                      len(extracted.markdown), extracted.extractor)
         flags = await self._flags(rendered, title, extracted.markdown, key, notes)
-        return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor,
+        if failed is not None and not flags:
+            raise failed
+        return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor if not failed else None,
                     redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
                     flags=tuple(f.name for f in flags), **common)
 
