@@ -109,6 +109,18 @@ async def test_a_page_without_text_is_a_flagged_result_only_when_a_flag_explains
     assert r["type"] == "error" and r["code"] == "extraction_failed", r
 
 
+async def test_a_challenge_served_with_403_is_an_http_error_that_says_so(daemon, site):
+    site.html("/blocked", next(c.html for c in CASES if c.name == "cloudflare-verify"), status=403)
+    site.html("/forbidden", "<html><head><title>403 Forbidden</title></head><body><h1>403 Forbidden</h1>"
+                            "<hr><center>nginx</center></body></html>", status=403)
+    r = await daemon.fetch(site.url("/blocked"))
+    assert (r["type"], r["code"], r["status"]) == ("error", "http_error", 403), r
+    assert r["message"].startswith(site.url("/blocked") + " answered HTTP 403: ")
+    assert "; the page is an anti-bot check page (" in r["message"] and "another source" in r["message"]
+    plain = await daemon.fetch(site.url("/forbidden"))
+    assert plain["code"] == "http_error" and "anti-bot" not in plain["message"]
+
+
 async def test_truncated_is_a_flag_through_the_daemon(start_daemon, site):
     daemon = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, max_bytes=20_000)))
     r = await daemon.fetch(site.url("/large"))

@@ -166,6 +166,20 @@ def detect(*, status: int | None, title: str | None, html: str | bytes | None, m
     return flags
 
 
+def explain_error_page(status: int, body: bytes, final_url: str) -> str:
+    """For a 4xx/5xx response whose body is an anti-bot challenge (Cloudflare answers its challenges with
+    403 or 503): a sentence for the http_error's message saying so, else ''."""
+    try:
+        text = body.decode("utf-8", errors="replace")
+        visible = " ".join(lxml.html.document_fromstring(text or "<html></html>").text_content().split())
+    except (lxml.etree.ParserError, ValueError):
+        return ""
+    flag = challenge(_evidence(status, None, text, visible, final_url, final_url))
+    if flag is None:
+        return ""
+    return "; " + flag.note.replace("challenge: this is", "the page is", 1)
+
+
 def _evidence(status: int | None, title: str | None, html: str | bytes, markdown: str, url: str,
               final_url: str) -> _Page:
     raw = html if isinstance(html, str) else html.decode("utf-8", errors="replace")

@@ -17,6 +17,7 @@ from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab
 from .errors import (BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType,
                      WebfetchError)
+from .flags import explain_error_page
 from .pdf import is_pdf
 from .urls import AddressPolicy, check_host, host_of, parse_url, same_host
 
@@ -302,7 +303,8 @@ class _Render:
         if status >= 400:
             body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
             await self._fail(rid)
-            raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
+            raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
+                            + explain_error_page(status, body, url), status=status)
         if kind == "other":
             await self._fail(rid, "BlockedByClient")
             raise UnsupportedContentType(
