@@ -242,7 +242,8 @@ class Pipeline:
             log.info("loaded %s: %.0f ms, not rendered (%s), %d chars via %s", key, render_ms,
                      "text body" if rendered.raw else "the server's HTML held the content",
                      len(extracted.markdown), extracted.extractor)
-        flags = await self._flags(rendered, title, extracted.markdown, key, notes)
+        flags = await self._flags(rendered, title, extracted.markdown, key, notes,
+                                  from_dom=rendered.rendered and extracted is not from_server)
         if failed is not None and not flags:
             raise failed
         return Page(title=title, markdown=extracted.markdown, extractor=extracted.extractor if not failed else None,
@@ -250,11 +251,11 @@ class Pipeline:
                     flags=tuple(f.name for f in flags), **common)
 
     async def _flags(self, rendered: Rendered, title: str | None, markdown: str, key: str,
-                     notes: list[str]) -> list[Flag]:
+                     notes: list[str], from_dom: bool) -> list[Flag]:
         """No silent success: what the content is when it is not the page (webfetch/flags.py), judged on
-        the DOM the content came from (the server's HTML when Chrome did not render)."""
+        the HTML the content came from: Chrome's DOM, or the server's HTML."""
         html: str | None = None
-        if rendered.rendered:
+        if from_dom:
             html = rendered.html
         elif not rendered.raw and rendered.body is not None:
             html = decode_text(rendered.body, rendered.charset)
