@@ -202,7 +202,8 @@ def main() -> None:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:
             from bench_flags import flag_rows
-            flag_rows(daemon, server.url, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
+            flag_rows(daemon, server, None if args.quality_pages else corpus, {"scrapinghub-aeb": aeb,
+                                                                               "wcxb-test": wcxb})
         if not args.skip_pdf:
             from bench_pdf import pdf_rows
             pdf_rows(daemon, server.add, args.pdf)

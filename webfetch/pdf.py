@@ -145,6 +145,9 @@ def _segments(textpage: pdfium.PdfTextPage, height: float) -> list[Segment]:
                 before, after = start + m.start() - 1, start + m.end()
                 if m.start() == 0 or after >= start + len(line):
                     continue
+                if not pdfium_c.FPDFText_IsGenerated(tp, before + 1):
+                    continue  # a space in the text itself; PDFium inserts its own between separate runs
+
                 size = pdfium_c.FPDFText_GetFontSize(tp, before) or 10.0
                 if box(after)[0] - box(before)[1] > SEGMENT_GAP_EM * size:
                     s = segment(seg_start, start + m.start())
