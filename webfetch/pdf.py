@@ -25,6 +25,9 @@ HEADING_MAX_CHARS = 150
 # A page reads as two columns when both halves hold at least this many segments, mostly full lines.
 COLUMN_MIN_SEGMENTS = 5
 COLUMN_MIN_WIDTH_SHARE = 0.3
+# Lines of one paragraph are at most this many font sizes apart, baseline to baseline (typesetters use
+# 1.1-1.3); the space between paragraphs makes the step larger.
+PARAGRAPH_MAX_LEADING = 1.45
 PAGE_MARGIN_SHARE = 0.08  # top and bottom share of a page where a lone number is a page number
 _PAGE_NUMBER = re.compile(r"^(page\s+)?\d{1,4}(\s*(/|of)\s*\d{1,4})?$", re.I)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -41,6 +44,7 @@ class Segment:
     x1: float
     bottom: float
     top: float
+    baseline: float = 0.0
     column: int = 0  # 0 spanning or single column, 1 left, 2 right
 
 
@@ -112,6 +116,7 @@ def _segments(textpage: pdfium.PdfTextPage, height: float) -> list[Segment]:
     tp = textpage.raw
     left, right, bottom, top = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
     refs = (ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
+    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
     aligned = len(text) == textpage.count_chars()  # False with characters outside the BMP: no geometry
 
     def box(i: int) -> tuple[float, float, float, float]:
@@ -129,7 +134,11 @@ def _segments(textpage: pdfium.PdfTextPage, height: float) -> list[Segment]:
         size = pdfium_c.FPDFText_GetFontSize(tp, first) if aligned else 0.0
         x0, _, b0, t0 = box(first)
         _, x1, b1, t1 = box(last)
-        return Segment(" ".join(stripped.split()), round(size, 1), x0, x1, min(b0, b1), max(t0, t1))
+        baseline = b0
+        if aligned and pdfium_c.FPDFText_GetCharOrigin(tp, first, ctypes.byref(origin_x), ctypes.byref(origin_y)):
+            baseline = origin_y.value
+        text_ = " ".join(stripped.split()).replace("\ufffe", "").replace("\u00ad", "")  # PDFium's soft hyphens
+        return Segment(text_, round(size, 1), x0, x1, min(b0, b1), max(t0, t1), baseline)
 
     out: list[Segment] = []
     pos = 0
@@ -229,15 +238,15 @@ def _to_markdown(pages: list[list[Segment]], title: str | None) -> PdfText:
 
 
 def _blocks(segs: list[Segment]) -> list[list[Segment]]:
-    """Consecutive segments of one font size, column and tight line spacing form a paragraph."""
+    """Consecutive segments of one font size and column, one line below the other, form a paragraph."""
     blocks: list[list[Segment]] = []
     for s in segs:
         if blocks:
             prev = blocks[-1][-1]
-            gap = prev.bottom - s.top
-            same_line = abs(prev.top - s.top) < 0.5 * s.size
+            step = prev.baseline - s.baseline  # baseline to baseline: the line spacing
+            same_line = abs(step) < 0.5 * s.size
             if (abs(prev.size - s.size) < 0.5 and prev.column == s.column
-                    and (same_line or -0.5 * s.size <= gap <= 0.8 * max(s.size, 1.0))):
+                    and (same_line or 0 < step <= PARAGRAPH_MAX_LEADING * max(s.size, 1.0))):
                 blocks[-1].append(s)
                 continue
         blocks.append([s])
