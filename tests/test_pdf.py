@@ -174,3 +174,14 @@ async def test_a_prompt_about_a_pdf_is_answered_from_its_text(start_daemon, site
     assert r["kind"] == "answer" and r["content"] == "The supply voltage is 1.8 to 3.6 V.", r
     assert r["extractor"] == "pdf"
     assert "Supply voltage VDD 1.8 3.3 3.6 V" in llm.user_text()
+
+
+async def test_a_large_pdf_is_summarized_by_pi(start_daemon, site, llm, pi_home):  # noqa: F811
+    llm.reply = lambda body: "A widget controller manual: sixty chapters of set-up and operation."
+    daemon = await start_daemon(sub_config())
+    data, _ = pdfs.large()
+    r = await daemon.fetch(serve(site, "/manual.pdf", data), model="fake/fake-1")
+    assert r["kind"] == "summary" and r["extractor"] == "pdf", r
+    assert r["content"].startswith("A widget controller manual: sixty chapters")
+    assert f"The page holds {r['total_chars']} characters of markdown" in r["content"]
+    assert "<!-- page 49 -->" in llm.user_text()
