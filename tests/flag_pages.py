@@ -257,6 +257,54 @@ SOFT_404_SPA = """<!doctype html><html><head><title>404 - Example Docs</title></
 <a href="/">Docs</a></nav><main><h1>404</h1><p>This page doesn't exist. Check the URL or go back to the docs home.</p>
 </main></div><script>window.__DOCS__ = true;</script></body></html>"""
 
+# Written after the detection was tuned on the pages above, to see how it generalizes (recorded in the
+# report before any change for them).
+PARDON_INTERRUPTION = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Pardon Our Interruption</title>
+<meta name="viewport" content="width=device-width"><link rel="stylesheet" href="/_Incapsula_Resource?CWUDNSAI=24&xinfo=1"></head>
+<body><div class="container"><h1>Pardon Our Interruption</h1><p>As you were browsing something about your browser made us think
+you were a bot. There are a few reasons this might happen:</p><ul><li>You're a power user moving through this website with
+super-human speed.</li><li>You've disabled cookies in your web browser.</li><li>A third-party browser plugin, such as Ghostery
+or NoScript, is preventing JavaScript from running.</li></ul><p>To regain access, please make sure that cookies and JavaScript
+are enabled before reloading the page.</p></div></body></html>"""
+
+KASADA = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><script>window.KPSDK={};KPSDK.now=typeof
+performance!=='undefined'&&performance.now?performance.now.bind(performance):Date.now.bind(Date);KPSDK.start=KPSDK.now();
+</script><script src="/149e9513-01fa-4fb0-aad4-566afd725d1b/2d206a39-8ed7-437e-a3be-862e0f06eea3/ips.js?tkrm_alpekz_s1.3=abc">
+</script></body></html>"""
+
+VERCEL_CHECKPOINT = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Vercel Security Checkpoint</title>
+</head><body><main><div class="card"><h1>We're verifying your browser</h1><p class="sub">Vercel Security Checkpoint</p>
+<noscript><p>Please enable JavaScript to continue.</p></noscript><div id="spinner"></div><p class="footer">Website owner?
+Click here to fix</p></div></main><script src="/.well-known/vercel/security/static/challenge.v2.min.js"></script></body></html>"""
+
+SUCURI = """<!DOCTYPE html><html><head><title>Sucuri WebSite Firewall - Access Denied</title></head><body><div id="main-container">
+<h2 style="color:#c00">Access Denied - Sucuri Website Firewall</h2><table><tr><td>Your IP:</td><td>203.0.113.7</td></tr>
+<tr><td>URL:</td><td>www.example.com/</td></tr><tr><td>Block ID:</td><td>BNP005</td></tr><tr><td>Block reason:</td><td>Bad bot
+access attempt.</td></tr></table><p>If you are the site owner (or you manage this site), please whitelist your IP or if you
+think this block is an error please open a support ticket.</p></div></body></html>"""
+
+AUTHWALL = """<!DOCTYPE html><html lang="en"><head><title>Sign Up | LinkedIn</title></head><body><main class="authwall">
+<h1 class="authwall-join-form__title">Join LinkedIn</h1><form class="join-form" action="/signup" method="post"><label>Email
+or phone number</label><input type="text" name="email-or-phone"><label>Password (6+ characters)</label><input
+type="password" name="password"><button type="submit">Agree &amp; Join</button></form><p>Already on LinkedIn?
+<a href="/login">Sign in</a></p></main></body></html>"""
+
+MEMBER_ONLY = article("Ten lessons from a decade of river surveys", body=f"""<p>{ARTICLE_TEXT[0]}</p>
+<div class="meteredContent"><h2>Member-only story</h2><p>Become a member to read this story, and all of the stories on the
+site.</p><a href="/plans">Upgrade</a></div>""")
+
+SUBSTACK_PAID = article("The valley letter, part 12", body=f"""<p>{ARTICLE_TEXT[1]}</p><div class="paywall">
+<h2>This post is for paid subscribers</h2><a href="/subscribe">Subscribe</a><p>Already a paid subscriber?
+<a href="/sign-in">Sign in</a></p></div>""")
+
+SOFT_404_DE = article("Seite nicht gefunden - Talbote", body="""<p>Die angeforderte Seite wurde leider nicht gefunden.
+Vielleicht hilft Ihnen die Suche weiter.</p>""")
+
+VUE_LOADING = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Acme Console</title>
+<script type="module" crossorigin src="/assets/index-8a1b2c3d.js"></script></head><body><div id="app"><div
+class="loader">Loading…</div></div></body></html>"""
+
+
 # --- ordinary pages that must get no flag -------------------------------------------------------
 
 ONETRUST_BANNER = article("Otters return to the valley", after="""<div id="onetrust-consent-sdk"><div id="onetrust-banner-sdk"
@@ -381,6 +429,15 @@ CASES: list[Case] = [
     Case("paywall-prompt", "paywall", PAYWALL_PROMPT),
     Case("soft-404", "soft_404", SOFT_404),
     Case("soft-404-spa", "soft_404", SOFT_404_SPA),
+    Case("imperva-pardon", "challenge", PARDON_INTERRUPTION),
+    Case("kasada", "challenge", KASADA),
+    Case("vercel-checkpoint", "challenge", VERCEL_CHECKPOINT),
+    Case("sucuri", "challenge", SUCURI),
+    Case("linkedin-authwall", "login_wall", AUTHWALL, path="/in/someone", final_path="/authwall?trk=x&sessionRedirect=%2Fin%2Fsomeone"),
+    Case("member-only-story", "paywall", MEMBER_ONLY),
+    Case("substack-paid", "paywall", SUBSTACK_PAID),
+    Case("soft-404-de", "soft_404", SOFT_404_DE),
+    Case("vue-loading", "js_shell", VUE_LOADING),
     # ordinary pages
     Case("article", None, article("Otters return to the valley")),
     Case("article-consent-banner", None, ONETRUST_BANNER),

@@ -27,6 +27,7 @@ CHALLENGE_TEXT_MAX_CHARS = 300
 LOGIN_MAX_CHARS = 400
 # A JavaScript shell shows almost nothing until its scripts have built the page.
 SHELL_MAX_CHARS = 200
+BARE_ROOT_MAX_CHARS = 30
 # A paywalled article keeps its first paragraphs: up to this much text when the markup says it is cut.
 PAYWALL_MAX_CHARS = 2500
 NOT_FOUND_MAX_CHARS = 1500
@@ -48,6 +49,7 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 # AWS WAF, Google's "unusual traffic", Amazon's robot check, DDoS-Guard, and the generic captcha walls.
 CHALLENGE_TEXT = _rx(
     r"just a moment\.\.\.|just a moment…", r"checking (your|if the site connection is) (browser|secure)",
+    r"verif(y|ying) (your|the) browser", r"security checkpoint",
     r"verify(ing)? (that )?you are (a )?human", r"verify you('| a)re not a robot", r"are you a (robot|human)",
     r"robot or human", r"not a robot", r"press (&|and) hold", r"complete the security check",
     r"review the security of your connection", r"enable javascript and cookies to continue",
@@ -58,23 +60,27 @@ CHALLENGE_TEXT = _rx(
     r"ddos protection by", r"please (verify|confirm) (that )?you are (a )?human", r"human verification",
     r"type the characters you see", r"bot (protection|detection|check)", r"access denied",
     r"security service to protect itself", r"automated (access|requests|queries)")
-# Markup only challenge pages carry (the vendors' bot sensors on ordinary pages look different).
-CHALLENGE_MARKUP = _rx(
-    r"_cf_chl_opt", r"/cdn-cgi/challenge-platform/h/", r"cf-browser-verification", r"id=\"challenge-form\"",
-    r"cf-error-details", r"captcha-delivery\.com", r"id=\"px-captcha\"", r"_incapsula_resource\?swudnsai",
-    r"gokuProps", r"awsWafCookieDomainList", r"KPSDK\.", r"ddos-guard", r"sucuri-cloudproxy|sucuri website firewall")
-CAPTCHA_WIDGET = _rx(r"class=\"[^\"]*\b(g-recaptcha|h-captcha|cf-turnstile|frc-captcha)\b",
-                     r"(google\.com|recaptcha\.net)/recaptcha/(api|enterprise)\.js", r"hcaptcha\.com/1/api\.js",
-                     r"challenges\.cloudflare\.com/turnstile", r"arkoselabs\.com|funcaptcha", r"geetest")
+# Markup only challenge pages carry (the vendors' bot sensors on ordinary pages look different), and the
+# captcha widgets; lowercase literals, found with plain searches of the lowercased HTML (regular
+# expressions with many alternatives cost a tenth of a second on a large page).
+CHALLENGE_MARKUP = ("_cf_chl_opt", "/cdn-cgi/challenge-platform/h/", "cf-browser-verification", 'id="challenge-form"',
+                    "cf-error-details", "captcha-delivery.com", 'id="px-captcha"', "_incapsula_resource?swudnsai",
+                    "gokuprops", "awswafcookiedomainlist", "kpsdk.", "ddos-guard", "sucuri-cloudproxy",
+                    "sucuri website firewall")
+CAPTCHA_WIDGET = ("g-recaptcha", "h-captcha", "cf-turnstile", "frc-captcha", "/recaptcha/api.js",
+                  "/recaptcha/enterprise.js", "hcaptcha.com/1/api.js", "challenges.cloudflare.com/turnstile",
+                  "arkoselabs.com", "funcaptcha", "geetest")
 ENABLE_JS = _rx(r"(enable|turn on|activate) javascript", r"javascript (is )?(required|disabled|must be enabled)",
                 r"requires javascript", r"without javascript", r"javascript aktivieren")
 APP_ROOT_IDS = ("root", "app", "__next", "__nuxt", "svelte", "main-app", "app-root", "application", "react-root")
 
-LOGIN_TEXT = _rx(r"\b(sign|log)[ -]?in\b", r"\blogin\b", r"\banmelden\b", r"\bconnexion\b", r"iniciar sesi[oó]n",
+LOGIN_TEXT = _rx(r"\b(sign|log)[ -]?in\b", r"\blogin\b", r"\bsign[ -]?up\b", r"\bregister\b",
+                 r"create (an |your )?account", r"^join\b", r"\banmelden\b", r"\bconnexion\b", r"iniciar sesi[oó]n",
                  r"\baccedi\b")
 LOGIN_REQUIRED = _rx(r"(sign|log)[ -]?in to (continue|view|see|read|access)", r"you must be (signed|logged) in",
                      r"(please|you need to) (sign|log)[ -]?in", r"login required", r"members only")
-LOGIN_PATH = _rx(r"/(login|log-in|logon|signin|sign-in|sign_in|auth|authenticate|sso|session/new|oauth2?|idp|"
+LOGIN_PATH = _rx(r"/(login|log-in|logon|signin|sign-in|sign_in|auth|authenticate|authwall|sso|session/new|oauth2?|idp|"
+                 r"signup|sign-up|register|"
                  r"accounts?/login|users?/sign_in|cas/login)(/|$|\.|\?)")
 
 CONSENT_TEXT = _rx(r"accept all", r"reject all", r"accept (all )?cookies", r"allow (all )?cookies",
@@ -89,12 +95,13 @@ CONSENT_WORDS = _rx(r"cookie", r"privacy", r"partners", r"personal data", r"pref
 
 PAYWALL_TEXT = _rx(r"subscribe (now )?to (continue|keep) reading", r"subscribe to (read|unlock)",
                    r"(for|available to) (paid )?subscribers only",
-                   r"this (article|story|content) is (only )?(for|available to) (paid )?(subscribers|members|premium)",
+                   r"this (article|story|post|content) is (only )?(for|available to) (paid )?"
+                   r"(subscribers|members|premium)",
                    r"continue reading (your|this) article with", r"free articles? (left|remaining)",
                    r"you('ve| have) reached your (monthly |free )?(article )?limit",
                    r"create a free account to (continue|keep) reading", r"unlock (this|the full) (article|story)",
                    r"become a (member|subscriber) to (read|continue)",
-                   r"to continue reading,? (please )?(subscribe|log in|sign in)", r"already a subscriber\?",
+                   r"to continue reading,? (please )?(subscribe|log in|sign in)", r"already a (paid )?subscriber\?",
                    r"this content is reserved for (subscribers|members)")
 NOT_FREE_MARKUP = _rx(r"\"isAccessibleForFree\"\s*:\s*\"?false",
                       r"itemprop=\"isAccessibleForFree\"\s+content=\"false\"",
@@ -121,7 +128,7 @@ class _Page:
 
     status: int | None
     title: str
-    html: str
+    html: str           # lowercased, for markup searches
     visible: str        # the body's visible text, white space collapsed
     noscript: str
     headings: list[str]  # h1 and h2 texts
@@ -194,7 +201,8 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     password = bool(doc.xpath("//input[translate(@type,'PASWORD','pasword')='password']"))
     text_inputs = len(doc.xpath("//input[not(@type) or @type='text' or @type='email' or @type='search' or "
                                 "@type='tel' or @type='url' or @type='number']|//textarea"))
-    empty_root = any(not "".join(el.text_content().split())
+    # an app's mount point still empty, or holding only a "Loading…"
+    empty_root = any(len("".join(el.text_content().split())) < BARE_ROOT_MAX_CHARS
                      for el in doc.xpath("//body//*[@id]") if el.get("id", "").lower() in APP_ROOT_IDS)
     for el in doc.xpath(_HIDDEN + "|" + _NOISE):
         if el.getparent() is not None:
@@ -204,12 +212,16 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     body = doc.find("body")
     visible = " ".join((body if body is not None else doc).text_content().split())
     main_chars = _text_chars(markdown)
-    return _Page(status, page_title, raw, visible, noscript, headings, h1, main_chars, markdown, len(scripts),
+    return _Page(status, page_title, raw.lower(), visible, noscript, headings, h1, main_chars, markdown, len(scripts),
                  script_chars, empty_root, password, text_inputs, url, final_url)
 
 
 def _text_chars(markdown: str) -> int:
     return len("".join(re.sub(r"\]\([^)]*\)", "]", markdown).split()))
+
+
+def _find(literals: tuple[str, ...], text: str) -> str | None:
+    return next((x for x in literals if x in text), None)
 
 
 def _quote(match: re.Match[str] | None) -> str:
@@ -232,13 +244,13 @@ def challenge(p: _Page) -> Flag | None:
         said = None  # an article's title quoting the words, not the challenge's own title
     if said is None and p.main_chars < CHALLENGE_TEXT_MAX_CHARS:
         said = CHALLENGE_TEXT.search(p.visible[:3000])
-    markup = CHALLENGE_MARKUP.search(p.html)
-    captcha = CAPTCHA_WIDGET.search(p.html)
+    markup = _find(CHALLENGE_MARKUP, p.html)
+    captcha = _find(CAPTCHA_WIDGET, p.html)
     alone = captcha is not None and p.main_chars < 400 and p.text_inputs <= 1 and not p.password
     if not (said or markup or alone):
         return None
-    evidence = ", ".join(x for x in (_quote(said), markup and f"challenge markup {_quote(markup)}",
-                                     captcha and f"a captcha ({captcha.group(0)[:40]})") if x)
+    evidence = ", ".join(x for x in (_quote(said), markup and f'challenge markup "{markup}"',
+                                     captcha and f"a captcha ({captcha})") if x)
     return Flag("challenge", f"challenge: this is an anti-bot check page ({evidence}), not the content; "
                              f"webfetch does not solve challenges. Do not treat this text as the page: get the "
                              f"information from another source (a search, another site, the site's API), or ask "
@@ -299,13 +311,13 @@ def paywall(p: _Page) -> Flag | None:
     """The article is cut by a subscription wall: the page's markup says so and little text came through,
     or a subscription prompt ends the text."""
     tail = PAYWALL_TEXT.search(p.markdown[-600:])
-    not_free = NOT_FREE_MARKUP.search(p.html)
-    said = PAYWALL_TEXT.search(p.visible)
+    not_free = "isaccessibleforfree" in p.html and NOT_FREE_MARKUP.search(p.html)  # a plain find is 50x faster
+    said = None
     if tail:
         evidence = _quote(tail) + " at the end of the text"
     elif not_free and p.main_chars < PAYWALL_MAX_CHARS:
         evidence = f"marked isAccessibleForFree: false, {p.main_chars} characters of text"
-    elif said and _short(p, WALL_MAX_CHARS):
+    elif _short(p, WALL_MAX_CHARS) and (said := PAYWALL_TEXT.search(p.visible)):
         evidence = _quote(said)
     else:
         return None
