@@ -101,7 +101,7 @@ def on_corpora(daemon: Any, server: Any, corpus_root: Path | None, corpora: dict
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(one, pages))
         flagged = [(p, f) for p, f in results if f["type"] == "result" and f["flags"]]
-        errors = sum(f["type"] != "result" for _, f in results)
+        errors = dict(Counter(f["code"] for _, f in results if f["type"] != "result"))
         right = {p["id"] for p, f in flagged if TRUE_IN_CORPUS.get(p["id"], ("",))[0] in f["flags"]}
         print(f"{name:18} pages {len(pages):4}  flagged {len(flagged):3}  right (checked by hand) {len(right):3}  "
               f"false flags {len(flagged) - len(right):3}" + (f"  errors {errors}" if errors else ""))
