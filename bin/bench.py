@@ -63,6 +63,8 @@ def f1(predicted: str, truth: str) -> float:
 class CorpusServer:
     def __init__(self, pages: list[dict]) -> None:
         by_path = {f"/{p['corpus']}/{p['id']}": p["html"] for p in pages}
+        types: dict[str, str] = {}
+        self.by_path, self.types = by_path, types
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -78,7 +80,7 @@ class CorpusServer:
                     self.end_headers()
                     return
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Type", types.get(self.path, "text/html; charset=utf-8"))
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -88,6 +90,11 @@ class CorpusServer:
 
     def url(self, page: dict) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/{page['corpus']}/{page['id']}"
+
+    def add(self, name: str, body: bytes, ctype: str = "application/pdf") -> str:
+        """Serve `body` at /extra/NAME; its URL."""
+        self.by_path[f"/extra/{name}"], self.types[f"/extra/{name}"] = body, ctype
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/extra/{name}"
 
 
 PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
@@ -159,6 +166,9 @@ def main() -> None:
                     help="pages per corpus for F1 (default 0 = all of them)")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-flags", action="store_true", help="skip the flag rows (bin/bench_flags.py)")
+    ap.add_argument("--skip-pdf", action="store_true", help="skip the PDF rows (bin/bench_pdf.py)")
+    ap.add_argument("--pdf", action="append", default=[], help="a PDF file to add to the PDF rows (repeatable)")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
     ap.add_argument("--block", action="append", default=[],
                     help="a further CDP resource type to refuse, e.g. Script (repeatable)")
@@ -190,6 +200,13 @@ def main() -> None:
             subagent_overhead(daemon, server, aeb[0])
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
+        if not args.skip_flags:
+            from bench_flags import flag_rows
+            flag_rows(daemon, server, None if args.quality_pages else corpus, {"scrapinghub-aeb": aeb,
+                                                                               "wcxb-test": wcxb})
+        if not args.skip_pdf:
+            from bench_pdf import pdf_rows
+            pdf_rows(daemon, server.add, args.pdf)
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -158,6 +158,9 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
         if not args.json:
             content = frame.get("content", "")
             print(content, end="" if content.endswith("\n") else "\n")
+            if frame.get("flags"):
+                print(f"webfetch: flags: {', '.join(frame['flags'])} (read the notes before using this content)",
+                      file=sys.stderr)
             for note in frame.get("notes", []):
                 print(f"webfetch: note: {note}", file=sys.stderr)
             if frame.get("next_offset") is not None:

@@ -19,7 +19,8 @@ from .config import Config
 from .errors import WebfetchError
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
-PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp")
+PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
+            "pypdfium2")
 TINY_PAGE = ("<html><head><title>Doctor</title></head><body><nav>Home | About</nav><article><h1>Doctor</h1>"
              "<p>The extractor keeps this sentence, which is the main content of a tiny page written for "
              "the doctor's check, and drops the navigation above it.</p></article></body></html>")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from dataclasses import dataclass, field
 
 import msgspec
 import trio
@@ -16,9 +17,12 @@ from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
-from .extractor import Extracted, Extractor
+from .extractor import Extracted, Extractor, decode_text
+from .flags import Flag
+from .flags import detect as detect_flags
+from .pdf import extract_pdf
 from .protocol import FetchRequest, FetchResult, ReportProgress
-from .render import Outcome, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, likely_key, prepare_url
 
@@ -45,6 +49,7 @@ class Page(msgspec.Struct, frozen=True):
     truncated: bool
     redirect_url: str | None
     notes: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
 
 
 def page_size(page: Page) -> int:
@@ -112,7 +117,8 @@ class Pipeline:
         of raw content with a note saying why."""
         base = FetchResult(url=page.url, final_url=page.final_url, status=page.status,
                            content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
-                           extractor=page.extractor, truncated=page.truncated, notes=list(page.notes))
+                           extractor=page.extractor, truncated=page.truncated, notes=list(page.notes),
+                           flags=list(page.flags))
         if page.redirect_url is not None:
             return replace(base, kind="redirect", redirect_url=page.redirect_url, content=(
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
@@ -171,13 +177,20 @@ class Pipeline:
             return Page(url=key, final_url=response.final_url, status=response.status,
                         content_type=response.content_type, title=None, markdown="", extractor=None,
                         truncated=response.truncated, redirect_url=outcome.target, notes=tuple(notes))
-        extracted, title, how = await self._extract(outcome, progress)
-        log.info("loaded %s: %s in %.0f ms, extracted in %.0f ms, %d chars via %s", key, how, render_ms,
-                 (time.monotonic() - started) * 1000 - render_ms, len(extracted.markdown), extracted.extractor)
+        read = await self._extract(outcome, progress)
+        notes += read.notes
+        title = read.title or read.extracted.title
+        flags = await self._flags(outcome, read, title, key, notes)
+        if read.failed is not None and not flags:
+            raise read.failed
+        log.info("loaded %s: %s in %.0f ms, extracted in %.0f ms, %d chars via %s", key, read.how, render_ms,
+                 (time.monotonic() - started) * 1000 - render_ms, len(read.extracted.markdown),
+                 read.extracted.extractor)
         return Page(url=key, final_url=response.final_url, status=response.status,
-                    content_type=response.content_type, title=title or extracted.title,
-                    markdown=extracted.markdown, extractor=extracted.extractor, truncated=response.truncated,
-                    redirect_url=None, notes=tuple(notes))
+                    content_type=response.content_type, title=title, markdown=read.extracted.markdown,
+                    extractor=None if read.failed else read.extracted.extractor, truncated=response.truncated,
+                    redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
+                    flags=tuple(f.name for f in flags))
 
     async def _render(self, key: str, progress: ReportProgress) -> Outcome:
         """The page's render outcome, on a tab of its own; a browser that went away is tried once more."""
@@ -213,22 +226,57 @@ class Pipeline:
                  and extracted.text_len >= ENOUGH_TEXT_CHARS)
         return ServerRead(extracted, holds)
 
-    async def _extract(self, outcome: TextBody | ServerHtml | RenderedDom,
-                       progress: ReportProgress) -> tuple[Extracted, str | None, str]:
-        """(the extraction, the title the browser saw if any, how the page was read: for the log)."""
+    async def _extract(self, outcome: TextBody | PdfBody | ServerHtml | RenderedDom,
+                       progress: ReportProgress) -> _Read:
+        """The content of a page that was not a redirect, and what the flags are judged on."""
         if isinstance(outcome, TextBody):
             progress("extract", "reading the text body")
             r = outcome.response
-            return await self.extractor.raw(outcome.body, r.content_type, r.charset), None, "text body"
+            return _Read(await self.extractor.raw(outcome.body, r.content_type, r.charset), "text body")
+        if isinstance(outcome, PdfBody):
+            progress("extract", "extracting the PDF's text")
+            text = await trio.to_thread.run_sync(extract_pdf, outcome.body, outcome.response.truncated,
+                                                 limiter=self.extractor.limiter, abandon_on_cancel=True)
+            return _Read(Extracted(text.markdown, "pdf", text.title), "PDF", notes=list(text.notes))
         if isinstance(outcome, ServerHtml):
-            return outcome.extracted, None, "not rendered (the server's HTML held the content)"
+            return _Read(outcome.extracted, "not rendered (the server's HTML held the content)",
+                         judged_html=outcome.body)
         progress("extract", "extracting the main content")
         try:
             extracted = await self.extractor.html(outcome.html, outcome.response.final_url)
-        except ExtractionFailed:
+        except ExtractionFailed as e:
             if outcome.server is None:
-                raise
+                # No text at all: an error, unless a flag says why (a captcha, an empty app shell); then
+                # the flag is the answer.
+                return _Read(Extracted("", "trafilatura"), "rendered", outcome.title, outcome.html, failed=e)
             extracted = outcome.server
         if outcome.server is not None and extracted.text_len < RENDERED_MIN_SHARE * outcome.server.text_len:
             extracted = outcome.server  # scripts took text away (or rendering broke it)
-        return extracted, outcome.title, "rendered"
+        judged = outcome.html if extracted is not outcome.server else outcome.server_body
+        return _Read(extracted, "rendered", outcome.title, judged)
+
+    async def _flags(self, outcome: Outcome, read: _Read, title: str | None, key: str,
+                     notes: list[str]) -> list[Flag]:
+        """No silent success: what the content is when it is not the page (webfetch/flags.py), judged on
+        the HTML the content came from: Chrome's DOM, or the server's HTML."""
+        r = outcome.response
+        html = read.judged_html
+        if isinstance(html, bytes):
+            html = decode_text(html, r.charset)
+        truncated_note = next((n for n in notes if "was cut there" in n), None)
+        return await trio.to_thread.run_sync(functools.partial(
+            detect_flags, status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
+            final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note),
+            limiter=self.extractor.limiter, abandon_on_cancel=True)
+
+
+@dataclass
+class _Read:
+    """A page's content as extracted, and what its flags are judged on."""
+
+    extracted: Extracted
+    how: str                              # how the page was read, for the log
+    title: str | None = None              # the title the browser saw, if it rendered the page
+    judged_html: str | bytes | None = None  # the HTML the content came from (None: not HTML)
+    failed: ExtractionFailed | None = None  # nothing extracted: an error unless a flag explains it
+    notes: list[str] = field(default_factory=list)

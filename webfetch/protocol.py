@@ -139,6 +139,7 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     redirect_url: str | None = None
     model: str | None = None
     notes: list[str] = []
+    flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
 
 
 class SearchHit(Struct, kw_only=True):

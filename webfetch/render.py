@@ -1,8 +1,8 @@
 """Loading one URL in one tab: redirects checked hop by hop, the main response inspected before Chrome
 renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled.
 
-A render ends in one of four outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` that needs no
-browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), or the
+A render ends in one of five outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` or a `PdfBody`
+that needs no browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), or the
 `RenderedDom` after the page's scripts ran. Failures are raised as WebfetchError (or BrowserCrashed)."""
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab, TabSetup
 from .errors import BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType, WebfetchError
 from .extractor import Extracted
+from .flags import explain_error_page
+from .pdf import is_pdf
 from .protocol import ReportProgress
 from .urls import AddressPolicy, admit_host, host_of, parse_url, same_host
 
@@ -36,6 +38,11 @@ META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; l
 IO_CHUNK = 1 << 20
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+PDF_TYPES = ("application/pdf", "application/x-pdf")
+# Servers that do not know what they serve: a body of these types is read when the URL names a .pdf,
+# and taken as one when it starts like a PDF.
+UNTYPED = ("application/octet-stream", "binary/octet-stream", "application/download", "application/force-download",
+           "application/x-download")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
 
@@ -72,24 +79,34 @@ class TextBody:
 
 
 @dataclass(frozen=True)
+class PdfBody:
+    """A PDF, read by webfetch/pdf.py, never by the browser."""
+
+    response: MainResponse
+    body: bytes
+
+
+@dataclass(frozen=True)
 class ServerHtml:
     """The HTML as the server sent it already held the content: Chrome never parsed the page."""
 
     response: MainResponse
     extracted: Extracted
+    body: bytes                    # the HTML as sent (cut at the size cap)
 
 
 @dataclass(frozen=True)
 class RenderedDom:
-    """The DOM after the page's scripts ran, with the server HTML's extraction when there was one."""
+    """The DOM after the page's scripts ran, with the server's HTML and its extraction when there was one."""
 
     response: MainResponse
     html: str
     title: str | None
     server: Extracted | None
+    server_body: bytes
 
 
-Outcome = Redirect | TextBody | ServerHtml | RenderedDom
+Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom
 
 
 @dataclass(frozen=True)
@@ -105,11 +122,13 @@ class ServerRead:
 ReadServerHtml = Callable[[bytes, str | None, str], Awaitable[ServerRead]]
 
 
-def classify(content_type: str | None) -> str:
-    """'html', 'text' or 'other' for a Content-Type header value."""
+def classify(content_type: str | None, url: str = "") -> str:
+    """'html', 'text', 'pdf' or 'other' for a Content-Type header value (and the URL, for untyped bodies)."""
     mime = _mime(content_type)
     if not mime or mime in HTML_TYPES:
         return "html"
+    if mime in PDF_TYPES or (mime in UNTYPED and url.split("?", 1)[0].split("#", 1)[0].lower().endswith(".pdf")):
+        return "pdf"
     if mime in TEXT_TYPES or mime.startswith("text/") or mime.endswith("+json") or mime.endswith("+xml"):
         return "text"
     return "other"
@@ -285,6 +304,7 @@ class _Render:
         self.doc = _Document()                        # the document the fetch is heading for
         self.committed_doc: _Document | None = None   # the last one Chrome committed
         self.server: Extracted | None = None
+        self.server_body = b""
         self.outcome: Outcome | None = None
         self.failure: BaseException | None = None
         self.ended = trio.Event()                     # an outcome or a failure was decided in the pump
@@ -440,7 +460,7 @@ class _Render:
             await self._continue(rid)
         elif 300 <= status < 400 and location:
             await self._redirect_hop(rid, status, urljoin(url, location))
-        elif classify(ctype) == "other" and status < 400 and self.committed_doc is not None:
+        elif classify(ctype, url) == "other" and status < 400 and self.committed_doc is not None:
             await self._refuse_download(rid, url, ctype)
         else:
             f = self.facts
@@ -448,7 +468,8 @@ class _Render:
             if status >= 400:
                 body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
                 await self._fail(rid)
-                raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype), status=status)
+                raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
+                                + explain_error_page(status, body, url), status=status)
             await self._document_body(rid, url, status, headers)
 
     async def _redirect_hop(self, rid: str, status: int, target: str) -> None:
@@ -472,27 +493,33 @@ class _Render:
             pending.abandon()
 
     async def _document_body(self, rid: str, url: str, status: int, headers: list[dict[str, str]]) -> None:
-        kind = classify(self.facts.content_type)
+        kind = classify(self.facts.content_type, url)
+        mime = self.facts.content_type or ""
         if kind == "other":
             await self._fail(rid, "BlockedByClient")
-            mime = self.facts.content_type or ""
             raise UnsupportedContentType(
                 f"{url} is {mime}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
-                f"plain text, markdown, JSON and XML", content_type=mime)
+                f"plain text, markdown, JSON, XML and PDF", content_type=mime)
         self.marks.setdefault("resp", time.monotonic())
         body, self.facts.truncated = await self._read_body(rid, self.max_bytes)
         self.marks.setdefault("body", time.monotonic())
-        if kind == "text":
+        if kind == "pdf" and mime in UNTYPED and not is_pdf(body):
             await self._fail(rid)
-            self._end(TextBody(self.facts.response(), body))
+            raise UnsupportedContentType(f"{url} is {mime} and not a PDF, which webfetch cannot turn "
+                                         f"into text", content_type=mime)
+        if kind in ("text", "pdf"):
+            await self._fail(rid)
+            response = self.facts.response()
+            self._end(TextBody(response, body) if kind == "text" else PdfBody(response, body))
             return
         if self.read_server_html is not None:
             read = await self.read_server_html(body, self.facts.charset, url)
             self.server = read.extracted
             if read.holds_content and read.extracted is not None:
                 await self._fail(rid)
-                self._end(ServerHtml(self.facts.response(), read.extracted))
+                self._end(ServerHtml(self.facts.response(), read.extracted, body))
                 return
+        self.server_body = body
         self.progress("render", f"running the page's scripts ({url})")
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
         kept = [h for h in headers if h.get("name", "").lower() not in
@@ -609,7 +636,7 @@ class _Render:
         if str(captured.get("url", "")).startswith(("http://", "https://")):
             self.facts.final_url = captured["url"]
         self.outcome = RenderedDom(self.facts.response(), captured.get("html") or "", captured.get("title"),
-                                   self.server)
+                                   self.server, self.server_body)
         return True
 
     async def _stop_loading(self) -> None:

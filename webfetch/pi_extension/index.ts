@@ -252,6 +252,8 @@ function factsLine(r: Frame, shownEnd: number | null): string {
 	else if (shownEnd !== null && (r.offset > 0 || shownEnd < r.total_chars))
 		parts.push(`characters ${n(r.offset)}–${n(shownEnd)} of ${n(r.total_chars)}`);
 	else parts.push(`all ${n(r.total_chars)} characters`);
+	// No silent success: the model must see at once when the content is a wall, not the page (notes say what to do).
+	if (r.flags?.length) parts.push(`FLAGS: ${r.flags.join(", ")} (read the notes before using this content)`);
 	return parts.join(" · ");
 }
 

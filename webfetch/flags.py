@@ -1,0 +1,355 @@
+"""No silent success: flags for a fetch whose content is not the page the caller wanted (an anti-bot
+challenge, an empty JavaScript shell, a login or consent wall, a paywall, a "not found" page served with
+status 200, a body cut at the size cap). Pure functions over what a load produced: the status, the title,
+the page's HTML (the rendered DOM, or the server's HTML when Chrome did not render) and the extracted
+markdown. Each flag is decided from evidence on the page itself, never from a list of sites, and only
+when the content that came back is short enough to be the wall rather than an article beside it: a false
+flag on an ordinary article costs as much as a missed one."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+import lxml.html
+
+FLAG_NAMES = ("challenge", "js_shell", "login_wall", "cookie_wall", "paywall", "soft_404", "truncated")
+
+# Characters of text (white space not counted) below which a page may be a wall: challenge pages,
+# sign-in pages and consent walls hold a few hundred; the shortest articles of the corpora hold more.
+WALL_MAX_CHARS = 1000
+# A challenge's words in the body text (not its title or markup) count only on a page this short: an
+# ordinary short post may quote them.
+CHALLENGE_TEXT_MAX_CHARS = 300
+# A sign-in form is the page when almost no other text came through (forum threads with a sign-in box
+# in the sidebar hold more).
+LOGIN_MAX_CHARS = 400
+# A JavaScript shell shows almost nothing until its scripts have built the page.
+SHELL_MAX_CHARS = 200
+BARE_ROOT_MAX_CHARS = 30
+# A paywalled article keeps its first paragraphs: up to this much text when the markup says it is cut.
+PAYWALL_MAX_CHARS = 2500
+NOT_FOUND_MAX_CHARS = 1500
+# "Page not found", "404", "Oops! That page can't be found.": a title or heading that is the message
+# itself, not an article's title that mentions 404 errors.
+NOT_FOUND_MAX_WORDS = 7
+
+_HIDDEN = "//*[@hidden or @aria-hidden='true' or contains(translate(@style,' ',''),'display:none')]"
+_NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(alternatives), re.I)
+
+
+# --- evidence, by kind ---------------------------------------------------------------------------------
+
+# What interstitials say: Cloudflare, DataDome, PerimeterX/HUMAN, Imperva/Incapsula, Akamai, F5, Sucuri,
+# AWS WAF, Google's "unusual traffic", Amazon's robot check, DDoS-Guard, and the generic captcha walls.
+CHALLENGE_TEXT = _rx(
+    r"just a moment\.\.\.|just a moment…", r"checking (your|if the site connection is) (browser|secure)",
+    r"verif(y|ying) (your|the) browser", r"security checkpoint",
+    r"verify(ing)? (that )?you are (a )?human", r"verify you('| a)re not a robot", r"are you a (robot|human)",
+    r"robot or human", r"not a robot", r"press (&|and) hold", r"complete the security check",
+    r"review the security of your connection", r"enable javascript and cookies to continue",
+    r"access to this page has been denied", r"you (have been|are) blocked", r"why have i been blocked",
+    r"unusual traffic from your computer", r"pardon our interruption", r"made us think you were a bot",
+    r"request unsuccessful\. incapsula", r"incapsula incident id", r"attention required!? \| cloudflare",
+    r"the requested url was rejected", r"your support id is", r"you don't have permission to access",
+    r"ddos protection by", r"please (verify|confirm) (that )?you are (a )?human", r"human verification",
+    r"type the characters you see", r"bot (protection|detection|check)", r"access denied",
+    r"security service to protect itself", r"automated (access|requests|queries)")
+# Markup only challenge pages carry (the vendors' bot sensors on ordinary pages look different), and the
+# captcha widgets; lowercase literals, found with plain searches of the lowercased HTML (regular
+# expressions with many alternatives cost a tenth of a second on a large page).
+CHALLENGE_MARKUP = ("_cf_chl_opt", "/cdn-cgi/challenge-platform/h/", "cf-browser-verification", 'id="challenge-form"',
+                    "cf-error-details", "captcha-delivery.com", 'id="px-captcha"', "_incapsula_resource?swudnsai",
+                    "gokuprops", "awswafcookiedomainlist", "kpsdk.", "ddos-guard", "sucuri-cloudproxy",
+                    "sucuri website firewall")
+CAPTCHA_WIDGET = ("g-recaptcha", "h-captcha", "cf-turnstile", "frc-captcha", "/recaptcha/api.js",
+                  "/recaptcha/enterprise.js", "hcaptcha.com/1/api.js", "challenges.cloudflare.com/turnstile",
+                  "arkoselabs.com", "funcaptcha", "geetest")
+ENABLE_JS = _rx(r"(enable|turn on|activate) javascript", r"javascript (is )?(required|disabled|must be enabled)",
+                r"requires javascript", r"without javascript", r"javascript aktivieren")
+APP_ROOT_IDS = ("root", "app", "__next", "__nuxt", "svelte", "main-app", "app-root", "application", "react-root")
+
+LOGIN_TEXT = _rx(r"\b(sign|log)[ -]?in\b", r"\blogin\b", r"\bsign[ -]?up\b", r"\bregister\b",
+                 r"create (an |your )?account", r"^join\b", r"\banmelden\b", r"\bconnexion\b", r"iniciar sesi[oó]n",
+                 r"\baccedi\b")
+LOGIN_REQUIRED = _rx(r"(sign|log)[ -]?in to (continue|view|see|read|access)", r"you must be (signed|logged) in",
+                     r"(please|you need to) (sign|log)[ -]?in", r"login required", r"members only")
+LOGIN_PATH = _rx(r"/(login|log-in|logon|signin|sign-in|sign_in|auth|authenticate|authwall|sso|session/new|oauth2?|idp|"
+                 r"signup|sign-up|register|"
+                 r"accounts?/login|users?/sign_in|cas/login)(/|$|\.|\?)")
+
+CONSENT_TEXT = _rx(r"accept all", r"reject all", r"accept (all )?cookies", r"allow (all )?cookies",
+                   r"we use cookies", r"uses cookies", r"cookie (settings|preferences|policy)",
+                   r"manage (cookies|preferences|options|consent)", r"your privacy choices",
+                   r"we and our (\d+ )?partners", r"store and/or access information on a device",
+                   r"personali[sz]ed (ads|content)", r"agree and (continue|proceed|close)", r"\bconsent\b",
+                   r"legitimate interest", r"alle akzeptieren", r"tout accepter", r"aceptar todo", r"accetta tutto")
+
+CONSENT_WORDS = _rx(r"cookie", r"privacy", r"partners", r"personal data", r"preferences", r"einwilligung",
+                    r"datenschutz", r"zustimmung")
+
+PAYWALL_TEXT = _rx(r"subscribe (now )?to (continue|keep) reading", r"subscribe to (read|unlock)",
+                   r"(for|available to) (paid )?subscribers only",
+                   r"this (article|story|post|content) is (only )?(for|available to) (paid )?"
+                   r"(subscribers|members|premium)",
+                   r"continue reading (your|this) article with", r"free articles? (left|remaining)",
+                   r"you('ve| have) reached your (monthly |free )?(article )?limit",
+                   r"create a free account to (continue|keep) reading", r"unlock (this|the full) (article|story)",
+                   r"become a (member|subscriber) to (read|continue)",
+                   r"to continue reading,? (please )?(subscribe|log in|sign in)", r"already a (paid )?subscriber\?",
+                   r"this content is reserved for (subscribers|members)")
+NOT_FREE_MARKUP = _rx(r"\"isAccessibleForFree\"\s*:\s*\"?false",
+                      r"itemprop=\"isAccessibleForFree\"\s+content=\"false\"",
+                      r"content=\"false\"\s+itemprop=\"isAccessibleForFree\"")
+
+NOT_FOUND = _rx(r"\b404\b", r"\bnot found\b", r"page (does not|doesn't|no longer) exists?",
+                r"no longer (exists|available)", r"(could not|couldn't|can't|cannot) be found",
+                r"(page|file|article|content).{0,20}(is )?(missing|gone)\b", r"nicht gefunden", r"introuvable",
+                r"no encontrad[ao]", r"non trovat[ao]", r"niet gevonden",
+                r"ページが見つかりません", r"页面不存在|找不到页面")
+
+NOT_FOUND_OPENING = _rx(r"^\s*(sorry|oops|whoops|uh[ -]oh|error|hmm)\b")
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str   # one of FLAG_NAMES
+    note: str   # what the page is, the evidence, and what to do next
+
+
+@dataclass
+class _Page:
+    """The evidence a page offers, computed once."""
+
+    status: int | None
+    title: str
+    html: str           # lowercased, for markup searches
+    visible: str        # the body's visible text, white space collapsed
+    noscript: str
+    headings: list[str]  # h1 and h2 texts
+    h1: str
+    main_chars: int     # non-white-space characters of the extracted markdown
+    markdown: str
+    scripts: int
+    script_chars: int
+    empty_root: bool
+    password: bool
+    text_inputs: int
+    url: str
+    final_url: str
+
+    @property
+    def visible_chars(self) -> int:
+        return len("".join(self.visible.split()))
+
+
+def detect(*, status: int | None, title: str | None, html: str | bytes | None, markdown: str, url: str,
+           final_url: str, truncated: bool = False, truncated_note: str | None = None) -> list[Flag]:
+    """The flags for one loaded page, each with its note; empty for an ordinary page."""
+    flags: list[Flag] = []
+    main_chars = _text_chars(markdown)
+    if html and main_chars >= PAYWALL_MAX_CHARS and not LOGIN_PATH.search(_path(final_url)):
+        # A long text is no wall, no shell and no error page; only a paywall's prompt at its end can
+        # still be there. Skipping the parse keeps ordinary pages cheap.
+        flag = paywall(_Page(status, title or "", "", "", "", [], "", main_chars, markdown, 0, 0, False, False, 0,
+                             url, final_url))
+        flags += [flag] if flag else []
+    elif html:
+        page = _evidence(status, title, html, markdown, url, final_url)
+        for check in (challenge, js_shell, login_wall, cookie_wall, paywall, soft_404):
+            flag = check(page)
+            if flag is not None:
+                flags.append(flag)
+            if flag is not None and flag.name == "challenge":
+                break  # the rest of the page is the challenge's: nothing else on it means anything
+    if truncated:
+        flags.append(Flag("truncated", truncated_note or "the response was larger than the size cap and was cut "
+                                                          "there; the end of the content is missing"))
+    return flags
+
+
+def explain_error_page(status: int, body: bytes, final_url: str) -> str:
+    """For a 4xx/5xx response whose body is an anti-bot challenge (Cloudflare answers its challenges with
+    403 or 503): a sentence for the http_error's message saying so, else ''."""
+    try:
+        text = body.decode("utf-8", errors="replace")
+        visible = " ".join(lxml.html.document_fromstring(text or "<html></html>").text_content().split())
+    except (lxml.etree.ParserError, ValueError):
+        return ""
+    flag = challenge(_evidence(status, None, text, visible, final_url, final_url))
+    if flag is None:
+        return ""
+    return "; " + flag.note.replace("challenge: this is", "the page is", 1)
+
+
+def _evidence(status: int | None, title: str | None, html: str | bytes, markdown: str, url: str,
+              final_url: str) -> _Page:
+    raw = html if isinstance(html, str) else html.decode("utf-8", errors="replace")
+    try:
+        doc = lxml.html.document_fromstring(html or "<html></html>")
+    except (lxml.etree.ParserError, ValueError):
+        doc = lxml.html.document_fromstring("<html></html>")
+    scripts = doc.xpath("//script")
+    script_chars = sum(len(s.text or "") for s in scripts)
+    noscript = " ".join(" ".join(n.text_content().split()) for n in doc.xpath("//noscript"))
+    page_title = title or " ".join((doc.findtext(".//title") or "").split())
+    password = bool(doc.xpath("//input[translate(@type,'PASWORD','pasword')='password']"))
+    text_inputs = len(doc.xpath("//input[not(@type) or @type='text' or @type='email' or @type='search' or "
+                                "@type='tel' or @type='url' or @type='number']|//textarea"))
+    # an app's mount point still empty, or holding only a "Loading…"
+    empty_root = any(len("".join(el.text_content().split())) < BARE_ROOT_MAX_CHARS
+                     for el in doc.xpath("//body//*[@id]") if el.get("id", "").lower() in APP_ROOT_IDS)
+    for el in doc.xpath(_HIDDEN + "|" + _NOISE):
+        if el.getparent() is not None:
+            el.drop_tree()
+    headings = [" ".join(h.text_content().split()) for h in doc.xpath("//h1|//h2")]
+    h1 = " ".join((doc.xpath("//h1") or [doc])[0].text_content().split()) if doc.xpath("//h1") else ""
+    body = doc.find("body")
+    visible = " ".join((body if body is not None else doc).text_content().split())
+    main_chars = _text_chars(markdown)
+    return _Page(status, page_title, raw.lower(), visible, noscript, headings, h1, main_chars, markdown, len(scripts),
+                 script_chars, empty_root, password, text_inputs, url, final_url)
+
+
+def _text_chars(markdown: str) -> int:
+    return len("".join(re.sub(r"\]\([^)]*\)", "]", markdown).split()))
+
+
+def _find(literals: tuple[str, ...], text: str) -> str | None:
+    return next((x for x in literals if x in text), None)
+
+
+def _quote(match: re.Match[str] | None) -> str:
+    return f'"{match.group(0)}"' if match else ""
+
+
+def _short(p: _Page, limit: int) -> bool:
+    return p.main_chars < limit and p.visible_chars < 2 * limit
+
+
+# --- the checks --------------------------------------------------------------------------------------
+
+
+def challenge(p: _Page) -> Flag | None:
+    """An anti-bot interstitial: a challenge's words or markup, or a captcha that is all the page holds."""
+    if not _short(p, WALL_MAX_CHARS):
+        return None
+    said = CHALLENGE_TEXT.search(p.title)
+    if said is not None and len(said.group(0)) < 0.5 * len(p.title):
+        said = None  # an article's title quoting the words, not the challenge's own title
+    if said is None and p.main_chars < CHALLENGE_TEXT_MAX_CHARS:
+        said = CHALLENGE_TEXT.search(p.visible[:3000])
+    markup = _find(CHALLENGE_MARKUP, p.html)
+    captcha = _find(CAPTCHA_WIDGET, p.html)
+    alone = captcha is not None and p.main_chars < 400 and p.text_inputs <= 1 and not p.password
+    if not (said or markup or alone):
+        return None
+    evidence = ", ".join(x for x in (_quote(said), markup and f'challenge markup "{markup}"',
+                                     captcha and f"a captcha ({captcha})") if x)
+    return Flag("challenge", f"challenge: this is an anti-bot check page ({evidence}), not the content; "
+                             f"webfetch does not solve challenges. Do not treat this text as the page: get the "
+                             f"information from another source (a search, another site, the site's API), or ask "
+                             f"the user to open the URL in a browser")
+
+
+def js_shell(p: _Page) -> Flag | None:
+    """A page built by scripts that showed (almost) nothing after rendering."""
+    asks = ENABLE_JS.search(p.noscript) or ENABLE_JS.search(p.visible[:2000])
+    limit = WALL_MAX_CHARS // 2 if asks else SHELL_MAX_CHARS
+    if not (p.scripts and _short(p, limit)):
+        return None
+    if not (asks or p.empty_root or p.script_chars > 20 * max(p.visible_chars, 1)):
+        return None
+    evidence = _quote(asks) if asks else "an empty app root" if p.empty_root else "scripts but no text"
+    return Flag("js_shell", f"js_shell: the page is a JavaScript application that showed almost no content after "
+                            f"rendering ({evidence}, {p.main_chars} characters of text); its content probably "
+                            f"needs a sign-in, an API call the page could not make, or user interaction. Look for "
+                            f"the site's API, a server-rendered or printable version of the URL, or another source")
+
+
+def login_wall(p: _Page) -> Flag | None:
+    """The fetch ended on a sign-in page, or a sign-in form stands where the content should be."""
+    moved = _path(p.final_url) != _path(p.url) and LOGIN_PATH.search(_path(p.final_url))
+    said = LOGIN_TEXT.search(p.title) or LOGIN_TEXT.search(p.h1)
+    required = LOGIN_REQUIRED.search(p.visible[:3000])
+    if moved and (p.password or said or required):
+        evidence = f"redirected to {urlsplit(p.final_url).path}"
+    elif p.main_chars < LOGIN_MAX_CHARS and p.visible_chars < 2 * WALL_MAX_CHARS and (
+            (p.password and (said or required)) or required):
+        evidence = "a sign-in form" + (f" under {_quote(said)}" if said else "")
+    else:
+        return None
+    return Flag("login_wall", f"login_wall: the content is behind a sign-in ({evidence}); webfetch has no account "
+                              f"and keeps no cookies. Find a public source for the information, or ask the user "
+                              f"for the content")
+
+
+def cookie_wall(p: _Page) -> Flag | None:
+    """A consent wall that hides the content (a consent banner beside an article is no wall)."""
+    if not _short(p, WALL_MAX_CHARS):
+        return None
+    text = p.markdown if p.main_chars >= 100 else p.visible
+    said = {m.group(0).lower() for m in CONSENT_TEXT.finditer(text)}
+    if len(said) < 2:
+        return None
+    # the consent text must be most of what came back, not a banner's lines kept beside a short article
+    blocks = [b for b in re.split(r"\n\s*\n", text) if b.strip()] if text is p.markdown else [text]
+    consent = sum(len(b) for b in blocks if CONSENT_TEXT.search(b) or CONSENT_WORDS.search(b))
+    if consent < 0.5 * sum(len(b) for b in blocks):
+        return None
+    return Flag("cookie_wall", f"cookie_wall: a cookie consent wall hides the content ({', '.join(sorted(said)[:3])}); "
+                               f"webfetch does not give consent on your behalf. Look for the information in another "
+                               f"source, or ask the user to open the URL in a browser")
+
+
+def paywall(p: _Page) -> Flag | None:
+    """The article is cut by a subscription wall: the page's markup says so and little text came through,
+    or a subscription prompt ends the text."""
+    tail = PAYWALL_TEXT.search(p.markdown[-600:])
+    not_free = "isaccessibleforfree" in p.html and NOT_FREE_MARKUP.search(p.html)  # a plain find is 50x faster
+    said = None
+    if tail:
+        evidence = _quote(tail) + " at the end of the text"
+    elif not_free and p.main_chars < PAYWALL_MAX_CHARS:
+        evidence = f"marked isAccessibleForFree: false, {p.main_chars} characters of text"
+    elif _short(p, WALL_MAX_CHARS) and (said := PAYWALL_TEXT.search(p.visible)):
+        evidence = _quote(said)
+    else:
+        return None
+    return Flag("paywall", f"paywall: the article is cut by a subscription wall ({evidence}); what came back is "
+                           f"only the free part. Do not treat it as the whole article: look for the rest in another "
+                           f"source")
+
+
+def soft_404(p: _Page) -> Flag | None:
+    """A page that says it was not found, served with a success status."""
+    if p.status is not None and not 200 <= p.status < 300:
+        return None
+    if p.main_chars >= NOT_FOUND_MAX_CHARS:
+        return None
+    said = None
+    for part in re.split(r" [|\-–—·:] ", p.title) + p.headings:
+        match = NOT_FOUND.search(part)
+        if match and (len(part.split()) <= NOT_FOUND_MAX_WORDS or NOT_FOUND_OPENING.match(part)):
+            said = match
+            break
+    if said is None:
+        return None
+    # and the page says so a second time, in words other than its title (a film called "Not Found"
+    # says it once)
+    texts = {" ".join(t.lstrip("#").lower().split()) for t in [p.title, *p.headings, *re.split(r"\n\s*\n", p.markdown)]}
+    if sum(1 for t in texts if NOT_FOUND.search(t)) < 2:
+        return None
+    return Flag("soft_404", f"soft_404: the server answered {p.status or 'with success'} but the page says it does "
+                            f"not exist ({_quote(said)}); the URL is probably wrong or the page was removed. Search "
+                            f"for its new address instead of using this text")
+
+
+def _path(url: str) -> str:
+    parts = urlsplit(url)
+    return unquote(parts.path.rstrip("/")).lower() + ("?" + parts.query if parts.query else "")
