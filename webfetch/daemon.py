@@ -15,13 +15,14 @@ from typing import AsyncIterator
 import trio
 
 from . import PROTOCOL_VERSION, __version__
+from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_socket_path
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
-from .protocol import (BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
+from .protocol import (BrowseRequest, BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
                        SearchRequest, StatusRequest, StatusResult, SubagentStatus)
 from .search import Search
 from .server import Server
@@ -93,6 +94,7 @@ class Daemon:
         self.subagent = Subagent(config.subagent)
         self.search = Search(config.search)
         self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
+        self.browse = Browse(config, self.chrome, self.extractor, policy)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress) -> Frame:
@@ -100,6 +102,8 @@ class Daemon:
             result = await self.pipeline.fetch(req, progress)
             result.id = rid
             return result
+        if isinstance(req, BrowseRequest):
+            return await self.browse.handle(req, rid, progress)
         if isinstance(req, StatusRequest):
             return self.status(rid)
         if isinstance(req, SearchRequest):
@@ -121,7 +125,7 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=c.problems)
+            search=self.search.configured, problems=c.problems, browse=self.browse.statistics())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -137,6 +141,7 @@ class Daemon:
                 await nursery.start(self.cache.run)
                 await nursery.start(self.subagent.run)
                 await nursery.start(self.search.run)
+                await nursery.start(self.browse.run)
                 await nursery.start(self.server.serve, listener)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)

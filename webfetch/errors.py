@@ -75,6 +75,48 @@ class Internal(WebfetchError):
     code = "internal"
 
 
+# --- the browse op (PROTOCOL.md, browse) ---
+
+class StaleRef(WebfetchError):
+    code = "stale_ref"
+
+
+class UnknownRef(WebfetchError):
+    code = "unknown_ref"
+
+
+class Covered(WebfetchError):
+    code = "covered"
+
+
+class NotVisible(WebfetchError):
+    code = "not_visible"
+
+
+class Disabled(WebfetchError):
+    code = "disabled"
+
+
+class NotEditable(WebfetchError):
+    code = "not_editable"
+
+
+class NotNativeSelect(WebfetchError):
+    code = "not_native_select"
+
+
+class DialogOpen(WebfetchError):
+    code = "dialog_open"
+
+
+class NoSuchTab(WebfetchError):
+    code = "no_such_tab"
+
+
+class BrowseDisabled(WebfetchError):
+    code = "browse_disabled"
+
+
 class BrowserCrashed(Exception):
     """The browser (or its websocket) went away under a request; the pipeline retries once."""
 
