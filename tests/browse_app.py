@@ -176,6 +176,13 @@ class App:
                 elif path == "/whoami":
                     self.reply(200, f"<html><head><title>Who</title></head><body><p id=who>user={self.cookie('user')}"
                                     "</p></body></html>")
+                elif path == "/reach":
+                    # a page that reaches for another address in every way a page can
+                    to = urllib.parse.parse_qs(self.path.split("?", 1)[1])["to"][0]
+                    self.reply(200, f"<html><head><title>Reach</title><script src='{to}/script.js'></script></head>"
+                                    f"<body><h1>Reach</h1><img src='{to}/img.png'><iframe src='{to}/frame'></iframe>"
+                                    f"<a href='{to}/link'>Go there</a><script>fetch('{to}/fetch').catch(() => 0);"
+                                    f"navigator.sendBeacon('{to}/beacon', 'x');</script></body></html>")
                 elif path == "/card-done":
                     self.reply(200, "<html><head><title>Paid</title></head><body><h1>Payment received</h1></body></html>")
                 else:

@@ -267,6 +267,7 @@ class Browse:
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
         session.opened = []
+        tab.blocked = None
         marks = tab.marks()
         fields: dict[str, Any] = {}
         notes: list[str] = []
@@ -327,6 +328,9 @@ class Browse:
             notes += await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         log.debug("browse %s: acted in %d ms, settled in %d ms", a, (acted - started) * 1000,
                   (time.monotonic() - acted) * 1000)
+        if tab.blocked is not None:
+            raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
+                             f"shows an error page now (nav back returns to the page before)")
         return await self._result(session, tab, req, rid, started, marks, full=full, notes=notes or None, **fields)
 
     async def _open(self, session: Session, req: BrowseRequest, rid: Any, progress: Progress,

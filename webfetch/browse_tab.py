@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Browser
 from .errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
@@ -146,7 +147,7 @@ class BrowseTab:
             old = self.frames.get(f["id"])
             self.frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
             if parent is None:
-                self.url = f["url"]
+                self.url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
                 if old is None or old.loader != f["loaderId"]:
                     self.doc_gen += 1
                     # requests of the old document will never report their end
@@ -251,11 +252,32 @@ class BrowseTab:
             result.append(await fn())
             cancel.cancel()
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run, nursery.cancel_scope)
-            await self.wait_for(lambda: self.dialog is not None)
-            nursery.cancel_scope.cancel()
+        with single_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run, nursery.cancel_scope)
+                await self.wait_for(lambda: self.dialog is not None)
+                nursery.cancel_scope.cancel()
         return result[0] if result else None
+
+    async def in_world(self, frame: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A Runtime call in the frame's isolated world (`contextId` or `executionContextId` filled in);
+        a world that vanished under us (the document was replaced a moment ago) is made again once."""
+        if self.dialog is not None:
+            raise self.dialog_open()
+        for attempt in (1, 2):
+            ctx = await self.world(frame)
+            key = "contextId" if method == "Runtime.evaluate" else "executionContextId"
+            try:
+                reply = await self.unless_dialog(lambda c=ctx: self.call(method, params | {key: c}))
+            except CDPError as e:
+                if attempt == 2 or "context" not in e.message.lower():
+                    raise
+                self.worlds.pop(frame, None)
+                continue
+            if reply is None:
+                raise self.dialog_open()
+            return await self._check(reply)
+        raise AssertionError("unreachable")
 
     async def world(self, frame: str) -> int:
         """The isolated world of `frame`'s current document, with the snapshot library installed."""
@@ -273,14 +295,9 @@ class BrowseTab:
 
     async def evaluate(self, frame: str, expression: str) -> Any:
         """`expression` in the frame's isolated world, its value by JSON."""
-        if self.dialog is not None:
-            raise self.dialog_open()
-        ctx = await self.world(frame)
-        reply = await self.unless_dialog(lambda: self.call("Runtime.evaluate", {
-            "expression": expression, "contextId": ctx, "returnByValue": True, "awaitPromise": True}))
-        if reply is None:
-            raise self.dialog_open()
-        return (await self._check(reply))["result"].get("value")
+        reply = await self.in_world(frame, "Runtime.evaluate", {
+            "expression": expression, "returnByValue": True, "awaitPromise": True})
+        return reply["result"].get("value")
 
     async def on_element(self, object_id: str, body: str, *args: Any, objects: tuple[str, ...] = ()) -> Any:
         """`function (...args) { body }` called with the element as `this`, in its isolated world; `objects`
@@ -323,18 +340,12 @@ class BrowseTab:
     async def on_ref(self, ref: str, body: str, *args: Any) -> Any:
         """`function (...args) { body }` with the ref's element as `this`, in one round trip."""
         frame = self.ref_frame(ref)
-        if self.dialog is not None:
-            raise self.dialog_open()
-        ctx = await self.world(frame)
         wrapper = (f"function (ref, ...args) {{ const el = __wf.get(ref); if (!el) return {{__stale: true}}; "
                    f"return (function (...args) {{ {body} }}).apply(el, args); }}")
-        reply = await self.unless_dialog(lambda: self.call("Runtime.callFunctionOn", {
-            "executionContextId": ctx, "functionDeclaration": wrapper,
-            "arguments": [{"value": ref}] + [{"value": a} for a in args], "returnByValue": True,
-            "awaitPromise": True}))
-        if reply is None:
-            raise self.dialog_open()
-        value = (await self._check(reply))["result"].get("value")
+        reply = await self.in_world(frame, "Runtime.callFunctionOn", {
+            "functionDeclaration": wrapper, "arguments": [{"value": ref}] + [{"value": a} for a in args],
+            "returnByValue": True, "awaitPromise": True})
+        value = reply["result"].get("value")
         if isinstance(value, dict) and value.get("__stale"):
             raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
         return value
@@ -342,12 +353,7 @@ class BrowseTab:
     async def element(self, ref: str) -> tuple[str, str]:
         """(frame, objectId) of a ref's element; stale_ref when its document is gone or it left the page."""
         frame = self.ref_frame(ref)
-        ctx = await self.world(frame)
-        reply = await self.unless_dialog(lambda: self.call("Runtime.evaluate", {
-            "expression": f"__wf.get({ref!r})", "contextId": ctx}))
-        if reply is None:
-            raise self.dialog_open()
-        obj = (await self._check(reply))["result"]
+        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({ref!r})"}))["result"]
         if obj.get("subtype") != "node" or "objectId" not in obj:
             raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
         return frame, obj["objectId"]
@@ -400,9 +406,7 @@ class BrowseTab:
         return lines, full, truncated, str(got.get("title") or "")
 
     async def _child_frame(self, frame: str, iframe_ref: str) -> str | None:
-        ctx = await self.world(frame)
-        obj = (await self.call("Runtime.evaluate", {"expression": f"__wf.get({iframe_ref!r})",
-                                                     "contextId": ctx}))["result"]
+        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({iframe_ref!r})"}))["result"]
         if "objectId" not in obj:
             return None
         node = (await self.call("DOM.describeNode", {"objectId": obj["objectId"]}))["node"]
