@@ -36,7 +36,8 @@ APP = """<!doctype html><html><head><title>Dashboard</title></head><body>
 <h1>Dashboard</h1>
 <p>Signed in as <b>%(user)s</b>.</p>
 <nav><a href="#/orders" id="orders-link">Orders</a> <a href="/table">Big table</a>
-  <a href="/popup" target="_blank">Help (new tab)</a> <button onclick="window.open('/popup?via=open')">Open window</button>
+  <a href="/popup" target="_blank">Help (new tab)</a>
+  <button onclick="window.open('/popup?via=open')">Open window</button>
   <a href="/report.csv">Download report</a></nav>
 <div id="route"></div>
 <form id="profile" onsubmit="event.preventDefault(); save()">
@@ -115,7 +116,8 @@ POPUP = """<!doctype html><html><head><title>Help</title></head><body><h1>Help</
 def big_table(rows: int = 3000) -> str:
     body = "".join(f"<tr><td>Item {i}</td><td><a href='/item/{i}'>details {i}</a></td>"
                    f"<td><button>Buy {i}</button></td></tr>" for i in range(rows))
-    return f"<!doctype html><html><head><title>Inventory</title></head><body><h1>Inventory</h1><table>{body}</table></body></html>"
+    return (f"<!doctype html><html><head><title>Inventory</title></head><body><h1>Inventory</h1>"
+            f"<table>{body}</table></body></html>")
 
 
 class App:
@@ -172,19 +174,22 @@ class App:
                 elif path == "/table":
                     self.reply(200, big_table())
                 elif path == "/report.csv":
-                    self.reply(200, "a,b\n1,2\n", "text/csv", {"Content-Disposition": 'attachment; filename="report.csv"'})
+                    self.reply(200, "a,b\n1,2\n", "text/csv",
+                               {"Content-Disposition": 'attachment; filename="report.csv"'})
                 elif path == "/whoami":
                     self.reply(200, f"<html><head><title>Who</title></head><body><p id=who>user={self.cookie('user')}"
                                     "</p></body></html>")
                 elif path == "/reach":
                     # a page that reaches for another address in every way a page can
                     to = urllib.parse.parse_qs(self.path.split("?", 1)[1])["to"][0]
-                    self.reply(200, f"<html><head><title>Reach</title><script src='{to}/script.js'></script></head>"
+                    self.reply(200, f"<html><head><title>Reach</title><script src='{to}/script.js'></script>"
+                                    f"</head>"
                                     f"<body><h1>Reach</h1><img src='{to}/img.png'><iframe src='{to}/frame'></iframe>"
                                     f"<a href='{to}/link'>Go there</a><script>fetch('{to}/fetch').catch(() => 0);"
                                     f"navigator.sendBeacon('{to}/beacon', 'x');</script></body></html>")
                 elif path == "/card-done":
-                    self.reply(200, "<html><head><title>Paid</title></head><body><h1>Payment received</h1></body></html>")
+                    self.reply(200, "<html><head><title>Paid</title></head><body><h1>Payment received</h1>"
+                                    "</body></html>")
                 else:
                     self.reply(404, "<html><head><title>Not found</title></head><body><h1>Not found</h1></body></html>")
 

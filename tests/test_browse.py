@@ -258,7 +258,7 @@ async def test_close_and_idle_timeout_dispose_of_the_context(start_daemon, app):
     await b.ok("open", url=app.url("/login"))
     assert any(t["url"] == app.url("/login") for t in await h.page_targets())
     with trio.fail_after(10):
-        while h.daemon.browse.sessions:
+        while h.daemon.browse.sessions:  # noqa: ASYNC110 (the test watches the daemon from outside)
             await trio.sleep(0.1)
     assert not any(t["url"] == app.url("/login") for t in await h.page_targets())
     c = Browser(await h.client(), "closed")
@@ -297,3 +297,38 @@ async def test_the_address_policy_holds_for_navigations_and_subresources(start_d
         assert blocked.hits == []
     finally:
         blocked.stop()
+
+
+async def test_a_vanished_client_ends_its_action_and_the_session_stays(daemon, app):
+    c = await daemon.client()
+    b = Browser(c)
+    await b.ok("open", url=app.url("/login"))
+    await c.send({"id": "w", "op": "browse", "session": "s1", "action": "wait", "text": "never there",
+                  "timeout_s": 30})
+    await trio.sleep(0.3)
+    await c.aclose()
+    again = Browser(await daemon.client())
+    with trio.fail_after(5):  # not the 30 s the abandoned wait asked for
+        snap = await again.ok("snapshot")
+    assert '- textbox "Username"' in snap["snapshot"]
+
+
+async def test_daemon_stop_closes_every_session(short_tmp, app):
+    import functools
+
+    from webfetch.daemon import Daemon, bind_socket
+
+    from .helpers import LineClient, gone
+
+    d = Daemon(make_config())
+    path = short_tmp / "stop.sock"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(d.run, bind_socket(path)))
+        b = Browser(await LineClient.connect(path))
+        await b.ok("open", url=app.url("/login"))
+        await Browser(b.client, "second").ok("open", url=app.url("/popup"))
+        browser = await d.chrome.wait_browser()
+        assert browser.pid is not None and len(d.browse.sessions) == 2
+        nursery.cancel_scope.cancel()
+    assert d.browse.sessions == {}
+    assert gone([browser.pid])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import fnmatch
 import struct
+from functools import partial
 from typing import Any
 
 import trio
@@ -165,8 +166,8 @@ async def type_text(tab: BrowseTab, text: str) -> None:
             await press(tab, "Enter")
             continue
         fields = {"key": ch, "text": ch, "unmodifiedText": ch}
-        await tab.unless_dialog(lambda f=fields: tab.call("Input.dispatchKeyEvent", {"type": "keyDown", **f}))
-        await tab.unless_dialog(lambda f=fields: tab.call("Input.dispatchKeyEvent", {"type": "keyUp", **f}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchKeyEvent", {"type": "keyDown", **fields}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchKeyEvent", {"type": "keyUp", **fields}))
 
 
 async def focus(tab: BrowseTab, ref: str) -> None:
@@ -195,7 +196,7 @@ async def _point_in_frame(tab: BrowseTab, ref: str) -> dict[str, Any]:
         await tab.call("DOM.scrollIntoViewIfNeeded", {"objectId": obj})
     except CDPError:
         pass  # not rendered: the check below says so
-    state = await tab.on_element(obj, PREPARE_CLICK)
+    state: dict[str, Any] = await tab.on_element(obj, PREPARE_CLICK)
     if not state["visible"]:
         return state
     try:
@@ -251,10 +252,10 @@ async def mouse_click(tab: BrowseTab, x: float, y: float, button: str, count: in
     await tab.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
     for n in range(1, count + 1):
         # a dialog opened by the press or the release stops the call from returning (BROWSE.md)
-        await tab.unless_dialog(lambda n=n: tab.call("Input.dispatchMouseEvent",
-                                                     {"type": "mousePressed", "clickCount": n, **base}))
-        await tab.unless_dialog(lambda n=n: tab.call("Input.dispatchMouseEvent",
-                                                     {"type": "mouseReleased", "clickCount": n, **base}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
+                                        {"type": "mousePressed", "clickCount": n, **base}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
+                                        {"type": "mouseReleased", "clickCount": n, **base}))
         if tab.dialog is not None:
             return
 

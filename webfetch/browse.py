@@ -419,8 +419,8 @@ class Browse:
                 continue
             infos.append(TabInfo(tab=t.name, url=t.url, title=await t.title(), active=t.name == session.active))
         active = session.tabs.get(session.active or "")
-        return BrowseResult(id=rid, op="browse", action="tabs", session=session.name,
-                            page=PageInfo(tab=active.name, url=active.url, title=await active.title()) if active else None,
+        shown = PageInfo(tab=active.name, url=active.url, title=await active.title()) if active else None
+        return BrowseResult(id=rid, op="browse", action="tabs", session=session.name, page=shown,
                             change="none", refs_reset=False, snapshot="", snapshot_kind="none",
                             elapsed_ms=now_ms(started), tabs=infos)
 

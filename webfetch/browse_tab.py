@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import trio
@@ -85,6 +86,13 @@ class BrowseTab:
     @property
     def loading(self) -> bool:
         return bool(self.loading_frames)
+
+    # methods, not properties: they change under an await, which type checkers would not expect
+    def dialog_pending(self) -> bool:
+        return self.dialog is not None
+
+    def navigating(self) -> bool:
+        return self.target_id in self.loading_frames
 
     @property
     def main_loading(self) -> bool:
@@ -268,7 +276,7 @@ class BrowseTab:
             ctx = await self.world(frame)
             key = "contextId" if method == "Runtime.evaluate" else "executionContextId"
             try:
-                reply = await self.unless_dialog(lambda c=ctx: self.call(method, params | {key: c}))
+                reply = await self.unless_dialog(partial(self.call, method, params | {key: ctx}))
             except CDPError as e:
                 if attempt == 2 or "context" not in e.message.lower():
                     raise
@@ -290,8 +298,8 @@ class BrowseTab:
         ctx = (await self.call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD_NAME,
                                                            "grantUniveralAccess": False}))["executionContextId"]
         await self._check(await self.call("Runtime.evaluate", {"expression": PAGE_JS, "contextId": ctx}))
-        self.worlds[frame] = (info.loader, ctx)
-        return ctx
+        self.worlds[frame] = (info.loader, int(ctx))
+        return int(ctx)
 
     async def evaluate(self, frame: str, expression: str) -> Any:
         """`expression` in the frame's isolated world, its value by JSON."""
@@ -316,7 +324,8 @@ class BrowseTab:
     async def _check(reply: dict[str, Any]) -> dict[str, Any]:
         if "exceptionDetails" in reply:
             d = reply["exceptionDetails"]
-            raise WebfetchError(f"script in the page failed: {d.get('exception', {}).get('description') or d.get('text')}")
+            what = d.get("exception", {}).get("description") or d.get("text")
+            raise WebfetchError(f"script in the page failed: {what}")
         return reply
 
     def dialog_open(self) -> DialogOpen:
@@ -406,11 +415,13 @@ class BrowseTab:
         return lines, full, truncated, str(got.get("title") or "")
 
     async def _child_frame(self, frame: str, iframe_ref: str) -> str | None:
-        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({iframe_ref!r})"}))["result"]
+        get = {"expression": f"__wf.get({iframe_ref!r})"}
+        obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
             return None
         node = (await self.call("DOM.describeNode", {"objectId": obj["objectId"]}))["node"]
-        return node.get("frameId")
+        frame_id = node.get("frameId")
+        return str(frame_id) if frame_id else None
 
     # --- waiting for what an action started --------------------------------------------------------
 
@@ -424,10 +435,10 @@ class BrowseTab:
         notes: list[str] = []
         with trio.move_on_after(nav_timeout_s) as nav:
             while True:
-                if self.dialog is not None:
+                if self.dialog_pending():
                     return notes
-                if self.main_loading:
-                    await self.wait_for(lambda: not self.main_loading or self.dialog is not None)
+                if self.navigating():
+                    await self.wait_for(lambda: not self.navigating() or self.dialog_pending())
                     continue
                 def idle() -> bool:
                     # no frame loading (a form posted in an iframe), none of the action's requests pending
@@ -435,8 +446,8 @@ class BrowseTab:
 
                 with trio.move_on_after(settle_s) as quiet:
                     while True:
-                        await self.wait_for(lambda: self.dialog is not None or self.main_loading or idle())
-                        if self.main_loading or self.dialog is not None:
+                        await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
+                        if self.navigating() or self.dialog_pending():
                             break
                         try:
                             await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
@@ -444,7 +455,7 @@ class BrowseTab:
                             pass  # the document went away under us: a navigation, handled above
                         if idle():  # else the quiet time let a request or a frame's load begin: wait for it
                             break
-                if self.main_loading or self.dialog is not None:
+                if self.navigating() or self.dialog_pending():
                     continue
                 if quiet.cancelled_caught:
                     notes.append(f"the page was still busy {settle_s:g} s after the action; the snapshot "
