@@ -57,7 +57,7 @@ def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     def take(what: str) -> str:
         if not rest:
             raise ValueError(f"browse {a} needs {what}")
-        return rest.pop(0)
+        return str(rest.pop(0))
 
     f: dict[str, Any] = {"session": args.session, "action": a, "tab": args.tab}
     if a == "open":
