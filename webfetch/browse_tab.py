@@ -22,7 +22,7 @@ from .urls import AddressPolicy, check_host, parse_url
 
 log = logging.getLogger("webfetch.browse")
 
-QUIET_MS = 40            # no DOM change for this long after an action's requests ended = settled
+QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
 # Every request is paused once for the address policy; documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
