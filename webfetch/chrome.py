@@ -246,7 +246,7 @@ class Chrome:
         """A new browser context for a browse session (browse.py), connecting through the address-policy
         proxy as the fetch tabs' contexts do. The caller makes its tabs and disposes of the context."""
         browser = await self.wait_browser()
-        params: dict = {"disposeOnDetach": True}
+        params: dict[str, object] = {"disposeOnDetach": True}
         if self.proxy is not None:
             params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
         try:

@@ -22,8 +22,8 @@ from .config import Config, default_socket_path
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
-from .protocol import (BrowseRequest, BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId, RequestsStatus,
-                       SearchRequest, StatusRequest, StatusResult, SubagentStatus)
+from .protocol import (BrowseRequest, BrowserStatus, CacheStatus, FetchRequest, Frame, Request, RequestId,
+                       RequestsStatus, SearchRequest, StatusRequest, StatusResult, SubagentStatus)
 from .search import Search
 from .server import Server
 from .subagent import Subagent
