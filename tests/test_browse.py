@@ -165,6 +165,10 @@ async def test_a_whole_task_through_refs_ends_on_the_server(daemon, app):
     # read: the live DOM's main content through the extractor
     read = await b.ok("read")
     assert "Signed in as **ann**" in read["content"] and "Profile saved" in read["content"]
+    assert "In basket" in read["content"]  # a shadow root's text is part of what the page shows
+    assert "Small" not in read["content"]  # the custom combobox's closed list is not
+    frame_text = await b.ok("read", ref=ref(snap, '- iframe "payment"'))
+    assert frame_text["content"].startswith("# Payment received")
     shot = await b.ok("screenshot")
     assert shot["width"] == 1280 and shot["height"] == 800 and shot["image"].startswith("iVBORw0KGgo")
 
@@ -196,6 +200,13 @@ async def test_errors_name_the_way_forward(daemon, app):
         assert refused["code"] == "blocked_url", (url, refused)
     bad = await b("open", url="ftp://example.com/")
     assert bad["code"] == "invalid_url"
+    await b.ok("hover", ref=ref(snap, '- button "Save profile"'))
+    await b.ok("scroll", direction="down", px=300)
+    nick = ref(snap, '- textbox "Nickname"')
+    await b.ok("fill", ref=nick, text="abc")
+    await b.ok("press", key="Control+a", ref=nick)
+    assert (await b.ok("press", key="Backspace"))["snapshot"].endswith(f'- textbox "Nickname" [focused, ref={nick}]')
+    assert (await b("press", key="Hyper+x"))["code"] == "bad_request"
     missing = await b.ok("open", url=app.url("/nowhere"))
     assert missing["status"] == 404 and "HTTP 404" in missing["notes"][0]
     assert '- heading "Not found"' in missing["snapshot"]

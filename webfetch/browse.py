@@ -35,6 +35,24 @@ CLOSE_TIMEOUT_S = 2.0
 REFUSED_SCHEMES = ("file", "chrome", "javascript", "data", "about", "view-source", "blob", "filesystem",
                    "chrome-extension", "devtools")
 Progress = Callable[[str, str], None]
+# What the page shows, as HTML for the extractor: hidden elements (a closed menu, a collapsed list) left
+# out, open shadow roots' content put in their hosts.
+SHOWN_HTML = """(function shown(root) {
+  const clone = root.cloneNode(true);
+  const walk = (a, b) => {
+    for (let i = a.children.length - 1; i >= 0; i--) {
+      const el = a.children[i], copy = b.children[i];
+      if (!copy || el.localName === "head") continue;
+      if (el.checkVisibility && !el.checkVisibility() && el.localName !== "script") copy.remove();
+      else {
+        walk(el, copy);
+        if (el.shadowRoot) copy.insertAdjacentHTML("beforeend", el.shadowRoot.innerHTML);
+      }
+    }
+  };
+  walk(root, clone);
+  return clone.outerHTML;
+})"""
 
 
 class Session:
@@ -56,6 +74,10 @@ class Session:
         self.adopted = trio.Event()
 
     def tab(self, name: str | None) -> BrowseTab:
+        if name is None and (self.active not in self.tabs or self.tabs[self.active or ""].closed):
+            # the active tab closed itself (window.close()): the newest one left takes its place
+            open_tabs = [t for t in self.tabs.values() if not t.closed]
+            self.active = open_tabs[-1].name if open_tabs else self.active
         key = name or self.active
         tab = self.tabs.get(key or "")
         if tab is None or tab.closed:
@@ -170,7 +192,8 @@ class Browse:
         return tab
 
     async def _tab_main(self, session: Session, tab: BrowseTab, *, task_status: trio.TaskStatus[None]) -> None:
-        with tab.browser.conn.subscribe(tab.session_id) as sub:
+        # a page loading hundreds of resources at once sends thousands of events: room for them
+        with tab.browser.conn.subscribe(tab.session_id, buffer=16_384) as sub:
             task_status.started()
             try:
                 await tab.pump(sub)
@@ -385,11 +408,13 @@ class Browse:
 
     async def _read(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any,
                     started: float) -> BrowseResult:
-        if req.ref is not None:
-            _, obj = await tab.element(req.ref)
-            html = await tab.on_element(obj, "return '<html><body>' + this.outerHTML + '</body></html>';")
+        child = await tab.child_frame(tab.ref_frame(req.ref), req.ref) if req.ref is not None else None
+        if child is not None and child in tab.frames:  # an iframe's ref: the frame's own document
+            html = await tab.evaluate(child, f"({SHOWN_HTML})(document.documentElement)")
+        elif req.ref is not None:
+            html = await tab.on_ref(req.ref, f"return '<html><body>' + ({SHOWN_HTML})(this) + '</body></html>';")
         else:
-            html = await tab.evaluate(tab.target_id, "document.documentElement.outerHTML")
+            html = await tab.evaluate(tab.target_id, f"({SHOWN_HTML})(document.documentElement)")
         extracted = await self.extractor.html(html or "", tab.url)
         content, next_offset = paginate(extracted.markdown, req.offset, req.max_chars or self.fetch_config.page_chars,
                                         self.fetch_config.page_lines)

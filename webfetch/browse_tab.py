@@ -396,7 +396,7 @@ class BrowseTab:
                 if iframe_ref is None:
                     continue
                 if iframe_ref not in inlined:
-                    child = await self._child_frame(frame, iframe_ref)
+                    child = await self.child_frame(frame, iframe_ref)
                     if child is None or child not in self.frames:
                         inlined[iframe_ref] = ([], [])
                         continue
@@ -414,7 +414,8 @@ class BrowseTab:
         full = await expand(got["full"], 1) if got.get("full") is not None else lines
         return lines, full, truncated, str(got.get("title") or "")
 
-    async def _child_frame(self, frame: str, iframe_ref: str) -> str | None:
+    async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
+        """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
         get = {"expression": f"__wf.get({iframe_ref!r})"}
         obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
