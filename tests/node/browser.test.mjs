@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import { after, before, test } from "node:test";
-import { EXTENSION, messagesText, rawRequest, runPi, startDaemon, startFakeLLM } from "./helpers.mjs";
+import { discoverAndLoadExtensions } from "@mariozechner/pi-coding-agent";
+import { EXTENSION, messagesText, rawRequest, runPi, startDaemon, startFakeLLM, tempDir } from "./helpers.mjs";
 
 const LOGIN = `<!doctype html><html><head><title>Sign in</title></head><body><h1>Sign in</h1>
 <form method="post" action="/login"><label for="u">Username</label> <input id="u" name="user">
@@ -96,4 +97,38 @@ test("pi's model logs in through agent_browser by refs; the server gets the form
 	// pi has exited: its browse session is gone from the daemon
 	const status = await rawRequest(daemon.socket, { id: 1, op: "status" });
 	assert.deepEqual(status.browse, []);
+});
+
+test("Escape (the abort signal) ends a browser action at once; the session answers the next one", async () => {
+	const agentDir2 = tempDir("wf-agent");
+	const saved = process.env.WEBFETCH_SOCKET;
+	process.env.WEBFETCH_SOCKET = daemon.socket;
+	try {
+		const loaded = await discoverAndLoadExtensions([EXTENSION], process.cwd(), agentDir2);
+		const ext = loaded.extensions[0];
+		for (const h of ext.handlers.get("session_start")) await h({}, { hasUI: false });
+		const tool = ext.tools.get("agent_browser").definition;
+		const ctx = { sessionManager: { getSessionId: () => "escape-test" } };
+		const updates = [];
+		const opened = await tool.execute("c1", { action: "open", url: url("/login") }, undefined, (u) => updates.push(u), ctx);
+		assert.match(opened.content[0].text, /- button "Sign in" \[ref=e3\]/);
+		assert.ok(updates.some((u) => u.details.stage === "browse"), JSON.stringify(updates));
+		const abort = new AbortController();
+		const started = Date.now();
+		const waiting = tool.execute("c2", { action: "wait", text: "never there", timeout_s: 30 }, abort.signal, undefined, ctx);
+		setTimeout(() => abort.abort(), 300);
+		await assert.rejects(waiting);
+		assert.ok(Date.now() - started < 5000, "aborted at once, not after the 30 s wait");
+		const failed = tool.execute("c3", { action: "click", ref: "e99" }, undefined, undefined, ctx);
+		await assert.rejects(failed, /^Error: unknown_ref: e99 was never given out/);
+		const snap = await tool.execute("c4", { action: "snapshot" }, undefined, undefined, ctx);
+		assert.equal(snap.details.snapshot_kind, "full");
+		for (const h of ext.handlers.get("session_shutdown")) await h({ type: "session_shutdown", reason: "quit" }, ctx);
+		const status = await rawRequest(daemon.socket, { id: 1, op: "status" });
+		assert.deepEqual(status.browse, []);
+	} finally {
+		if (saved === undefined) delete process.env.WEBFETCH_SOCKET;
+		else process.env.WEBFETCH_SOCKET = saved;
+		fs.rmSync(agentDir2, { recursive: true, force: true });
+	}
 });
