@@ -41,6 +41,8 @@ def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
     assert shot.read_bytes().startswith(b"\x89PNG")
     status = run_cli("status", env=env)
     assert "browse:   1 session" in status.stdout and "by-hand: 1 tab(s)" in status.stdout
+    doctor = run_cli("doctor", env=env, timeout=120)
+    assert f"1 browse session(s) open; by-hand (1 tab(s) at {app.url('/app')}" in doctor.stdout, doctor.stdout
     assert "session by-hand closed" in browse("close")
     usage = run_cli("browse", "fill", "e1", "--session", "by-hand", env=env)
     assert usage.returncode == 2 and "browse fill needs the text" in usage.stderr

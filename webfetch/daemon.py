@@ -191,7 +191,8 @@ class Daemon:
     async def _wait_idle(self, idle_s: float) -> None:
         while True:
             await trio.sleep(min(idle_s, 5.0))
-            busy = self.server.connections or self.server.in_flight
+            # an open browse session is work in progress: it ends by its own idle time (browse.idle_s)
+            busy = self.server.connections or self.server.in_flight or self.browse.sessions
             if not busy and trio.current_time() - self.server.last_activity >= idle_s:
                 return
 
