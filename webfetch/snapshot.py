@@ -118,6 +118,8 @@ PAGE_JS = r"""
         const s = clean([...el.labels].map((l) => textOf(l, el)).join(" "));
         if (s) return s;
       }
+      const near = nearbyLabel(el);
+      if (near) return near;
       return clean(el.getAttribute("placeholder") || el.title || "");
     }
     if (tag === "img") return clean(el.alt);
@@ -128,6 +130,18 @@ PAGE_JS = r"""
     }
     return clean(el.title || el.getAttribute("placeholder") || "");
   }
+  // a label element or a short text just before the control that names no control itself ("Name: [   ]")
+  function nearbyLabel(el) {
+    for (let n = el.previousSibling, hops = 0; n && hops < 3; n = n.previousSibling, hops++) {
+      if (n.nodeType === 3) { const t = clean(n.data, 60); if (t) return t.replace(/:$/, ""); continue; }
+      if (n.nodeType !== 1) continue;
+      if (n.localName === "label" && !n.control) return clean(textOf(n), 60).replace(/:$/, "");
+      if (n.localName === "span" && n.children.length === 0) return clean(n.textContent, 60).replace(/:$/, "");
+      return "";
+    }
+    return "";
+  }
+
   function valueOf(el, role) {
     const tag = el.localName;
     if (tag === "input") {
@@ -166,13 +180,13 @@ PAGE_JS = r"""
     if (el === active && INTERACTIVE.has(role)) a.push("focused");
     return a;
   }
-  function kids(el) {
-    if (el.shadowRoot) return [...el.shadowRoot.children];
+  function childNodes(el) {
+    if (el.shadowRoot) return [...el.shadowRoot.childNodes];
     if (el.localName === "slot") {
-      const assigned = el.assignedElements({flatten: true});
-      return assigned.length ? assigned : [...el.children];
+      const assigned = el.assignedNodes({flatten: true});
+      return assigned.length ? assigned : [...el.childNodes];
     }
-    return [...el.children];
+    return [...el.childNodes];
   }
   const sig = (el) => {
     let s = el.localName + "|" + (el.getAttribute("role") || "") + "|" + (el.getAttribute("class") || "");
@@ -207,35 +221,46 @@ PAGE_JS = r"""
     }
     if (tag === "select" || tag === "iframe" || tag === "frame" || (line && LEAVES.has(role))) return;
     const childDepth = line ? depth + 1 : depth;
-    if (!(line && FROM_CONTENT.has(role))) {
-      for (const n of (el.shadowRoot || el).childNodes) {
-        if (n.nodeType === 3) {
-          const t = clean(n.data, 200);
-          if (t) st.lines.push({depth: childDepth, parent: index, el: null, role: "text", name: t, value: "",
-                                attrs: []});
-        }
+    const ownText = !(line && FROM_CONTENT.has(role));  // else the line's name holds the text already
+    // children in document order, text between elements included, so "Enter the <b>username</b> …" reads
+    // in order; runs of similar elements collapse
+    const nodes = childNodes(el);
+    for (let i = 0; i < nodes.length;) {
+      const node = nodes[i];
+      if (node.nodeType === 3) {
+        const t = ownText ? clean(node.data, 200) : "";
+        if (t) st.lines.push({depth: childDepth, parent: index, el: null, role: "text", name: t, value: "", attrs: []});
+        i++;
+        continue;
       }
-    }
-    const children = kids(el);
-    for (let i = 0; i < children.length;) {
+      if (node.nodeType !== 1) { i++; continue; }
       if (!st.find) {
-        const s = sig(children[i]);
-        let j = i + 1;
-        while (j < children.length && sig(children[j]) === s) j++;
-        if (j - i >= %(collapse_at)d) {
+        const s = sig(node);
+        let j = i + 1, count = 1, last = i;
+        for (; j < nodes.length; j++) {
+          const n = nodes[j];
+          if (n.nodeType === 3 && !n.data.trim()) continue;
+          if (n.nodeType !== 1 || sig(n) !== s) break;
+          count++;
+          last = j;
+        }
+        if (count >= %(collapse_at)d) {
           const before = st.lines.length;
-          for (let k = i; k < i + %(keep)d; k++) walk(children[k], childDepth, index, st);
+          let kept = 0;
+          for (let k = i; k <= last && kept < %(keep)d; k++) {
+            if (nodes[k].nodeType === 1) { walk(nodes[k], childDepth, index, st); kept++; }
+          }
           if (st.lines.length > before) {
-            const what = roleOf(children[i]) || children[i].localName;
+            const what = roleOf(node) || node.localName;
             st.lines.push({depth: childDepth, parent: index, el: null, role: "…", name: "", value: "", attrs: [],
-                           from: before, more: (j - i - %(keep)d) + " more " + what
+                           from: before, more: (count - %(keep)d) + " more " + what
                                                + " like these (snapshot with find: to reach them)"});
           }
-          i = j;
+          i = last + 1;
           continue;
         }
       }
-      walk(children[i], childDepth, index, st);
+      walk(node, childDepth, index, st);
       i++;
     }
   }
