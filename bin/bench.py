@@ -5,7 +5,9 @@
 3. webfetch cache hits through the socket,
 4. 8 concurrent clients (pages per second),
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
-trafilatura run directly on the stored HTML."""
+trafilatura run directly on the stored HTML; and the browse op's rows on the local app of the tests
+(tests/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, and the
+3 000-row table's snapshot."""
 
 from __future__ import annotations
 
@@ -169,6 +171,8 @@ def main() -> None:
     ap.add_argument("--skip-flags", action="store_true", help="skip the flag rows (bin/bench_flags.py)")
     ap.add_argument("--skip-pdf", action="store_true", help="skip the PDF rows (bin/bench_pdf.py)")
     ap.add_argument("--pdf", action="append", default=[], help="a PDF file to add to the PDF rows (repeatable)")
+    ap.add_argument("--skip-browse", action="store_true")
+    ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
     ap.add_argument("--block", action="append", default=[],
                     help="a further CDP resource type to refuse, e.g. Script (repeatable)")
@@ -198,6 +202,8 @@ def main() -> None:
         if not args.skip_speed:
             speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
             subagent_overhead(daemon, server, aeb[0])
+        if not args.skip_browse:
+            browse(daemon, args.browse_rounds)
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:
@@ -255,6 +261,60 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     pps = len(conc_urls) / conc_elapsed
     print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
           f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)", flush=True)
+
+
+def browse(daemon: Daemon, rounds: int) -> None:
+    """Per-action latency on the local app, measured at the client (socket round trip included)."""
+    import urllib.request
+
+    from tests.browse_app import App
+
+    app = App()
+    try:
+        with Client(daemon.sock, autostart=False) as c:
+            def act(action: str, **fields) -> tuple[dict, float]:
+                started = time.perf_counter()
+                frame = list(c.request("browse", session="bench", action=action, **fields))[-1]
+                if frame.get("type") != "result":
+                    raise SystemExit(f"browse {action} failed: {frame}")
+                return frame, time.perf_counter() - started
+
+            def ref(snapshot: str, start: str) -> str:
+                line = next(x for x in snapshot.splitlines() if x.lstrip().startswith(start))
+                return re.search(r"ref=(e\d+)", line).group(1)
+
+            page, _ = act("open", url=app.url("/login"))
+            act("click", ref=ref(page["snapshot"], '- button "Accept cookies"'))
+            act("fill", ref=ref(page["snapshot"], '- textbox "Username"'), text="ann")
+            dash, _ = act("fill", ref=ref(page["snapshot"], '- textbox "Password"'), text="hunter2", submit=True)
+            size, nick = ref(dash["snapshot"], '- combobox "Size"'), ref(dash["snapshot"], '- textbox "Nickname"')
+            clicks = [act("click", ref=size)[1] for _ in range(rounds)]
+            fills = [act("fill", ref=nick, text=f"name {i}")[1] for i in range(rounds)]
+            snaps = [act("snapshot")[1] for _ in range(rounds)]
+            snap, _ = act("snapshot")
+            cookie = {"Cookie": "user=ann; consent=yes"}
+            html = urllib.request.urlopen(urllib.request.Request(app.url("/app"), headers=cookie)).read()
+            table, _ = act("open", url=app.url("/table"))
+            tables = [act("snapshot")[1] for _ in range(max(3, rounds // 4))]
+            finds = [act("snapshot", find=f"Buy {2999 - i}")[1] for i in range(max(3, rounds // 4))]
+            table_html = urllib.request.urlopen(app.url("/table")).read()
+            act("close")
+    finally:
+        app.stop()
+    print(f"\nbrowse (local app, {rounds} actions a row; targets: click/fill p50 <= 100 ms, snapshot <= 150 ms "
+          f"and <= 4 000 chars, 3 000-row table <= 1.5 s bounded)")
+    print(f"{'row':52} {'median':>10} {'p95':>10}")
+    for name, times in (("5. browse click (a DOM change, no navigation)", clicks),
+                        ("6. browse fill (controlled input)", fills),
+                        ("7. browse snapshot, ordinary page (the dashboard)", snaps),
+                        ("8. browse snapshot, 3 000-row table", tables),
+                        ("8b. ... with find (every row walked)", finds)):
+        med, p95 = summarize(times)
+        print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms")
+    print(f"{'9. snapshot size, dashboard':52} {len(snap['snapshot']):>7} chars for {len(html)} bytes of HTML "
+          f"({snap['ref_count']} refs)")
+    print(f"{'10. snapshot size, 3 000-row table':52} {len(table['snapshot']):>7} chars for {len(table_html)} bytes "
+          f"of HTML (inline cap 12 000)", flush=True)
 
 
 def subagent_overhead(daemon: Daemon, server: CorpusServer, page: dict) -> None:

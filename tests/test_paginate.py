@@ -1,6 +1,6 @@
 """Layer 1: pagination of extracted content."""
 
-from webfetch.pipeline import paginate
+from webfetch.paging import paginate
 
 
 def test_short_content_is_one_page():

@@ -209,6 +209,19 @@ class Chrome:
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass  # that browser is gone, and its tabs with it
 
+    async def open_context(self) -> tuple[Browser, str]:
+        """A new browser context for a browse session (browse.py), connecting through the address-policy
+        proxy as the fetch tabs' contexts do. The caller makes its tabs and disposes of the context."""
+        browser = await self.wait_browser()
+        params: dict[str, object] = {"disposeOnDetach": True}
+        if self.proxy is not None:
+            params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
+        try:
+            ctx = (await browser.conn.call("Target.createBrowserContext", params))["browserContextId"]
+        except CDPClosed as e:
+            raise BrowserCrashed(str(e)) from None
+        return browser, ctx
+
     # --- the supervisor ---------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=["kagi", "brave", "searxng"], help="this backend, not the default one")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
+    from . import browse_cli
+
+    browse_cli.add_parser(sub, common)
+
     p = sub.add_parser("status", help="show the daemon's state")
     common(p)
     p.add_argument("--json", action="store_true", help="print the status frame as JSON")
@@ -128,6 +132,10 @@ def _client_command(args: argparse.Namespace, path: Path) -> int:
                 return _fetch(client, args)
             if args.command == "search":
                 return _search(client, args)
+            if args.command == "browse":
+                from . import browse_cli
+
+                return browse_cli.run(client, args)
             return _status(client, args)
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
@@ -198,6 +206,9 @@ def _status(client: Client, args: argparse.Namespace) -> int:
         print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
+        sessions = frame.get("browse") or []
+        print(f"browse:   {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
+            f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions))
         for problem in frame.get("problems", []):
             print(f"problem:  {problem}")
         return 1 if frame.get("problems") else 0

@@ -86,6 +86,15 @@ class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     cache_s: Positive = 300.0
 
 
+class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    enabled: bool = True
+    idle_s: Positive = 600.0           # a session without an action for this long is closed
+    max_sessions: Annotated[int, Meta(ge=1, le=256)] = 16
+    snapshot_chars: Annotated[int, Meta(ge=500)] = 12_000  # inline snapshot cap; `offset` pages on
+    nav_timeout_s: Positive = 30.0     # a navigation's load, at most
+    settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
@@ -94,6 +103,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     extract: ExtractConfig = msgspec.field(default_factory=ExtractConfig)
     subagent: SubagentConfig = msgspec.field(default_factory=SubagentConfig)
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
+    browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
 
 
 def config_home() -> Path:

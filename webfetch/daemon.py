@@ -16,6 +16,7 @@ import trio
 from msgspec.structs import replace
 
 from . import PROTOCOL_VERSION, __version__
+from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_socket_path
@@ -23,6 +24,7 @@ from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Page, Pipeline, page_size
 from .protocol import (
+    BrowseRequest,
     BrowserStatus,
     CacheStatus,
     FetchRequest,
@@ -107,11 +109,14 @@ class Daemon:
         self.subagent = Subagent(config.subagent)
         self.search = Search(config.search)
         self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
+        self.browse = Browse(config, self.chrome, self.extractor, policy)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
         if isinstance(req, FetchRequest):
             return replace(await self.pipeline.fetch(req, progress), id=rid)
+        if isinstance(req, BrowseRequest):
+            return await self.browse.handle(req, rid, progress)
         if isinstance(req, StatusRequest):
             return self.status(rid)
         if isinstance(req, SearchRequest):
@@ -131,7 +136,7 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=c.problems)
+            search=self.search.configured, problems=c.problems, browse=self.browse.statistics())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -147,6 +152,7 @@ class Daemon:
                 await nursery.start(self.cache.run)
                 await nursery.start(self.subagent.run)
                 await nursery.start(self.search.run)
+                await nursery.start(self.browse.run)
                 await nursery.start(self.server.serve, listener)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)
@@ -196,7 +202,8 @@ class Daemon:
     async def _wait_idle(self, idle_s: float) -> None:
         while True:
             await trio.sleep(min(idle_s, 5.0))
-            busy = self.server.connections or self.server.in_flight
+            # an open browse session is work in progress: it ends by its own idle time (browse.idle_s)
+            busy = self.server.connections or self.server.in_flight or self.browse.sessions
             if not busy and trio.current_time() - self.server.last_activity >= idle_s:
                 return
 

@@ -173,6 +173,9 @@ def check_daemon(path: Path) -> list[Check]:
     checks = [Check(OK, "daemon", f"webfetch {status['version']} on {path}, browser {status['browser']['state']}, "
                     f"{status['cache']['entries']} cached pages")]
     checks += [Check(FAIL, "daemon problem", p, "see above; restart the daemon once fixed") for p in status["problems"]]
+    sessions = status.get("browse") or []
+    checks.append(Check(OK, "browse", f"{len(sessions)} browse session(s) open" + "".join(
+        f"; {s['session']} ({s['tabs']} tab(s) at {s['url']}, idle {s['idle_s']:.0f} s)" for s in sessions)))
     return checks
 
 

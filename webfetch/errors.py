@@ -17,6 +17,7 @@ class WebfetchError(Exception):
         self.status: int | None = None
         self.content_type: str | None = None
         self.retry_after: str | None = None
+        self.covered_by: str | None = None
 
 
 class BadRequest(WebfetchError):
@@ -98,6 +99,52 @@ class ShuttingDown(WebfetchError):
 
 class Internal(WebfetchError):
     code = "internal"
+
+
+# --- the browse op (PROTOCOL.md, browse) ---
+
+class StaleRef(WebfetchError):
+    code = "stale_ref"
+
+
+class UnknownRef(WebfetchError):
+    code = "unknown_ref"
+
+
+class Covered(WebfetchError):
+    code = "covered"
+
+    def __init__(self, message: str, covered_by: str | None = None) -> None:
+        super().__init__(message)
+        self.covered_by = covered_by  # the element at the click point, with its ref when it has one
+
+
+class NotVisible(WebfetchError):
+    code = "not_visible"
+
+
+class Disabled(WebfetchError):
+    code = "disabled"
+
+
+class NotEditable(WebfetchError):
+    code = "not_editable"
+
+
+class NotNativeSelect(WebfetchError):
+    code = "not_native_select"
+
+
+class DialogOpen(WebfetchError):
+    code = "dialog_open"
+
+
+class NoSuchTab(WebfetchError):
+    code = "no_such_tab"
+
+
+class BrowseDisabled(WebfetchError):
+    code = "browse_disabled"
 
 
 class BrowserCrashed(Exception):

@@ -20,6 +20,7 @@ from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeou
 from .extractor import Extracted, Extractor, decode_text
 from .flags import Flag
 from .flags import detect as detect_flags
+from .paging import paginate
 from .pdf import extract_pdf
 from .protocol import FetchRequest, FetchResult, ReportProgress
 from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
@@ -56,28 +57,6 @@ def page_size(page: Page) -> int:
     # strings dominate; count their encoded length plus a fixed overhead per entry
     return (len(page.markdown.encode()) + len(page.url) + len(page.final_url) + len(page.title or "")
             + sum(len(n) for n in page.notes) + 512)
-
-
-def paginate(text: str, offset: int, max_chars: int, max_lines: int) -> tuple[str, int | None]:
-    """The slice of `text` from `offset`: at most `max_chars` characters and `max_lines` lines, cut at a line
-    boundary where possible. Returns (content, next_offset or None at the end)."""
-    if offset >= len(text):
-        return "", None
-    end = min(len(text), offset + max_chars)
-    chunk = text[offset:end]
-    cut = -1
-    for _ in range(max_lines):
-        cut = chunk.find("\n", cut + 1)
-        if cut < 0:
-            break
-    if cut >= 0:  # more than max_lines lines: end after the last allowed line
-        chunk = chunk[:cut + 1]
-    elif end < len(text):
-        last = chunk.rfind("\n")
-        if last > 0:
-            chunk = chunk[:last + 1]
-    stop = offset + len(chunk)
-    return chunk, (stop if stop < len(text) else None)
 
 
 class Pipeline:

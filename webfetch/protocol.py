@@ -14,7 +14,7 @@ RequestId = str | int | None
 Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "status", "cancel")
+OPS = ("fetch", "search", "browse", "status", "cancel")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -49,7 +49,44 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
     target: Annotated[str, Meta(min_length=1, max_length=128)] | Annotated[int, Meta(ge=-MAX_INT, le=MAX_INT)]
 
 
-Request = FetchRequest | SearchRequest | StatusRequest | CancelRequest
+BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "close"]
+Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
+
+
+class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
+    """One action on a browse session (PROTOCOL.md, browse); which fields apply depends on `action`."""
+
+    session: Annotated[str, Meta(min_length=1, max_length=128)]
+    action: BrowseAction
+    url: str | None = None
+    new_tab: bool = False
+    to: Literal["back", "forward", "reload"] | None = None
+    mode: Literal["interactive", "full"] = "interactive"
+    ref: Ref | None = None
+    find: Annotated[str, Meta(max_length=200)] | None = None
+    max_chars: Annotated[int, Meta(ge=100, le=MAX_INT)] | None = None
+    offset: Annotated[int, Meta(ge=0, le=MAX_INT)] = 0
+    button: Literal["left", "right", "middle"] = "left"
+    double: bool = False
+    text: Annotated[str, Meta(max_length=100_000)] | None = None
+    submit: bool = False
+    key: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+    values: list[str] | None = None
+    checked: bool | None = None
+    direction: Literal["up", "down"] | None = None
+    px: Annotated[int, Meta(ge=1, le=100_000)] | None = None
+    text_gone: str | None = None
+    ms: Annotated[int, Meta(ge=0, le=30_000)] | None = None
+    timeout_s: Annotated[float, Meta(gt=0, le=30)] | None = None
+    accept: bool | None = None
+    prompt_text: str | None = None
+    do: Literal["list", "select", "close"] = "list"
+    tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
+    full_page: bool = False
+
+
+Request = FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest
 
 
 class Envelope(Struct):
@@ -108,7 +145,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse"]
 ReportProgress = Callable[[Stage, str], None]
 
 
@@ -161,6 +198,55 @@ class SearchResult(Struct, tag_field="type", tag="result", kw_only=True):
     age_s: float = 0.0
 
 
+class PageInfo(Struct, kw_only=True):
+    tab: str
+    url: str
+    title: str
+
+
+class TabInfo(Struct, kw_only=True):
+    tab: str
+    url: str
+    title: str
+    active: bool
+
+
+class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
+    """The common fields are always sent; an action's own fields only when it has them."""
+
+    id: RequestId
+    op: str
+    action: str
+    session: str
+    page: PageInfo | None
+    change: Literal["navigation", "same_document", "dom", "none"]
+    refs_reset: bool
+    snapshot: str
+    snapshot_kind: Literal["full", "diff", "none"]
+    elapsed_ms: int
+    ref_count: int | None = None
+    next_offset: int | None = None
+    status: int | None = None
+    value: str | None = None
+    new_tabs: list[dict[str, str]] | None = None
+    dialog: dict[str, str] | None = None
+    downloads: list[dict[str, Any]] | None = None
+    waited_for: str | None = None
+    tabs: list[TabInfo] | None = None
+    content: str | None = None
+    image: str | None = None
+    width: int | None = None
+    height: int | None = None
+    notes: list[str] | None = None
+
+
+class BrowseSessionStatus(Struct, kw_only=True):
+    session: str
+    tabs: int
+    url: str
+    idle_s: float
+
+
 class BrowserStatus(Struct, kw_only=True):
     state: str
     version: str | None = None
@@ -198,6 +284,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     subagent: SubagentStatus
     search: list[str]
     problems: list[str]
+    browse: list[BrowseSessionStatus] = []
 
 
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
@@ -214,15 +301,16 @@ class ErrorFrame(Struct, tag_field="type", tag="error", kw_only=True, omit_defau
     status: int | None = None
     content_type: str | None = None
     retry_after: str | None = None
+    covered_by: str | None = None     # browse `covered`: the element at the click point
 
 
 def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
     """The `error` frame a client sees for `error`, its optional fields included where it has them."""
     return ErrorFrame(id=rid, code=error.code, message=error.message, status=error.status,
-                      content_type=error.content_type, retry_after=error.retry_after)
+                      content_type=error.content_type, retry_after=error.retry_after, covered_by=error.covered_by)
 
 
-Frame = ProgressFrame | FetchResult | SearchResult | StatusResult | CancelResult | ErrorFrame
+Frame = ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | ErrorFrame
 
 _encoder = msgspec.json.Encoder()
 

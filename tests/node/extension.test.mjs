@@ -334,13 +334,19 @@ describe("web_search", () => {
 
 	test("is registered at session start as web_search when the name is free", async () => {
 		const { ext, notes } = await started(["read", "bash", "web_fetch"]);
-		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "web_search"]);
+		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "web_search", "agent_browser"]);
 		assert.deepEqual(notes, []);
+	});
+
+	test("the browser becomes webfetch_browser when another extension owns agent_browser, and says so once", async () => {
+		const { ext, notes } = await started(["read", "web_fetch", "agent_browser"]);
+		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "web_search", "webfetch_browser"]);
+		assert.deepEqual(notes, [["webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info"]]);
 	});
 
 	test("becomes webfetch_search when another extension owns web_search, and says so once", async () => {
 		const { ext, notes } = await started(["read", "web_fetch", "web_search"]);
-		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "webfetch_search"]);
+		assert.deepEqual([...ext.tools.keys()], ["web_fetch", "webfetch_search", "agent_browser"]);
 		assert.deepEqual(notes, [["webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info"]]);
 	});
 

@@ -452,6 +452,151 @@ export function searchTool(name: string) {
 	};
 }
 
+// ---- browser automation (the browse op) ------------------------------------------------------------
+// A self-contained block: its own tool, bound to the pi session (one daemon browse session per pi
+// session, closed on session_shutdown), registered once the other extensions are loaded, under another
+// name when pi-agent-browser-native already owns `agent_browser`.
+
+const BROWSER_ACTIONS = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
+	"wait", "dialog", "tabs", "read", "screenshot", "nav", "close"];
+
+const BROWSER_DESCRIPTION = [
+	"Drive a real browser tab (headless Chrome in the webfetch daemon) to test or use a web app: log in, fill",
+	"forms, click through, read what the app shows. The loop: `open` a URL -> read the snapshot (one line per",
+	"control: `- button \"Save\" [ref=e12]`) -> act on a control by its ref (`click`, `fill`, `select`, `check`,",
+	"`press`) -> each result tells what changed (a diff, or a new snapshot after a navigation) -> `read` for the",
+	"page's text as markdown, `screenshot` to see it. Refs are stable while the page stays; after a navigation",
+	"the old ones fail with stale_ref: use the refs of the newest snapshot. A confirm/prompt dialog blocks the",
+	"tab until `dialog` (accept true/false). `wait` for text that appears later (single-page apps);",
+	"`snapshot` with `find` reaches rows a long list collapsed. Downloads are refused (use web_fetch).",
+].join(" ");
+
+const BROWSER_PARAMETERS = {
+	type: "object",
+	properties: {
+		action: { type: "string", enum: BROWSER_ACTIONS, description: "What to do" },
+		url: { type: "string", description: "open: the http(s) URL; wait: a glob the tab's URL must match" },
+		ref: { type: "string", description: "The element's ref from the snapshot, e.g. e12" },
+		text: { type: "string", description: "fill/type: the text; wait: text to wait for" },
+		submit: { type: "boolean", description: "fill: press Enter afterwards" },
+		key: { type: "string", description: "press: Enter, Tab, Escape, ArrowDown, Control+a…" },
+		values: { type: "array", items: { type: "string" }, description: "select: option labels or values" },
+		checked: { type: "boolean", description: "check: true to check, false to uncheck" },
+		accept: { type: "boolean", description: "dialog: accept (OK) or dismiss (Cancel)" },
+		prompt_text: { type: "string", description: "dialog: the answer to a prompt" },
+		to: { type: "string", enum: ["back", "forward", "reload"], description: "nav: where to" },
+		mode: { type: "string", enum: ["interactive", "full"], description: "snapshot: controls only (default) or every line" },
+		find: { type: "string", description: "snapshot: only lines containing this text" },
+		offset: { type: "integer", minimum: 0, description: "snapshot/read: continue from this character" },
+		text_gone: { type: "string", description: "wait: until this text is gone" },
+		ms: { type: "integer", minimum: 0, maximum: 30000, description: "wait: a fixed pause" },
+		timeout_s: { type: "number", minimum: 1, maximum: 30, description: "wait: at most this long (default 10)" },
+		direction: { type: "string", enum: ["up", "down"], description: "scroll without a ref" },
+		new_tab: { type: "boolean", description: "open: in a new tab" },
+		tab: { type: "string", description: "tabs select/close: the tab (t1, t2…)" },
+		do: { type: "string", enum: ["list", "select", "close"], description: "tabs: what to do" },
+		full_page: { type: "boolean", description: "screenshot: the whole page, not just the viewport" },
+	},
+	required: ["action"],
+	additionalProperties: false,
+};
+
+/** The text the model reads for one browse result: what happened, then the snapshot or content. */
+export function browseText(r: Frame): string {
+	const lines: string[] = [];
+	const p = r.page;
+	if (r.action === "close") return `closed the browser session ${r.session}`;
+	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"} — ${p.url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}`);
+	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
+	if (r.value != null) lines.push(`value now: ${r.value}`);
+	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);
+	if (r.dialog) {
+		const d = r.dialog;
+		const blocking = (d.type === "confirm" || d.type === "prompt") && r.snapshot_kind === "none";
+		lines.push(`dialog (${d.type}): ${JSON.stringify(d.message)}${blocking ? " — open: answer it with action dialog" : " — accepted"}`);
+	}
+	for (const t of r.new_tabs ?? []) lines.push(`new tab ${t.tab}: ${t.url} (now active)`);
+	for (const d of r.downloads ?? []) lines.push(`download refused: ${d.url} (${d.filename}); web_fetch it instead`);
+	for (const t of r.tabs ?? []) lines.push(`${t.active ? "*" : " "} ${t.tab} ${t.title} — ${t.url}`);
+	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
+	if (r.content) lines.push("", r.content);
+	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
+	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
+	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
+}
+
+function browseSession(ctx: any): string {
+	try {
+		const id = ctx?.sessionManager?.getSessionId?.();
+		if (id) return `pi-${id}`;
+	} catch {
+		// no session manager behind this context: one session for the process
+	}
+	return `pi-${process.pid}`;
+}
+
+export function browserTool(name: string, used: Set<string>) {
+	return {
+		name,
+		label: "Browser",
+		description: BROWSER_DESCRIPTION,
+		parameters: BROWSER_PARAMETERS,
+		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
+			const session = browseSession(ctx);
+			const body: Frame = { op: "browse", session };
+			for (const [k, v] of Object.entries(params)) if (v != null) body[k] = v;
+			used.add(session);
+			let r: Frame;
+			try {
+				r = await request(body, { signal, onProgress: progressTo(onUpdate) });
+			} catch (e: any) {
+				// the code first, so the model (and an agent's own code) can branch on it; the message says what to do
+				if (e instanceof DaemonError) throw new Error(`${e.code}: ${e.message}`);
+				throw e;
+			}
+			if (params.action === "close") used.delete(session);
+			const { image, snapshot: _s, content: _c, type: _t, id: _i, ...rest } = r;
+			const details = { category: "result", ...rest, document: r.page ? `${r.page.tab}@${r.page.url}` : null };
+			const content: Frame[] = [{ type: "text", text: browseText(r) }];
+			if (image) content.push({ type: "image", data: image, mimeType: "image/png" });
+			return { content, details };
+		},
+		renderCall(args: Frame, theme: any) {
+			const what = args.url ?? args.ref ?? args.key ?? args.text ?? args.to ?? "";
+			return textComponent([`${name} ${args.action} ${what}`.trimEnd()], (l) => theme.fg("toolTitle", l), true);
+		},
+		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+			const d = result?.details;
+			const early = workingOrFailed(result, options, theme, context, !!d?.category, "working…");
+			if (early) return early;
+			const text = textOf(result);
+			const lines = text.split("\n");
+			return textComponent(options.expanded ? lines : lines.slice(0, 1), (l) => theme.fg("muted", l));
+		},
+	};
+}
+
+export function registerBrowser(pi: any) {
+	const used = new Set<string>();
+	let browserName: string | null = null;
+	pi.on("session_start", async (_event: unknown, ctx: any) => {
+		if (browserName !== null) return;
+		const taken = toolNames(pi).includes("agent_browser");
+		browserName = taken ? "webfetch_browser" : "agent_browser";
+		pi.registerTool(browserTool(browserName, used));
+		if (taken && ctx?.hasUI) {
+			ctx.ui.notify("webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info");
+		}
+	});
+	pi.on("session_shutdown", async () => {
+		// the daemon would close them after browse.idle_s anyway; closing now frees the browser at once
+		const sessions = [...used];
+		used.clear();
+		await Promise.all(sessions.map((session) =>
+			request({ op: "browse", session, action: "close" }, { signal: AbortSignal.timeout(5000) }).catch(() => undefined)));
+	});
+}
+
 // ---- the extension -------------------------------------------------------------------------------
 
 function statusProblems(s: Frame): string[] {
@@ -546,4 +691,6 @@ export default function webfetch(pi: any) {
 		}
 		if (problems.length) ctx.ui.notify(`webfetch: ${problems.join("; ")}`, "error");
 	});
+
+	registerBrowser(pi);
 }

@@ -1,0 +1,231 @@
+"""A small multi-page web app for the browse tests and bench, served on 127.0.0.1 (its iframe comes from
+`localhost`, a second origin). What the browser did is checked on the server: `App.state` records every
+form post, keyed by what was posted."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.parse
+from typing import Any
+
+from .site import QuietHTTPServer
+
+CONSENT = """
+<div id="consent" style="position:fixed;inset:0;background:rgba(0,0,0,.6);z-index:10">
+  <div style="background:white;margin:120px auto;width:300px;padding:20px">
+    <p>We use cookies.</p><button id="accept" onclick="document.cookie='consent=yes;path=/';
+      document.getElementById('consent').remove()">Accept cookies</button>
+  </div>
+</div>
+<script>if (document.cookie.includes('consent=yes')) document.getElementById('consent').remove();</script>
+"""
+
+LOGIN = """<!doctype html><html><head><title>Sign in</title></head><body>
+<h1>Sign in</h1>
+<form method="post" action="/login">
+  <label for="user">Username</label> <input id="user" name="user" required>
+  <input type="password" name="password" placeholder="Password">
+  <button type="submit">Sign in</button>
+</form>
+<p id="error">%s</p>
+""" + CONSENT + "</body></html>"
+
+APP = """<!doctype html><html><head><title>Dashboard</title></head><body>
+<h1>Dashboard</h1>
+<p>Signed in as <b>%(user)s</b>.</p>
+<nav><a href="#/orders" id="orders-link">Orders</a> <a href="/table">Big table</a>
+  <a href="/popup" target="_blank">Help (new tab)</a>
+  <button onclick="window.open('/popup?via=open')">Open window</button>
+  <a href="/report.csv">Download report</a></nav>
+<div id="route"></div>
+<form id="profile" onsubmit="event.preventDefault(); save()">
+  <label>Country <select name="country"><option value="">Choose…</option><option value="fr">France</option>
+    <option value="de">Germany</option><option value="jp">Japan</option></select></label>
+  <div id="size" role="combobox" aria-label="Size" aria-expanded="false" tabindex="0"
+       onclick="toggleSize()" style="border:1px solid #888;width:120px;cursor:pointer">Medium</div>
+  <div id="size-list" role="listbox" hidden>
+    <div role="option" onclick="pickSize('Small')">Small</div>
+    <div role="option" onclick="pickSize('Medium')">Medium</div>
+    <div role="option" onclick="pickSize('Large')">Large</div>
+  </div>
+  <label><input type="checkbox" name="newsletter"> Newsletter</label>
+  <label>Nickname <input id="nick" aria-label="Nickname"></label>
+  <button type="submit">Save profile</button>
+</form>
+<p id="saved"></p>
+<shop-widget></shop-widget>
+<p><button onclick="alert('Saved drafts: 3')">Show drafts</button>
+<button onclick="document.getElementById('answer').textContent = confirm('Delete everything?') ? 'deleted' : 'kept'">
+  Delete all</button>
+<button onclick="document.getElementById('answer').textContent = 'name=' + prompt('Your name?', 'anon')">
+  Rename</button></p>
+<p id="answer"></p>
+<iframe src="%(frame)s" title="payment" width="400" height="150"></iframe>
+<script>
+// a controlled input, as React does it: the value shown is the state, set only from input events
+const state = {nick: "", size: "Medium"};
+const nick = document.getElementById("nick");
+const desc = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value");
+nick.addEventListener("input", (e) => { state.nick = e.target.value; render(); });
+function render() { desc.set.call(nick, state.nick); }
+function toggleSize() {
+  const list = document.getElementById("size-list");
+  list.hidden = !list.hidden;
+  document.getElementById("size").setAttribute("aria-expanded", String(!list.hidden));
+}
+function pickSize(s) { state.size = s; document.getElementById("size").textContent = s; toggleSize(); }
+async function save() {
+  const f = document.getElementById("profile");
+  const body = {country: f.country.value, newsletter: f.newsletter.checked, nick: state.nick, size: state.size};
+  await fetch("/api/profile", {method: "POST", body: JSON.stringify(body)});
+  document.getElementById("saved").textContent = "Profile saved";
+}
+customElements.define("shop-widget", class extends HTMLElement {
+  constructor() {
+    super();
+    const root = this.attachShadow({mode: "open"});
+    root.innerHTML = '<button>Add to basket</button><span></span>';
+    root.querySelector("button").addEventListener("click", async () => {
+      await fetch("/api/basket", {method: "POST", body: "{}"});
+      root.querySelector("span").textContent = "In basket";
+    });
+  }
+});
+function route() {
+  const r = document.getElementById("route");
+  if (location.hash === "#/orders") {
+    r.innerHTML = "<p>Loading orders…</p>";
+    setTimeout(() => { r.innerHTML = "<h2>Orders</h2><p>Order 1042 shipped</p>"; }, 300);
+  }
+}
+window.addEventListener("hashchange", route);
+route();
+</script>
+</body></html>"""
+
+FRAME = """<!doctype html><html><head><title>Pay</title></head><body>
+<form method="post" action="/card"><input name="card" placeholder="Card number"><button>Pay</button></form>
+</body></html>"""
+
+POPUP = """<!doctype html><html><head><title>Help</title></head><body><h1>Help</h1>
+<p>Ask the front desk.</p></body></html>"""
+
+
+def big_table(rows: int = 3000) -> str:
+    body = "".join(f"<tr><td>Item {i}</td><td><a href='/item/{i}'>details {i}</a></td>"
+                   f"<td><button>Buy {i}</button></td></tr>" for i in range(rows))
+    return (f"<!doctype html><html><head><title>Inventory</title></head><body><h1>Inventory</h1>"
+            f"<table>{body}</table></body></html>")
+
+
+class App:
+    """The app's server. `state` holds what the browser posted: profile, basket, card, login."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] = {}
+        self.cookies_seen: list[str] = []
+        app = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def reply(self, status: int, body: str, ctype: str = "text/html; charset=utf-8",
+                      headers: dict[str, str] | None = None) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def cookie(self, name: str) -> str | None:
+                for part in (self.headers.get("Cookie") or "").split(";"):
+                    k, _, v = part.strip().partition("=")
+                    if k == name:
+                        return v
+                return None
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                app.cookies_seen.append(self.headers.get("Cookie") or "")
+                if path in ("/", "/login"):
+                    self.reply(200, LOGIN % "")
+                elif path == "/app":
+                    user = self.cookie("user")
+                    if not user:
+                        self.send_response(303)
+                        self.send_header("Location", "/login")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    frame = f"http://localhost:{app.port}/frame"
+                    self.reply(200, APP % {"user": user, "frame": frame})
+                elif path == "/frame":
+                    self.reply(200, FRAME)
+                elif path == "/popup":
+                    self.reply(200, POPUP)
+                elif path == "/table":
+                    self.reply(200, big_table())
+                elif path == "/report.csv":
+                    self.reply(200, "a,b\n1,2\n", "text/csv",
+                               {"Content-Disposition": 'attachment; filename="report.csv"'})
+                elif path == "/whoami":
+                    self.reply(200, f"<html><head><title>Who</title></head><body><p id=who>user={self.cookie('user')}"
+                                    "</p></body></html>")
+                elif path == "/reach":
+                    # a page that reaches for another address in every way a page can
+                    to = urllib.parse.parse_qs(self.path.split("?", 1)[1])["to"][0]
+                    self.reply(200, f"<html><head><title>Reach</title><script src='{to}/script.js'></script>"
+                                    f"</head>"
+                                    f"<body><h1>Reach</h1><img src='{to}/img.png'><iframe src='{to}/frame'></iframe>"
+                                    f"<a href='{to}/link'>Go there</a><script>fetch('{to}/fetch').catch(() => 0);"
+                                    f"navigator.sendBeacon('{to}/beacon', 'x');</script></body></html>")
+                elif path == "/card-done":
+                    self.reply(200, "<html><head><title>Paid</title></head><body><h1>Payment received</h1>"
+                                    "</body></html>")
+                else:
+                    self.reply(404, "<html><head><title>Not found</title></head><body><h1>Not found</h1></body></html>")
+
+            def do_POST(self) -> None:
+                path = self.path.split("?", 1)[0]
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                if path == "/login":
+                    form = dict(urllib.parse.parse_qsl(raw))
+                    app.state["login"] = form
+                    if form.get("password") == "hunter2":
+                        self.send_response(303)
+                        self.send_header("Set-Cookie", f"user={form.get('user')}; Path=/")
+                        self.send_header("Location", "/app")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    else:
+                        self.reply(200, LOGIN % "Wrong password")
+                elif path == "/card":
+                    app.state["card"] = dict(urllib.parse.parse_qsl(raw))
+                    self.send_response(303)
+                    self.send_header("Location", "/card-done")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif path.startswith("/api/"):
+                    app.state[path[5:]] = json.loads(raw or "{}")
+                    self.reply(200, "{}", "application/json")
+                else:
+                    self.reply(404, "{}", "application/json")
+
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,52 @@
+"""`webfetch browse` as a person types it, against a daemon the CLI starts (real processes)."""
+
+import time
+
+import pytest
+
+from .browse_app import App
+from .helpers import run_cli
+
+
+@pytest.fixture
+def app():
+    a = App()
+    yield a
+    a.stop()
+
+
+def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    path = short_tmp / "wf.sock"
+    env = {"WEBFETCH_SOCKET": str(path), "WEBFETCH_CONFIG": str(cfg)}
+
+    def browse(*args: str) -> str:
+        r = run_cli("browse", *args, "--session", "by-hand", env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    opened = browse("open", app.url("/login"))
+    assert opened.startswith(f"[t1] Sign in — {app.url('/login')}\n")
+    assert '- textbox "Password" [ref=e2]' in opened and '- button "Accept cookies" [ref=e4]' in opened
+    covered = run_cli("browse", "click", "e3", "--session", "by-hand", env=env)
+    assert covered.returncode == 1 and covered.stderr.startswith("webfetch: covered: e3 (button \"Sign in\"")
+    browse("click", "e4")
+    assert "value: ann" in browse("fill", "e1", "ann")
+    dashboard = browse("fill", "e2", "hunter2", "--submit")
+    assert "value: •••" in dashboard and "[t1] Dashboard" in dashboard
+    assert "Signed in as **ann**" in browse("read")
+    shot = short_tmp / "shot.png"
+    assert f"{shot}: 1280x800 PNG" in browse("screenshot", "-o", str(shot))
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    status = run_cli("status", env=env)
+    assert "browse:   1 session" in status.stdout and "by-hand: 1 tab(s)" in status.stdout
+    doctor = run_cli("doctor", env=env, timeout=120)
+    assert f"1 browse session(s) open; by-hand (1 tab(s) at {app.url('/app')}" in doctor.stdout, doctor.stdout
+    assert "session by-hand closed" in browse("close")
+    usage = run_cli("browse", "fill", "e1", "--session", "by-hand", env=env)
+    assert usage.returncode == 2 and "browse fill needs the text" in usage.stderr
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists()

@@ -1,0 +1,386 @@
+"""What each browse action does to a tab: clicks that are hit-tested first, fills that React sees, native
+selects, keys, waits. Results and snapshots are browse.py's; these functions only act and read back."""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import struct
+from functools import partial
+from typing import Any
+
+import trio
+
+from .browse_tab import BrowseTab
+from .cdp import CDPError
+from .errors import (
+    BadRequest,
+    BlockedUrl,
+    Covered,
+    Disabled,
+    NetworkError,
+    NotEditable,
+    NotNativeSelect,
+    NotVisible,
+    Timeout,
+)
+from .urls import host_of
+
+PREPARE_CLICK = """
+  const r = this.getBoundingClientRect();
+  const style = getComputedStyle(this);
+  return {disabled: !!(this.disabled || this.getAttribute("aria-disabled") === "true"),
+          visible: r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
+                   (this.checkVisibility ? this.checkVisibility() : true),
+          what: __wf.describe(this)};
+"""
+
+PREPARE_FILL = """
+  const t = this.localName, type = (this.getAttribute("type") || "text").toLowerCase();
+  const textual = (t === "input" && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden",
+                                      "range", "color"].includes(type)) || t === "textarea" || this.isContentEditable;
+  if (!textual) return {error: "not_editable", what: __wf.describe(this)};
+  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
+  if (this.readOnly) return {error: "readonly", what: __wf.describe(this)};
+  this.scrollIntoView({block: "center", inline: "center"});
+  this.focus();
+  if (this.isContentEditable) {
+    const range = document.createRange();
+    range.selectNodeContents(this);
+    const sel = getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+  } else {
+    this.select();
+  }
+  return {focused: __wf.deepActive() === this};
+"""
+
+READ_VALUE = """
+  if (this.isContentEditable) return this.textContent;
+  if (this.localName === "select") return [...this.selectedOptions].map((o) => o.label || o.text).join(", ");
+  if (this.type === "checkbox" || this.type === "radio") return this.checked ? "checked" : "unchecked";
+  if (this.getAttribute("aria-checked")) return this.getAttribute("aria-checked") === "true" ? "checked" : "unchecked";
+  if (this.type === "password") return this.value ? "•••" : "";
+  return this.value === undefined ? "" : String(this.value);
+"""
+
+SELECT = """
+  if (this.localName !== "select") return {error: "not_native", what: __wf.describe(this)};
+  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
+  const wanted = args[0], opts = [...this.options], picked = [];
+  const label = (o) => (o.label || o.text).trim();
+  for (const w of wanted) {
+    const o = opts.find((o) => o.value === w) || opts.find((o) => label(o) === w)
+      || opts.find((o) => label(o).toLowerCase() === w.toLowerCase());
+    if (!o) return {error: "no_option", value: w, options: opts.map(label).slice(0, 40)};
+    picked.push(o);
+  }
+  if (!this.multiple && picked.length > 1) return {error: "one"};
+  for (const o of opts) o.selected = picked.includes(o);
+  this.dispatchEvent(new Event("input", {bubbles: true}));
+  this.dispatchEvent(new Event("change", {bubbles: true}));
+  return {value: [...this.selectedOptions].map(label).join(", ")};
+"""
+
+CHECKED_STATE = """
+  if (this.localName === "input" && (this.type === "checkbox" || this.type === "radio"))
+    return {kind: this.type, checked: this.checked};
+  const c = this.getAttribute("aria-checked");
+  if (c !== null) return {kind: "aria", checked: c === "true"};
+  return {kind: null, what: __wf.describe(this)};
+"""
+
+# One round trip for an element of the main frame: into view, the checks, the hit test at its centre.
+POINT = """
+  let r = this.getBoundingClientRect();
+  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+    this.scrollIntoView({block: "center", inline: "center"});
+    r = this.getBoundingClientRect();
+  }
+  const style = getComputedStyle(this), what = __wf.describe(this);
+  const visible = r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
+                  (this.checkVisibility ? this.checkVisibility() : true);
+  const disabled = !!(this.disabled || this.getAttribute("aria-disabled") === "true");
+  if (!visible) return {visible, disabled, what};
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  let hit = document.elementFromPoint(x, y);
+  while (hit && hit.shadowRoot) {
+    const inner = hit.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === hit) break;
+    hit = inner;
+  }
+  const ok = !hit || __wf.hitOk(this, hit);
+  return {visible, disabled, what, x, y, box: [r.left, r.top, r.width, r.height], ok,
+          by: ok ? null : __wf.describe(hit)};
+"""
+
+MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
+# key -> (code, windowsVirtualKeyCode, text)
+KEYS: dict[str, tuple[str, int, str]] = {
+    "Enter": ("Enter", 13, "\r"), "Tab": ("Tab", 9, ""), "Escape": ("Escape", 27, ""),
+    "Backspace": ("Backspace", 8, ""), "Delete": ("Delete", 46, ""), "Space": ("Space", 32, " "),
+    "ArrowUp": ("ArrowUp", 38, ""), "ArrowDown": ("ArrowDown", 40, ""), "ArrowLeft": ("ArrowLeft", 37, ""),
+    "ArrowRight": ("ArrowRight", 39, ""), "Home": ("Home", 36, ""), "End": ("End", 35, ""),
+    "PageUp": ("PageUp", 33, ""), "PageDown": ("PageDown", 34, ""),
+    **{f"F{n}": (f"F{n}", 111 + n, "") for n in range(1, 13)},
+}
+
+
+def key_event(combo: str) -> tuple[dict[str, Any], int]:
+    """Input.dispatchKeyEvent fields for `Enter`, `a`, `Control+a`, `Shift+Tab`…, and the modifier bits."""
+    *mods, key = combo.split("+") if combo != "+" else ["+"]
+    bits = 0
+    for m in mods:
+        if m not in MODIFIERS:
+            raise BadRequest(f"unknown modifier {m!r} in {combo!r}; use Control, Alt, Shift or Meta, e.g. Control+a")
+        bits |= MODIFIERS[m]
+    if key in KEYS:
+        code, vk, text = KEYS[key]
+    elif len(key) == 1:
+        upper = key.upper()
+        code = f"Key{upper}" if upper.isalpha() and upper.isascii() else (f"Digit{key}" if key.isdigit() else "")
+        vk, text = ord(upper) if upper.isascii() else 0, key
+    else:
+        raise BadRequest(f"unknown key {key!r}; use a single character or one of {', '.join(list(KEYS)[:14])}")
+    if bits & ~MODIFIERS["Shift"]:
+        text = ""  # Control+a is a shortcut, not the letter a
+    fields: dict[str, Any] = {"key": " " if key == "Space" else key, "code": code, "windowsVirtualKeyCode": vk,
+                              "modifiers": bits}
+    if text:
+        fields["text"] = text
+    return fields, bits
+
+
+async def press(tab: BrowseTab, combo: str) -> None:
+    fields, _ = key_event(combo)
+    down = {"type": "keyDown" if "text" in fields else "rawKeyDown", **fields}
+    await tab.unless_dialog(lambda: tab.call("Input.dispatchKeyEvent", down))
+    await tab.unless_dialog(lambda: tab.call("Input.dispatchKeyEvent", {"type": "keyUp", **fields}))
+
+
+async def type_text(tab: BrowseTab, text: str) -> None:
+    """Key by key, so pages that listen to keys see each one (fill is the fast way to set a value)."""
+    for ch in text:
+        if ch == "\n":
+            await press(tab, "Enter")
+            continue
+        fields = {"key": ch, "text": ch, "unmodifiedText": ch}
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchKeyEvent", {"type": "keyDown", **fields}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchKeyEvent", {"type": "keyUp", **fields}))
+
+
+async def focus(tab: BrowseTab, ref: str) -> None:
+    await tab.on_ref(ref, "this.scrollIntoView({block: 'center'}); this.focus();")
+
+
+async def _point(tab: BrowseTab, ref: str) -> dict[str, Any]:
+    """Scroll the ref's element into view; its click point in the tab's viewport, its box, whether that
+    point hits it (`ok`, else `by` names what covers it), `visible`, `disabled` and a description."""
+    frame = tab.ref_frame(ref)
+    if frame == tab.target_id:
+        state: dict[str, Any] = await tab.on_ref(ref, POINT)
+    else:
+        state = await _point_in_frame(tab, ref)
+    if not state["visible"]:
+        raise NotVisible(f"{ref} ({state['what']}) is not visible (hidden, collapsed or zero-sized); open what "
+                         f"contains it first, or take a snapshot to find the visible control")
+    return state
+
+
+async def _point_in_frame(tab: BrowseTab, ref: str) -> dict[str, Any]:
+    """The same for an element in an iframe: the browser's own geometry and hit test, which see across
+    frames (an overlay in the parent page covers a frame's button too)."""
+    frame, obj = await tab.element(ref)
+    try:
+        await tab.call("DOM.scrollIntoViewIfNeeded", {"objectId": obj})
+    except CDPError:
+        pass  # not rendered: the check below says so
+    state: dict[str, Any] = await tab.on_element(obj, PREPARE_CLICK)
+    if not state["visible"]:
+        return state
+    try:
+        quads = (await tab.call("DOM.getContentQuads", {"objectId": obj}))["quads"]
+    except CDPError:
+        quads = []
+    for q in quads:
+        xs, ys = q[0::2], q[1::2]
+        if max(xs) - min(xs) >= 1 and max(ys) - min(ys) >= 1:
+            x, y = sum(xs) / 4, sum(ys) / 4
+            state |= {"x": x, "y": y, "box": [min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)]}
+            state |= await _hit_test(tab, frame, obj, x, y)
+            return state
+    return state | {"visible": False}
+
+
+async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) -> dict[str, Any]:
+    metrics = await tab.call("Page.getLayoutMetrics")
+    vp = metrics.get("cssVisualViewport") or metrics.get("visualViewport") or {}
+    try:
+        # page coordinates, not viewport ones (BROWSE.md)
+        hit = await tab.call("DOM.getNodeForLocation", {
+            "x": int(x + vp.get("pageX", 0)), "y": int(y + vp.get("pageY", 0)),
+            "includeUserAgentShadowDOM": False, "ignorePointerEventsNone": True})
+    except CDPError:
+        return {"ok": True}  # nothing answers at that point; let the click happen and the page decide
+    hit_frame = hit.get("frameId") or tab.target_id
+    if hit_frame not in tab.frames:
+        return {"ok": True}
+    ctx = await tab.world(hit_frame)
+    hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
+                                                   "executionContextId": ctx}))["object"]["objectId"]
+    if hit_frame == frame and await tab.on_element(obj, "return __wf.hitOk(this, args[0]);", objects=(hit_obj,)):
+        return {"ok": True}
+    return {"ok": False, "by": await tab.on_element(hit_obj, "return __wf.describe(this);")}
+
+
+async def click(tab: BrowseTab, ref: str, button: str = "left", double: bool = False) -> None:
+    state = await _point(tab, ref)
+    what = state["what"]
+    if state["disabled"]:
+        raise Disabled(f"{ref} ({what}) is disabled; the page enables it when its conditions are met "
+                       f"(fill the required fields first)")
+    if not state["ok"]:
+        by = state["by"]
+        raise Covered(f"{ref} ({what}) is covered at its click point by {by}: close or dismiss that first (click "
+                      f"it or its close button, or press Escape), then click {ref} again", covered_by=by)
+    await mouse_click(tab, state["x"], state["y"], button, 2 if double else 1)
+
+
+async def mouse_click(tab: BrowseTab, x: float, y: float, button: str, count: int) -> None:
+    base = {"x": x, "y": y, "button": button}
+    await tab.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+    for n in range(1, count + 1):
+        # a dialog opened by the press or the release stops the call from returning (BROWSE.md)
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
+                                        {"type": "mousePressed", "clickCount": n, **base}))
+        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
+                                        {"type": "mouseReleased", "clickCount": n, **base}))
+        if tab.dialog is not None:
+            return
+
+
+async def hover(tab: BrowseTab, ref: str) -> None:
+    state = await _point(tab, ref)
+    await tab.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": state["x"], "y": state["y"]})
+
+
+async def scroll(tab: BrowseTab, ref: str | None, direction: str | None, px: int | None) -> None:
+    if ref is not None:
+        await _point(tab, ref)
+        return
+    delta = px or 640
+    await tab.unless_dialog(lambda: tab.call("Input.dispatchMouseEvent", {
+        "type": "mouseWheel", "x": 640, "y": 400, "deltaX": 0, "deltaY": -delta if direction == "up" else delta}))
+
+
+async def fill(tab: BrowseTab, ref: str, text: str) -> str:
+    """Focus, select the old text, insert the new (as typing would, so controlled inputs see it); the value
+    read back."""
+    state = await tab.on_ref(ref, PREPARE_FILL)
+    error = state.get("error")
+    if error == "disabled":
+        raise Disabled(f"{ref} ({state['what']}) is disabled")
+    if error:
+        raise NotEditable(f"{ref} ({state['what']}) is not a text field" + (
+            " (it is read-only)" if error == "readonly" else
+            "; use click, check or select for it, or fill a textbox ref"))
+    if text:
+        await tab.unless_dialog(lambda: tab.call("Input.insertText", {"text": text}))
+    else:
+        await press(tab, "Delete")
+    return str(await tab.on_ref(ref, READ_VALUE))
+
+
+async def select(tab: BrowseTab, ref: str, values: list[str]) -> str:
+    got = await tab.on_ref(ref, SELECT, values)
+    error = got.get("error")
+    if error == "not_native":
+        raise NotNativeSelect(f"{ref} ({got['what']}) is not a native <select>: click it to open its list, take a "
+                              f"snapshot, then click the option's ref")
+    if error == "disabled":
+        raise Disabled(f"{ref} ({got['what']}) is disabled")
+    if error == "no_option":
+        raise BadRequest(f"{ref} has no option {got['value']!r}; its options are: {', '.join(got['options'])}")
+    if error == "one":
+        raise BadRequest(f"{ref} takes one value, not {len(values)}")
+    return str(got["value"])
+
+
+async def check(tab: BrowseTab, ref: str, checked: bool) -> str:
+    state = await tab.on_ref(ref, CHECKED_STATE)
+    if state["kind"] is None:
+        raise NotEditable(f"{ref} ({state['what']}) is not a checkbox, radio button or switch; use click for it")
+    if state["checked"] != checked:
+        if state["kind"] == "radio" and not checked:
+            raise BadRequest(f"{ref} is a radio button: check another one of its group to uncheck it")
+        await click(tab, ref)
+    return str(await tab.on_ref(ref, READ_VALUE))
+
+
+async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str | None, ms: int | None,
+               timeout_s: float) -> str:
+    if ms is not None:
+        await trio.sleep(ms / 1000)  # asked for by name: a fixed pause is what the caller wants
+        return f"{ms} ms"
+    if url is not None:
+        with trio.move_on_after(timeout_s):
+            await tab.wait_for(lambda: fnmatch.fnmatchcase(tab.url, url))
+            return f"url {tab.url}"
+        raise Timeout(f"the tab's URL did not match {url!r} within {timeout_s:g} s (it is {tab.url})")
+    needle, gone = (text, False) if text is not None else (text_gone, True)
+    if needle is None:
+        raise BadRequest("wait needs one of text, text_gone, url or ms")
+    with trio.move_on_after(timeout_s + 1):
+        if await tab.evaluate(tab.target_id, f"__wf.waitText({_js(needle)}, {_js(gone)}, {int(timeout_s * 1000)})"):
+            return f"text {needle!r} {'gone' if gone else 'shown'}"
+    raise Timeout(f"the text {needle!r} was {'still there' if gone else 'not shown'} after {timeout_s:g} s; "
+                  f"take a snapshot to see what the page shows")
+
+
+async def screenshot(tab: BrowseTab, ref: str | None, full_page: bool) -> tuple[str, int, int]:
+    # a tab that is not in front never paints in headless Chrome, and the capture would hang
+    await tab.call("Page.bringToFront")
+    params: dict[str, Any] = {"format": "png"}
+    if ref is not None:
+        box = (await _point(tab, ref))["box"]
+        vp = (await tab.call("Page.getLayoutMetrics"))["cssVisualViewport"]
+        params["clip"] = {"x": box[0] + vp["pageX"], "y": box[1] + vp["pageY"], "width": max(1, box[2]),
+                          "height": max(1, box[3]), "scale": 1}
+    elif full_page:
+        size = (await tab.call("Page.getLayoutMetrics"))["cssContentSize"]
+        params |= {"captureBeyondViewport": True,
+                   "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16_000), "scale": 1}}
+    data = (await tab.unless_dialog(lambda: tab.call("Page.captureScreenshot", params)) or {}).get("data")
+    if data is None:
+        raise tab.dialog_open()
+    width, height = struct.unpack(">II", base64.b64decode(data[:32])[16:24])
+    return data, width, height
+
+
+async def navigate(tab: BrowseTab, url: str) -> None:
+    """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
+    tab.blocked = None
+    tab.status = None
+    downloads = len(tab.downloads)
+    before = tab.doc_gen
+    reply = await tab.call("Page.navigate", {"url": url})
+    error = reply.get("errorText")
+    if error:
+        if len(tab.downloads) > downloads:
+            return
+        if tab.blocked:
+            raise BlockedUrl(tab.blocked)
+        proxy = tab.browser.proxy
+        failure = proxy.failure(host_of(url)) if proxy is not None and "SOCKS" in error else None
+        if failure is not None and failure.blocked:
+            raise BlockedUrl(failure.message)
+        raise NetworkError(f"{failure.message if failure else error} while loading {url}")
+    if reply.get("loaderId"):
+        await tab.wait_for(lambda: tab.doc_gen > before or tab.dialog is not None)
+
+
+def _js(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

@@ -1,0 +1,493 @@
+"""One tab of a browse session: its CDP events (the address policy on every request, dialogs, documents,
+requests in flight), its refs, and the waits an action needs (a navigation's load, then quiet)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import trio
+
+from ._trio import single_error
+from .cdp import CDPClosed, CDPError, Subscription
+from .chrome import Browser
+from .errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
+from .render import classify
+from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
+from .urls import AddressPolicy, admit_host, parse_url
+
+log = logging.getLogger("webfetch.browse")
+
+QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
+VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+# Every request is paused once for the address policy; documents again at the response stage, where
+# a download (an attachment, a type that is not a page) is refused and reported.
+FETCH_PATTERNS = [{"urlPattern": "*", "requestStage": "Request"},
+                  {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+
+
+@dataclass
+class FrameInfo:
+    parent: str | None
+    loader: str
+    url: str
+
+
+@dataclass
+class RefInfo:
+    frame: str
+    loader: str
+
+
+@dataclass
+class Marks:
+    """Where the tab stood when an action began, to tell what the action changed."""
+
+    doc_gen: int
+    same_doc: int
+    request_seq: int
+    dialogs: int
+    downloads: int
+
+
+@dataclass
+class BrowseTab:
+    name: str                       # t1, t2, …
+    browser: Browser
+    target_id: str
+    session_id: str
+    policy: AddressPolicy
+    hosts: dict[str, str | None]    # the session's address-policy verdicts by host: None, or why refused
+    url: str = "about:blank"
+    frames: dict[str, FrameInfo] = field(default_factory=dict)
+    refs: dict[str, RefInfo] = field(default_factory=dict)
+    next_ref: int = 1
+    doc_gen: int = 0                # main-frame documents committed
+    same_doc: int = 0               # history pushes and fragment changes in the main frame
+    loading_frames: set[str] = field(default_factory=set)  # frames whose document is loading
+    request_seq: int = 0
+    inflight: dict[str, int] = field(default_factory=dict)  # Network requestId -> its sequence number
+    dialog: dict[str, str] | None = None                    # an open confirm or prompt
+    dialogs: list[dict[str, str]] = field(default_factory=list)  # every dialog seen, in order
+    downloads: list[dict[str, Any]] = field(default_factory=list)
+    status: int | None = None       # the main document's HTTP status
+    blocked: str | None = None      # why the address policy refused the last main-frame navigation
+    worlds: dict[str, tuple[str, int]] = field(default_factory=dict)  # frame -> (loader, context id)
+    last_lines: list[str] | None = None
+    last_doc_gen: int = -1          # the document last_lines shows
+    crashed: bool = False
+    closed: bool = False
+    _changed: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def loading(self) -> bool:
+        return bool(self.loading_frames)
+
+    # methods, not properties: they change under an await, which type checkers would not expect
+    def dialog_pending(self) -> bool:
+        return self.dialog is not None
+
+    def navigating(self) -> bool:
+        return self.target_id in self.loading_frames
+
+    @property
+    def main_loading(self) -> bool:
+        return self.target_id in self.loading_frames
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.browser.conn.call(method, params, self.session_id)
+
+    # --- events --------------------------------------------------------------------------------
+
+    def pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Until `condition()` holds, re-checked on every event of the tab (no polling)."""
+        while not condition():
+            if self.closed or self.crashed:
+                raise CDPClosed("the tab is gone")
+            await self._changed.wait()
+
+    async def setup(self) -> None:
+        await self.call("Page.enable")
+        await self.call("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
+        await self.call("Fetch.enable", {"patterns": FETCH_PATTERNS})
+        await self.call("Emulation.setDeviceMetricsOverride", VIEWPORT)
+        # headless pages without focus would not take keyboard input or fire focus events
+        await self.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
+        tree = (await self.call("Page.getFrameTree"))["frameTree"]
+        self._learn_frames(tree, None)
+
+    def _learn_frames(self, node: dict[str, Any], parent: str | None) -> None:
+        f = node["frame"]
+        self.frames[f["id"]] = FrameInfo(parent, f.get("loaderId", ""), f.get("url", ""))
+        if parent is None:
+            self.url = f.get("url", self.url)
+        for child in node.get("childFrames", []):
+            self._learn_frames(child, f["id"])
+
+    async def pump(self, sub: Subscription) -> None:
+        """Handle the tab's events until it closes; requests are answered in tasks of their own."""
+        async with trio.open_nursery() as nursery:
+            while True:
+                event = await sub.receive()
+                self._event(event.get("method", ""), event.get("params", {}), nursery)
+                self.pulse()
+
+    def _event(self, method: str, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        if method == "Fetch.requestPaused":
+            nursery.start_soon(self._paused_safely, p)
+        elif method == "Network.requestWillBeSent":
+            if p["requestId"] not in self.inflight:
+                self.request_seq += 1
+                self.inflight[p["requestId"]] = self.request_seq
+        elif method in ("Network.loadingFinished", "Network.loadingFailed"):
+            self.inflight.pop(p["requestId"], None)
+        elif method == "Page.frameNavigated":
+            f = p["frame"]
+            parent = f.get("parentId")
+            old = self.frames.get(f["id"])
+            self.frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
+            if parent is None:
+                self.url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
+                if old is None or old.loader != f["loaderId"]:
+                    self.doc_gen += 1
+                    # requests of the old document will never report their end
+                    self.inflight.clear()
+        elif method == "Page.frameDetached":
+            self.frames.pop(p["frameId"], None)
+            self.loading_frames.discard(p["frameId"])
+        elif method == "Page.navigatedWithinDocument":
+            if p["frameId"] == self.target_id:
+                self.url = p["url"]
+                self.same_doc += 1
+        elif method == "Page.frameStartedLoading":
+            self.loading_frames.add(p["frameId"])
+        elif method == "Page.frameStoppedLoading":
+            self.loading_frames.discard(p["frameId"])
+        elif method == "Page.javascriptDialogOpening":
+            dialog = {"type": p.get("type", "alert"), "message": p.get("message", "")}
+            if p.get("type") == "prompt":
+                dialog["default_prompt"] = p.get("defaultPrompt", "")
+            self.dialogs.append(dialog)
+            if dialog["type"] in ("alert", "beforeunload"):
+                # nothing to decide: accepted at once and reported with the action's result
+                nursery.start_soon(self._accept_dialog)
+            else:
+                self.dialog = dialog
+        elif method == "Page.javascriptDialogClosed":
+            self.dialog = None
+        elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
+            self.crashed = True
+        elif method == "Inspector.detached":
+            self.closed = True
+
+    async def _accept_dialog(self) -> None:
+        try:
+            await self.call("Page.handleJavaScriptDialog", {"accept": True})
+        except (CDPError, CDPClosed):
+            pass
+
+    async def _paused_safely(self, p: dict[str, Any]) -> None:
+        try:
+            await self._paused(p)
+        except (CDPError, CDPClosed) as e:
+            log.debug("request handling: %s", e)  # the page cancelled it meanwhile
+
+    async def _paused(self, p: dict[str, Any]) -> None:
+        rid = p["requestId"]
+        url = p["request"]["url"]
+        main = p.get("resourceType") == "Document" and p.get("frameId") == self.target_id
+        if "responseStatusCode" in p or "responseErrorReason" in p:
+            status = p.get("responseStatusCode")
+            headers = {h["name"].lower(): h["value"] for h in p.get("responseHeaders") or []}
+            disposition = headers.get("content-disposition", "")
+            if status is not None and status < 300 and (
+                    disposition.lower().startswith("attachment") or classify(headers.get("content-type")) == "other"):
+                self.downloads.append({"url": url, "filename": _filename(disposition, url), "refused": True})
+                # "204 No Content" leaves the tab on the page it shows (a failed request would put an error
+                # page in its place); the file is never written
+                await self.call("Fetch.fulfillRequest", {"requestId": rid, "responseCode": 204, "body": ""})
+                return
+            if main:
+                self.status = status
+            await self.call("Fetch.continueRequest", {"requestId": rid})
+            return
+        allowed, why = await self._allowed(url)
+        if not allowed:
+            log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
+            if main:
+                self.blocked = why
+            await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
+            return
+        await self.call("Fetch.continueRequest", {"requestId": rid})
+
+    async def _allowed(self, url: str) -> tuple[bool, str]:
+        """The address policy for one request of the page (documents, frames, scripts, fetch, …)."""
+        if url.startswith(("ws://", "wss://")):
+            url = "http" + url[2:]
+        try:
+            host = parse_url(url)[1]
+        except WebfetchError:
+            return False, f"{url.split(':', 1)[0]}: URLs are not followed"
+        if self.policy.allow_private:
+            return True, ""
+        if host not in self.hosts:
+            try:
+                await admit_host(host, self.policy)
+                self.hosts[host] = None
+            except BlockedUrl as e:
+                self.hosts[host] = e.message
+        why = self.hosts[host]
+        return why is None, why or ""
+
+    # --- script in the page, without ever hanging on a dialog ------------------------------------
+
+    async def unless_dialog(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        """`fn()`, unless a confirm or prompt opens first: then None. (While one is open, script in the
+        page and the mouse release never return.)"""
+        if self.dialog is not None:
+            return None
+        result: list[Any] = []
+
+        async def run(cancel: trio.CancelScope) -> None:
+            result.append(await fn())
+            cancel.cancel()
+
+        with single_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run, nursery.cancel_scope)
+                await self.wait_for(lambda: self.dialog is not None)
+                nursery.cancel_scope.cancel()
+        return result[0] if result else None
+
+    async def in_world(self, frame: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A Runtime call in the frame's isolated world (`contextId` or `executionContextId` filled in);
+        a world that vanished under us (the document was replaced a moment ago) is made again once."""
+        if self.dialog is not None:
+            raise self.dialog_open()
+        for attempt in (1, 2):
+            ctx = await self.world(frame)
+            key = "contextId" if method == "Runtime.evaluate" else "executionContextId"
+            try:
+                reply = await self.unless_dialog(partial(self.call, method, params | {key: ctx}))
+            except CDPError as e:
+                if attempt == 2 or "context" not in e.message.lower():
+                    raise
+                self.worlds.pop(frame, None)
+                continue
+            if reply is None:
+                raise self.dialog_open()
+            return await self._check(reply)
+        raise AssertionError("unreachable")
+
+    async def world(self, frame: str) -> int:
+        """The isolated world of `frame`'s current document, with the snapshot library installed."""
+        info = self.frames.get(frame)
+        if info is None:
+            raise StaleRef("that frame is gone from the page; take a new snapshot")
+        known = self.worlds.get(frame)
+        if known is not None and known[0] == info.loader:
+            return known[1]
+        ctx = (await self.call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD_NAME,
+                                                           "grantUniveralAccess": False}))["executionContextId"]
+        await self._check(await self.call("Runtime.evaluate", {"expression": PAGE_JS, "contextId": ctx}))
+        self.worlds[frame] = (info.loader, int(ctx))
+        return int(ctx)
+
+    async def evaluate(self, frame: str, expression: str) -> Any:
+        """`expression` in the frame's isolated world, its value by JSON."""
+        reply = await self.in_world(frame, "Runtime.evaluate", {
+            "expression": expression, "returnByValue": True, "awaitPromise": True})
+        return reply["result"].get("value")
+
+    async def on_element(self, object_id: str, body: str, *args: Any, objects: tuple[str, ...] = ()) -> Any:
+        """`function (...args) { body }` called with the element as `this`, in its isolated world; `objects`
+        come after `args` as elements."""
+        if self.dialog is not None:
+            raise self.dialog_open()
+        arguments = [{"value": a} for a in args] + [{"objectId": o} for o in objects]
+        reply = await self.unless_dialog(lambda: self.call("Runtime.callFunctionOn", {
+            "objectId": object_id, "functionDeclaration": f"function (...args) {{ {body} }}",
+            "arguments": arguments, "returnByValue": True, "awaitPromise": True}))
+        if reply is None:
+            raise self.dialog_open()
+        return (await self._check(reply))["result"].get("value")
+
+    @staticmethod
+    async def _check(reply: dict[str, Any]) -> dict[str, Any]:
+        if "exceptionDetails" in reply:
+            d = reply["exceptionDetails"]
+            what = d.get("exception", {}).get("description") or d.get("text")
+            raise WebfetchError(f"script in the page failed: {what}")
+        return reply
+
+    def dialog_open(self) -> DialogOpen:
+        d = self.dialog or {}
+        return DialogOpen(f"a {d.get('type')} dialog is open on {self.name} ({d.get('message', '')!r}); answer it "
+                          f"with the dialog action (accept true or false) before anything else on this tab")
+
+    # --- refs -----------------------------------------------------------------------------------
+
+    def ref_frame(self, ref: str) -> str:
+        """The frame of a ref's document; unknown_ref or stale_ref."""
+        info = self.refs.get(ref)
+        if info is None:
+            raise UnknownRef(f"{ref} was never given out on tab {self.name}; take a snapshot and use a ref from it")
+        frame = self.frames.get(info.frame)
+        if frame is None or frame.loader != info.loader:
+            raise StaleRef(f"{ref} belongs to a document that is gone (the page navigated); take a new snapshot "
+                           f"and use the refs it shows")
+        return info.frame
+
+    async def on_ref(self, ref: str, body: str, *args: Any) -> Any:
+        """`function (...args) { body }` with the ref's element as `this`, in one round trip."""
+        frame = self.ref_frame(ref)
+        wrapper = (f"function (ref, ...args) {{ const el = __wf.get(ref); if (!el) return {{__stale: true}}; "
+                   f"return (function (...args) {{ {body} }}).apply(el, args); }}")
+        reply = await self.in_world(frame, "Runtime.callFunctionOn", {
+            "functionDeclaration": wrapper, "arguments": [{"value": ref}] + [{"value": a} for a in args],
+            "returnByValue": True, "awaitPromise": True})
+        value = reply["result"].get("value")
+        if isinstance(value, dict) and value.get("__stale"):
+            raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
+        return value
+
+    async def element(self, ref: str) -> tuple[str, str]:
+        """(frame, objectId) of a ref's element; stale_ref when its document is gone or it left the page."""
+        frame = self.ref_frame(ref)
+        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({ref!r})"}))["result"]
+        if obj.get("subtype") != "node" or "objectId" not in obj:
+            raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
+        return frame, obj["objectId"]
+
+    async def snapshot(self, mode: str, ref: str | None, find: str | None, both: bool = False) -> Snapshot:
+        """The tab as text, every frame inlined under its iframe line; new refs are recorded. `both` adds
+        the full view beside an interactive one (what changed is told from the full view)."""
+        frame = self.ref_frame(ref) if ref is not None else self.target_id
+        opts = {"mode": mode, "ref": ref, "find": find, "next": 0, "budget": NODE_BUDGET, "both": both}
+        lines, full, truncated, title = await self._frame_lines(frame, 0, opts)
+        return Snapshot(lines, full if both else None, truncated, title)
+
+    async def _frame_lines(self, frame: str, base: int,
+                           opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
+        loader = self.frames[frame].loader
+        got = await self.evaluate(frame, f"__wf.snapshot({_json(opts | {'next': self.next_ref})})")
+        if not got or got.get("error"):
+            raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
+        self.next_ref = got["next"]
+        for r in got["created"]:
+            self.refs[r] = RefInfo(frame, loader)
+        truncated = bool(got["truncated"])
+        child_opts = opts | {"ref": None}
+        inlined: dict[str, tuple[list[str], list[str]]] = {}  # iframe ref -> its lines (both views)
+
+        async def expand(rows: list[list[Any]], view: int) -> list[str]:
+            nonlocal truncated
+            out: list[str] = []
+            for depth, text, iframe_ref in rows:
+                out.append("  " * (base + int(depth)) + text)
+                if iframe_ref is None:
+                    continue
+                if iframe_ref not in inlined:
+                    child = await self.child_frame(frame, iframe_ref)
+                    if child is None or child not in self.frames:
+                        inlined[iframe_ref] = ([], [])
+                        continue
+                    try:
+                        sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts)
+                    except WebfetchError as e:
+                        note = "  " * (base + int(depth) + 1) + f"- (frame not readable: {e})"
+                        sub, sub_full, cut = [note], [note], False
+                    inlined[iframe_ref] = (sub, sub_full)
+                    truncated = truncated or cut
+                out += inlined[iframe_ref][view]
+            return out
+
+        lines = await expand(got["lines"], 0)
+        full = await expand(got["full"], 1) if got.get("full") is not None else lines
+        return lines, full, truncated, str(got.get("title") or "")
+
+    async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
+        """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
+        get = {"expression": f"__wf.get({iframe_ref!r})"}
+        obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
+        if "objectId" not in obj:
+            return None
+        node = (await self.call("DOM.describeNode", {"objectId": obj["objectId"]}))["node"]
+        frame_id = node.get("frameId")
+        return str(frame_id) if frame_id else None
+
+    # --- waiting for what an action started --------------------------------------------------------
+
+    def marks(self) -> Marks:
+        return Marks(self.doc_gen, self.same_doc, self.request_seq, len(self.dialogs), len(self.downloads))
+
+    async def settle(self, since: Marks, nav_timeout_s: float, settle_s: float) -> list[str]:
+        """Wait as a person would: a navigation the action started loads (at most `nav_timeout_s`), then the
+        requests the action started end and the DOM is quiet (at most `settle_s`). Never a fixed sleep.
+        An open confirm or prompt ends the wait at once. Returns notes for the result."""
+        notes: list[str] = []
+        with trio.move_on_after(nav_timeout_s) as nav:
+            while True:
+                if self.dialog_pending():
+                    return notes
+                if self.navigating():
+                    await self.wait_for(lambda: not self.navigating() or self.dialog_pending())
+                    continue
+                def idle() -> bool:
+                    # no frame loading (a form posted in an iframe), none of the action's requests pending
+                    return not self.loading and not any(seq > since.request_seq for seq in self.inflight.values())
+
+                with trio.move_on_after(settle_s) as quiet:
+                    while True:
+                        await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
+                        if self.navigating() or self.dialog_pending():
+                            break
+                        try:
+                            await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
+                        except (CDPError, WebfetchError):
+                            pass  # the document went away under us: a navigation, handled above
+                        if idle():  # else the quiet time let a request or a frame's load begin: wait for it
+                            break
+                if self.navigating() or self.dialog_pending():
+                    continue
+                if quiet.cancelled_caught:
+                    notes.append(f"the page was still busy {settle_s:g} s after the action; the snapshot "
+                                 f"is what it showed then (use wait for what you expect)")
+                return notes
+        if nav.cancelled_caught:
+            try:
+                await self.call("Page.stopLoading")
+            except CDPError:
+                pass
+            notes.append(f"stopped waiting for the page to load after {nav_timeout_s:g} s")
+        return notes
+
+    async def title(self) -> str:
+        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
+        return str(info.get("title") or "")
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def _filename(disposition: str, url: str) -> str:
+    for part in disposition.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key.lower() in ("filename", "filename*") and value:
+            return value.strip().strip('"').split("''")[-1]
+    return url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "download"
+
+
+def now_ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
