@@ -197,7 +197,8 @@ def main() -> None:
     (agent_dir / "models.json").write_text(json.dumps(llm.models_json()))
     os.environ["PI_CODING_AGENT_DIR"] = str(agent_dir)  # inherited by the daemon, then by pi
     daemon = Daemon(tmp, args.render, args.block)
-    print(f"daemon: fetch.render = {args.render}; refusing Image, Media, Font, Stylesheet{''.join(', ' + b for b in args.block)}")
+    refused = ", ".join(["Image", "Media", "Font", "Stylesheet", *args.block])
+    print(f"daemon: fetch.render = {args.render}; refusing {refused}")
     try:
         if not args.skip_speed:
             speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
@@ -247,20 +248,56 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
             hits.append(t)
     rows.append(("3. webfetch cache hit", hits))
 
-    conc_urls = [server.url(p) for p in aeb[: max(48, n)]]
+    # issue 14's rows: the static limit (one warm process, keep-alive GET + the same extraction in-process),
+    # 8 concurrent clients on 96 distinct pages, and every page rendered (a daemon with render = "always")
+    limit = static_limit(server, aeb[:n])
+    rows.insert(0, ("0. static limit: keep-alive GET + extraction in-process", limit))
+    conc_urls = [server.url(p) for p in aeb[: max(96, n)]]
+    conc_times: list[float] = []
     started = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls))
+        conc_times = [t for _, t in pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls)]
     conc_elapsed = time.perf_counter() - started
+    rows.append(("4. 8 concurrent clients, cold fetches (latency)", conc_times))
+    (tmp / "always").mkdir()
+    rendered_daemon = Daemon(tmp / "always", "always")
+    try:
+        rows.append(("6. every page rendered (render = always), one at a time",
+                     [rendered_daemon.fetch(u, fresh=True)[1] for u in urls]))
+    finally:
+        rendered_daemon.stop()
 
     base_med = summarize(base)[0]
-    print(f"\n{'row (cold = cache bypassed)':52} {'median':>10} {'p95':>10} {'vs row 1':>10}")
+    print(f"\n{'row (cold = cache bypassed)':56} {'median':>10} {'p95':>10} {'vs row 1':>10} {'vs limit':>9}")
     for name, times in rows:
         med, p95 = summarize(times)
-        print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x")
+        print(f"{name:56} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x "
+              f"{med / summarize(limit)[0]:8.1f}x")
     pps = len(conc_urls) / conc_elapsed
-    print(f"{'4. 8 concurrent clients, cold fetches':52} {pps:9.2f} pages/s "
-          f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; row 1 does {1 / base_med:.2f} pages/s)", flush=True)
+    print(f"{'4. 8 concurrent clients, cold fetches':56} {pps:9.2f} pages/s "
+          f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; the static limit does "
+          f"{1 / summarize(limit)[0]:.1f} pages/s on one core, row 1 {1 / base_med:.2f})", flush=True)
+
+
+def static_limit(server: CorpusServer, pages: list[dict]) -> list[float]:
+    """What one page costs with nothing but the work itself: a keep-alive HTTP GET from a warm process and
+    webfetch's extraction of the server's HTML, in-process, one page at a time."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from webfetch.extractor import extract_html
+
+    host = urlsplit(server.url(pages[0]))
+    conn = http.client.HTTPConnection(host.hostname or "127.0.0.1", host.port)
+    times = []
+    for p in pages * 2:  # the first round warms the imports and the connection
+        started = time.perf_counter()
+        conn.request("GET", urlsplit(server.url(p)).path)
+        body = conn.getresponse().read()
+        extract_html(body, server.url(p), "utf-8")
+        times.append(time.perf_counter() - started)
+    conn.close()
+    return times[len(pages):]
 
 
 def browse(daemon: Daemon, rounds: int) -> None:
