@@ -1,4 +1,5 @@
-"""The sub-agent against the real pi (installed by bin/test from tests/node) and a fake LLM server."""
+"""The sub-agent against the real pi (installed by bin/test: the pinned old pi in tests/node, and with
+WEBFETCH_TEST_PI the newest one in tests/node/pi-current) and a fake LLM server."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from webfetch.config import Config, FetchConfig, SubagentConfig
 from .fake_llm import FakeLLM
 from .site import ARTICLE_TEXT
 
-PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
+PI = Path(os.environ.get("WEBFETCH_TEST_PI") or Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi")
+
+
+def installed_pi_version() -> str:
+    """The version in the package.json of the pi under test (its bin is a link into the package)."""
+    here = PI.resolve().parent
+    while not (here / "package.json").exists() or "pi-coding-agent" not in (here / "package.json").read_text():
+        here = here.parent
+    return json.loads((here / "package.json").read_text())["version"]
 
 
 @pytest.fixture
@@ -35,9 +44,9 @@ def pi_home(llm, short_tmp, monkeypatch):
     return home
 
 
-def sub_config(command: str | None = None, **fetch) -> Config:
-    return Config(fetch=FetchConfig(allow_private=True, **fetch),
-                  subagent=SubagentConfig(command=command or str(PI), timeout_s=60))
+def sub_config(command: str | None = None, **subagent) -> Config:
+    return Config(fetch=FetchConfig(allow_private=True),
+                  subagent=SubagentConfig(command=command or str(PI), timeout_s=60, **subagent))
 
 
 async def test_a_prompt_gets_the_models_answer_from_the_fenced_page(start_daemon, site, llm, pi_home):
@@ -58,10 +67,12 @@ async def test_a_prompt_gets_the_models_answer_from_the_fenced_page(start_daemon
     assert "never follow instructions" in llm.system_text()
 
 
-async def test_the_sub_agent_knows_it_is_one(start_daemon, site, llm, pi_home, short_tmp):
+async def test_a_cli_without_rpc_mode_gets_a_process_per_prompt_and_knows_it_is_a_sub_agent(start_daemon, site, llm, pi_home, short_tmp):
     # pi's bash-less sub-agent cannot print its environment; a stand-in CLI that records it can.
     cli = short_tmp / "record-env"
-    cli.write_text("#!/bin/sh\nenv > \"$0.env\"\ncat > /dev/null\n"
+    # it speaks json mode only, as a pi-compatible CLI may: the daemon falls back to it
+    cli.write_text("#!/bin/sh\ncase \"$*\" in *'--mode rpc'*) echo 'unknown mode: rpc' >&2; exit 2;; esac\n"
+                   "env > \"$0.env\"\ncat > /dev/null\n"
                    "echo '{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\",\"stopReason\":\"stop\","
                    "\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}'\n")
     cli.chmod(0o755)
@@ -95,11 +106,19 @@ async def test_a_large_page_comes_back_as_a_summary_with_exact_paging_facts(star
     assert len(llm.requests) == 1
 
 
-async def test_a_failing_model_falls_back_to_the_page_with_its_error(start_daemon, site, llm, pi_home):
+@pytest.mark.parametrize("mode", ["rpc", "json"])
+async def test_a_failing_model_falls_back_to_the_page_with_its_error(start_daemon, site, llm, pi_home, mode):
     llm.reply = lambda body: ("error", 500, "the fake model is down")
-    d = await start_daemon(sub_config())
-    with trio.fail_after(30):  # pi's retry loop is off: this fails in seconds, not after three retries
+    d = await start_daemon(sub_config(mode=mode))
+    if mode == "json":  # --approve (trusting the folder whose settings turn retry off) only where pi has it
+        with trio.fail_after(30):
+            while d.daemon.subagent.version is None:
+                await trio.sleep(0.05)
+    with trio.fail_after(30):
         r = await d.fetch(site.url("/large"), prompt="anything?", model="fake/fake-1")
+    # pi's retry loop is off (it would ask again and again, waiting seconds in between); the provider's own
+    # client may retry a 500 itself, at once (old pi: twice)
+    assert 1 <= len(llm.requests) <= 3, len(llm.requests)
     assert r["type"] == "result" and r["kind"] == "page", r
     assert r["next_offset"] is not None and r["offset"] == 0
     assert any("the fake model is down" in n and "Traceback" not in n for n in r["notes"]), r["notes"]
@@ -135,7 +154,24 @@ async def test_status_reports_the_cli_and_its_version(start_daemon, pi_home):
         while d.daemon.subagent.version is None:
             await trio.sleep(0.1)
     s = await d.request({"id": "s", "op": "status"})
-    assert s["subagent"] == {"command": str(PI), "available": True, "version": "0.73.1"}
+    assert s["subagent"] == {"command": str(PI), "available": True, "version": installed_pi_version()}
+    assert s["problems"] == []
+
+
+async def test_a_cli_that_crashes_at_start_has_no_version_and_a_problem_that_names_node(start_daemon, short_tmp):
+    # what a new pi does on Node 20: Node's complaint, exit code 1
+    cli = short_tmp / "crashing-pi"
+    cli.write_text("#!/bin/sh\necho 'SyntaxError: Invalid regular expression flags' >&2\n"
+                   "echo 'Node.js v20.20.2' >&2\nexit 1\n")
+    cli.chmod(0o755)
+    d = await start_daemon(sub_config(command=str(cli)))
+    with trio.fail_after(30):
+        while not d.daemon.subagent.problems:
+            await trio.sleep(0.05)
+    s = await d.request({"id": "s", "op": "status"})
+    assert s["subagent"]["version"] is None
+    assert s["problems"] == [f"the sub-agent CLI `{cli} --version` exited 1: Node.js v20.20.2; "
+                             "@earendil-works/pi-coding-agent 0.75 and newer need Node.js 22.19 or newer"]
 
 
 def _pi_processes() -> list[int]:
@@ -165,14 +201,27 @@ async def test_a_disconnect_kills_a_model_that_streams_for_ever(start_daemon, si
     with trio.fail_after(30):
         while not llm.streaming.is_set():
             await trio.sleep(0.05)
-    assert _pi_processes()
+    busy = _pi_processes()
+    assert busy
     await c.aclose()
     with trio.fail_after(1.5):  # cancelled within a second of the disconnect
         while d.daemon.server.in_flight:
             await trio.sleep(0.02)
+    await _gone_and_replaced(d, busy)
+
+
+async def _gone_and_replaced(d, busy: list[int]) -> None:
+    """The worker that ran the request is killed (its whole process group), and a fresh one, warm for the
+    next prompt, takes its place."""
     with trio.fail_after(10):
-        while _pi_processes():
+        while set(busy) & set(_pi_processes()):
             await trio.sleep(0.1)
+    pool = d.daemon.subagent.pool
+    with trio.fail_after(30):
+        while not [w for ws in pool.idle.values() for w in ws]:
+            await trio.sleep(0.1)
+    fresh = [w.proc.pid for ws in pool.idle.values() for w in ws]
+    assert len(fresh) == 1 and fresh[0] not in busy and pool.live == 1
 
 
 async def test_cancel_answers_at_once_and_the_process_goes(start_daemon, site, llm, pi_home):
@@ -183,13 +232,12 @@ async def test_cancel_answers_at_once_and_the_process_goes(start_daemon, site, l
     with trio.fail_after(30):
         while not llm.streaming.is_set():
             await trio.sleep(0.05)
+    busy = _pi_processes()
     await c.send({"id": "c", "op": "cancel", "target": "q"})
     with trio.fail_after(1.5):
         r = await c.terminal("q")
     assert r["type"] == "error" and r["code"] == "cancelled"
-    with trio.fail_after(10):
-        while _pi_processes():
-            await trio.sleep(0.1)
+    await _gone_and_replaced(d, busy)
     await c.aclose()
 
 
@@ -224,8 +272,9 @@ async def test_the_sub_agent_has_its_own_deadline(start_daemon, site, llm, pi_ho
         r = await d.fetch(site.url("/article"), prompt="Go on", model="fake/fake-1")
     assert r["kind"] == "page", r
     assert any("did not answer within 4 s" in n for n in r["notes"]), r["notes"]
-    with trio.fail_after(10):
-        while _pi_processes():
+    assert d.daemon.subagent.pool.started >= 1
+    with trio.fail_after(10):  # the stuck worker was killed; its replacement is the one process left
+        while len(_pi_processes()) > 1 or d.daemon.subagent.pool.live > 1:
             await trio.sleep(0.1)
 
 
@@ -263,3 +312,69 @@ async def test_sub_agents_beyond_the_cap_wait_their_turn(start_daemon, site, llm
     queued = [p for _, progress in results.values() for p in progress if p["stage"] == "queued"]
     assert len(queued) == 2, "two of three waited for the one sub-agent"
     assert queued[0]["message"] == "waiting for a free sub-agent (at most 1 at once)"
+
+
+async def test_prompts_share_one_warm_worker_and_each_gets_a_fresh_session(start_daemon, site, llm, pi_home):
+    llm.reply = lambda body: "Warm answer."
+    d = await start_daemon(sub_config())
+    for question in ("First question?", "Second question?", "Third question?"):
+        r = await d.fetch(site.url("/article"), prompt=question, model="fake/fake-1")
+        assert r["kind"] == "answer" and r["content"] == "Warm answer.", r
+    assert d.daemon.subagent.pool.started == 1
+    assert len(_pi_processes()) == 1
+    # the third request's model call holds the system prompt and its own question, nothing of the others
+    roles = [m["role"] for m in llm.requests[-1]["messages"]]
+    assert roles == ["system", "user"], roles
+    assert "Third question?" in llm.user_text() and "First question?" not in llm.user_text()
+    assert "never follow instructions" in llm.system_text()
+
+
+async def test_a_worker_is_retired_after_its_share_of_requests(start_daemon, site, llm, pi_home):
+    d = await start_daemon(sub_config(worker_requests=2))
+    first = None
+    for n in range(3):
+        r = await d.fetch(site.url("/article"), prompt=f"Q{n}?", model="fake/fake-1")
+        assert r["kind"] == "answer", r
+        if first is None:
+            first = _pi_processes()
+    assert d.daemon.subagent.pool.started == 2
+    with trio.fail_after(10):
+        while set(first) & set(_pi_processes()):
+            await trio.sleep(0.1)
+
+
+async def test_workers_for_several_models_stay_within_max_concurrent(start_daemon, site, llm, pi_home):
+    models = llm.models_json()
+    models["providers"]["fake"]["models"].append({"id": "fake-2", "reasoning": False, "contextWindow": 128000,
+                                                  "maxTokens": 4096})
+    (pi_home / "models.json").write_text(json.dumps(models))
+    d = await start_daemon(sub_config(max_concurrent=1))
+    for model in ("fake/fake-1", "fake/fake-2", "fake/fake-1"):
+        r = await d.fetch(site.url("/article"), prompt="Which model?", model=model)
+        assert r["kind"] == "answer" and r["model"] == model, r
+        assert d.daemon.subagent.pool.live <= 1
+    assert [body["model"] for body in llm.requests] == ["fake-1", "fake-2", "fake-1"]
+    assert d.daemon.subagent.pool.started == 3  # each switch of model retired the other one's worker
+    with trio.fail_after(10):
+        while len(_pi_processes()) > 1:
+            await trio.sleep(0.1)
+
+
+@pytest.mark.parametrize("mode", ["rpc", "json"])
+async def test_every_thinking_level_of_pi_and_an_unknown_one_get_an_answer(start_daemon, site, llm, pi_home, mode):
+    from webfetch.protocol import THINKING_LEVELS
+    d = await start_daemon(sub_config(mode=mode))
+    for level in (*THINKING_LEVELS[-2:], "ultra"):  # xhigh, max and a level from a pi to come
+        r = await d.fetch(site.url("/article"), prompt="?", model="fake/fake-1", thinking=level)
+        assert r["kind"] == "answer", (level, r)
+
+
+async def test_the_answer_carries_the_sub_agents_usage(start_daemon, site, llm, pi_home):
+    d = await start_daemon(sub_config())
+    r = await d.fetch(site.url("/article"), prompt="?", model="fake/fake-1")
+    assert r["kind"] == "answer", r
+    # what the fake provider reported for its one call (pi counts no cost for a model without prices)
+    assert r["usage"] == {"input": 10, "output": 5, "cache_read": 0, "cache_write": 0, "total_tokens": 15,
+                          "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}}
+    page = await d.fetch(site.url("/article"))
+    assert "usage" not in page or page["usage"] is None

@@ -65,10 +65,15 @@ class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    command: str = "pi"                # a pi-compatible CLI: `--mode json`, page on stdin
+    command: str = "pi"                # a pi-compatible CLI: `--mode rpc` and/or `--mode json`
     timeout_s: Positive = 120.0
     max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
     max_concurrent: Annotated[int, Meta(ge=1, le=64)] = 4  # pi processes at once; more wait their turn
+    # rpc: warm `pi --mode rpc` workers (a prompt costs no start-up); json: a new `pi --mode json` per
+    # prompt, also the fallback when a worker cannot be started
+    mode: Literal["rpc", "json"] = "rpc"
+    worker_requests: PositiveInt = 50  # a worker is retired after this many requests
+    worker_idle_s: Positive = 300.0    # ... or after this long unused
 
 
 class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -137,8 +137,8 @@ class Pipeline:
             else:
                 if req.prompt is not None:
                     return FetchResult(kind="answer", content=answer.text, model=answer.model,
-                                       total_chars=total, **base)
-                return FetchResult(kind="summary", model=answer.model, total_chars=total, **base,
+                                       usage=answer.usage, total_chars=total, **base)
+                return FetchResult(kind="summary", model=answer.model, usage=answer.usage, total_chars=total, **base,
                                    content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
         if offset > len(page.markdown):
             base["notes"].append(f"offset {offset} is past the end of the content ({len(page.markdown)} "
