@@ -378,3 +378,19 @@ async def test_the_answer_carries_the_sub_agents_usage(start_daemon, site, llm, 
                           "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}}
     page = await d.fetch(site.url("/article"))
     assert "usage" not in page or page["usage"] is None
+
+
+def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(short_tmp):
+    from webfetch.doctor import FAIL, OK, check_subagent
+    missing = check_subagent(sub_config(command="/nonexistent/pi"))
+    assert missing.level == FAIL and missing.detail == "`/nonexistent/pi` not found"
+    assert missing.fix.startswith("install pi (npm install -g @earendil-works/pi-coding-agent; it needs Node.js "
+                                  "22.19 or newer) or set subagent.command in the config")
+    cli = short_tmp / "crashing-pi"
+    cli.write_text("#!/bin/sh\necho 'Node.js v20.20.2' >&2\nexit 1\n")
+    cli.chmod(0o755)
+    crashed = check_subagent(sub_config(command=str(cli)))
+    assert crashed.level == FAIL and crashed.detail == f"{cli} --version exited 1: Node.js v20.20.2"
+    assert "@earendil-works/pi-coding-agent" in crashed.fix
+    found = check_subagent(sub_config())
+    assert found.level == OK and found.detail == f"{PI} {installed_pi_version()}"
