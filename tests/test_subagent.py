@@ -285,7 +285,7 @@ def test_cli_prompt(short_tmp, site, llm, pi_home):
     cfg = short_tmp / "c.toml"
     cfg.write_text(f'[fetch]\nallow_private = true\n[server]\nidle_exit_s = 1\n[subagent]\ncommand = "{PI}"\n')
     r = subprocess.run([sys.executable, "-m", "webfetch", "fetch", "--config", str(cfg), site.url("/article"),
-                        "--prompt", "How many families?", "--model", "fake/fake-1"],
+                        "--prompt", "How many families?", "--model", "fake/fake-1", "--thinking", "max"],
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
     assert r.returncode == 0, r.stderr
@@ -394,3 +394,11 @@ def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(sho
     assert "@earendil-works/pi-coding-agent" in crashed.fix
     found = check_subagent(sub_config())
     assert found.level == OK and found.detail == f"{PI} {installed_pi_version()}"
+
+
+def test_the_cli_refuses_a_malformed_thinking_level_and_lists_pis():
+    from .helpers import run_cli
+    r = run_cli("fetch", "https://example.com/", "--prompt", "?", "--thinking", "Very High")
+    assert r.returncode == 2
+    assert ("argument --thinking: 'Very High' is not a thinking level; pi's are off, minimal, low, medium, high, "
+            "xhigh, max") in r.stderr
