@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,16 @@ from .fake_llm import FakeLLM
 from .site import ARTICLE_TEXT
 
 PI = Path(os.environ.get("WEBFETCH_TEST_PI") or Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi")
+
+
+async def eventually(done: Callable[[], object], within: float) -> None:
+    """Wait until `done()` is true (TooSlowError after `within` s): for what has no event to wait on, like
+    the process table or a daemon's counters seen from outside."""
+    with trio.fail_after(within):
+        while True:
+            if done():
+                return
+            await trio.sleep(0.05)
 
 
 def installed_pi_version() -> str:
@@ -67,7 +78,8 @@ async def test_a_prompt_gets_the_models_answer_from_the_fenced_page(start_daemon
     assert "never follow instructions" in llm.system_text()
 
 
-async def test_a_cli_without_rpc_mode_gets_a_process_per_prompt_and_knows_it_is_a_sub_agent(start_daemon, site, llm, pi_home, short_tmp):
+async def test_a_cli_without_rpc_mode_gets_a_process_per_prompt_and_knows_it_is_one(start_daemon, site, llm, pi_home,
+                                                                                    short_tmp):
     # pi's bash-less sub-agent cannot print its environment; a stand-in CLI that records it can.
     cli = short_tmp / "record-env"
     # it speaks json mode only, as a pi-compatible CLI may: the daemon falls back to it
@@ -111,9 +123,7 @@ async def test_a_failing_model_falls_back_to_the_page_with_its_error(start_daemo
     llm.reply = lambda body: ("error", 500, "the fake model is down")
     d = await start_daemon(sub_config(mode=mode))
     if mode == "json":  # --approve (trusting the folder whose settings turn retry off) only where pi has it
-        with trio.fail_after(30):
-            while d.daemon.subagent.version is None:
-                await trio.sleep(0.05)
+        await eventually(lambda: d.daemon.subagent.version is not None, 30)
     with trio.fail_after(30):
         r = await d.fetch(site.url("/large"), prompt="anything?", model="fake/fake-1")
     # pi's retry loop is off (it would ask again and again, waiting seconds in between); the provider's own
@@ -150,9 +160,7 @@ async def test_a_missing_cli_is_named(start_daemon, site, pi_home):
 
 async def test_status_reports_the_cli_and_its_version(start_daemon, pi_home):
     d = await start_daemon(sub_config())
-    with trio.fail_after(30):
-        while d.daemon.subagent.version is None:
-            await trio.sleep(0.1)
+    await eventually(lambda: d.daemon.subagent.version is not None, 30)
     s = await d.request({"id": "s", "op": "status"})
     assert s["subagent"] == {"command": str(PI), "available": True, "version": installed_pi_version()}
     assert s["problems"] == []
@@ -165,9 +173,7 @@ async def test_a_cli_that_crashes_at_start_has_no_version_and_a_problem_that_nam
                    "echo 'Node.js v20.20.2' >&2\nexit 1\n")
     cli.chmod(0o755)
     d = await start_daemon(sub_config(command=str(cli)))
-    with trio.fail_after(30):
-        while not d.daemon.subagent.problems:
-            await trio.sleep(0.05)
+    await eventually(lambda: d.daemon.subagent.problems, 30)
     s = await d.request({"id": "s", "op": "status"})
     assert s["subagent"]["version"] is None
     assert s["problems"] == [f"the sub-agent CLI `{cli} --version` exited 1: Node.js v20.20.2; "
@@ -198,28 +204,20 @@ async def test_a_disconnect_kills_a_model_that_streams_for_ever(start_daemon, si
     await d.fetch(site.url("/article"))  # cached: only the sub-agent runs below
     c = await d.client()
     await c.send({"id": 1, "op": "fetch", "url": site.url("/article"), "prompt": "Go on", "model": "fake/fake-1"})
-    with trio.fail_after(30):
-        while not llm.streaming.is_set():
-            await trio.sleep(0.05)
+    await eventually(llm.streaming.is_set, 30)
     busy = _pi_processes()
     assert busy
     await c.aclose()
-    with trio.fail_after(1.5):  # cancelled within a second of the disconnect
-        while d.daemon.server.in_flight:
-            await trio.sleep(0.02)
+    await eventually(lambda: not d.daemon.server.in_flight, 1.5)  # cancelled within a second of the disconnect
     await _gone_and_replaced(d, busy)
 
 
 async def _gone_and_replaced(d, busy: list[int]) -> None:
     """The worker that ran the request is killed (its whole process group), and a fresh one, warm for the
     next prompt, takes its place."""
-    with trio.fail_after(10):
-        while set(busy) & set(_pi_processes()):
-            await trio.sleep(0.1)
+    await eventually(lambda: not (set(busy) & set(_pi_processes())), 10)
     pool = d.daemon.subagent.pool
-    with trio.fail_after(30):
-        while not [w for ws in pool.idle.values() for w in ws]:
-            await trio.sleep(0.1)
+    await eventually(lambda: any(pool.idle.values()), 30)
     fresh = [w.proc.pid for ws in pool.idle.values() for w in ws]
     assert len(fresh) == 1 and fresh[0] not in busy and pool.live == 1
 
@@ -229,9 +227,7 @@ async def test_cancel_answers_at_once_and_the_process_goes(start_daemon, site, l
     d = await start_daemon(sub_config())
     c = await d.client()
     await c.send({"id": "q", "op": "fetch", "url": site.url("/article"), "prompt": "Go on", "model": "fake/fake-1"})
-    with trio.fail_after(30):
-        while not llm.streaming.is_set():
-            await trio.sleep(0.05)
+    await eventually(llm.streaming.is_set, 30)
     busy = _pi_processes()
     await c.send({"id": "c", "op": "cancel", "target": "q"})
     with trio.fail_after(1.5):
@@ -273,9 +269,8 @@ async def test_the_sub_agent_has_its_own_deadline(start_daemon, site, llm, pi_ho
     assert r["kind"] == "page", r
     assert any("did not answer within 4 s" in n for n in r["notes"]), r["notes"]
     assert d.daemon.subagent.pool.started >= 1
-    with trio.fail_after(10):  # the stuck worker was killed; its replacement is the one process left
-        while len(_pi_processes()) > 1 or d.daemon.subagent.pool.live > 1:
-            await trio.sleep(0.1)
+    # the stuck worker was killed; its replacement is the one process left
+    await eventually(lambda: len(_pi_processes()) <= 1 and d.daemon.subagent.pool.live <= 1, 10)
 
 
 def test_cli_prompt(short_tmp, site, llm, pi_home):
@@ -338,9 +333,7 @@ async def test_a_worker_is_retired_after_its_share_of_requests(start_daemon, sit
         if first is None:
             first = _pi_processes()
     assert d.daemon.subagent.pool.started == 2
-    with trio.fail_after(10):
-        while set(first) & set(_pi_processes()):
-            await trio.sleep(0.1)
+    await eventually(lambda: not (set(first) & set(_pi_processes())), 10)
 
 
 async def test_workers_for_several_models_stay_within_max_concurrent(start_daemon, site, llm, pi_home):
@@ -355,9 +348,7 @@ async def test_workers_for_several_models_stay_within_max_concurrent(start_daemo
         assert d.daemon.subagent.pool.live <= 1
     assert [body["model"] for body in llm.requests] == ["fake-1", "fake-2", "fake-1"]
     assert d.daemon.subagent.pool.started == 3  # each switch of model retired the other one's worker
-    with trio.fail_after(10):
-        while len(_pi_processes()) > 1:
-            await trio.sleep(0.1)
+    await eventually(lambda: len(_pi_processes()) <= 1, 10)
 
 
 @pytest.mark.parametrize("mode", ["rpc", "json"])
@@ -402,3 +393,18 @@ def test_the_cli_refuses_a_malformed_thinking_level_and_lists_pis():
     assert r.returncode == 2
     assert ("argument --thinking: 'Very High' is not a thinking level; pi's are off, minimal, low, medium, high, "
             "xhigh, max") in r.stderr
+
+
+async def test_a_worker_that_died_while_idle_is_replaced_without_failing_the_request(start_daemon, site, llm,
+                                                                                      pi_home):
+    import signal
+    d = await start_daemon(sub_config())
+    assert (await d.fetch(site.url("/article"), prompt="First?", model="fake/fake-1"))["kind"] == "answer"
+    pool = d.daemon.subagent.pool
+    await eventually(lambda: any(pool.idle.values()), 30)
+    [idle] = [w for ws in pool.idle.values() for w in ws]
+    os.killpg(idle.proc.pid, signal.SIGKILL)  # the OOM killer, say
+    await eventually(lambda: idle.proc.poll() is not None, 10)
+    r = await d.fetch(site.url("/article"), prompt="Second?", model="fake/fake-1")
+    assert r["kind"] == "answer", r
+    assert pool.started == 2

@@ -186,10 +186,10 @@ class WorkerPool:
             self.resetting.setdefault(worker.key, []).append(worker)
             self.reaper.start_soon(self._reset, worker)
 
-    def discard(self, worker: Worker) -> None:
+    def discard(self, worker: Worker, *, replace: bool = True) -> None:
         """The request ended in the middle of a run: the process goes and a fresh one takes its place."""
         self._stop(worker)
-        if self.live < self.config.max_concurrent:
+        if replace and self.live < self.config.max_concurrent:
             self.reaper.start_soon(self._replace, worker.key)
 
     async def _reset(self, worker: Worker) -> None:

@@ -211,7 +211,7 @@ class Subagent:
         model = key[0]
         for attempt in (1, 2):
             worker = await self.pool.take(key)
-            finished = False
+            finished, replace = False, True
             try:
                 answer = await self._prompt(worker, message, model, progress)
                 finished = True
@@ -220,22 +220,27 @@ class Subagent:
                 if attempt == 2 or worker.requests == 0:
                     raise
                 log.info("a warm sub-agent worker for %s had gone; starting another", model)
+                replace = False  # the next attempt starts one
             finally:
                 if finished:
                     self.pool.give_back(worker)
                 else:  # cancelled, timed out or broken mid-run: the process goes, a fresh one replaces it
-                    self.pool.discard(worker)
+                    self.pool.discard(worker, replace=replace)
         raise AssertionError("unreachable")
 
     async def _prompt(self, worker: Worker, message: str, model: str, progress: Progress) -> Answer:
         await worker.send({"type": "prompt", "message": message})
         last: dict[str, Any] | None = None
+        accepted = False
         while True:
             event = await worker.next_event()
             if event is None:
+                if not accepted:  # it had died before our prompt (while idle): another worker may do
+                    raise WorkerFailed(f"the sub-agent process exited (code {worker.proc.poll()})")
                 raise SubagentFailed(f"the sub-agent ({model}) exited without an answer "
                                      f"(exit code {worker.proc.poll()})")
             kind = event.get("type")
+            accepted = True
             found = event.get("message")
             message_: dict[str, Any] = found if isinstance(found, dict) else {}
             if kind == "response" and event.get("command") == "prompt" and not event.get("success"):
