@@ -347,6 +347,35 @@ test("with no daemon running, the tool starts one and gets its answer", async ()
 	}
 });
 
+test("loaded in place from an installed webfetch, it starts the daemon with that environment's webfetch", async () => {
+	// the layout pip gives: <env>/lib/pythonX.Y/site-packages/webfetch/pi_extension and <env>/bin/webfetch
+	const env = tempDir("wf-env");
+	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "pi_extension");
+	fs.mkdirSync(here, { recursive: true });
+	for (const name of ["index.ts", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
+	fs.mkdirSync(path.join(env, "bin"));
+	const marker = path.join(env, "started-by-env");
+	fs.writeFileSync(path.join(env, "bin", "webfetch"), `#!/bin/sh\necho "$@" > ${JSON.stringify(marker)}\nexec ${JSON.stringify(WEBFETCH)} "$@"\n`);
+	fs.chmodSync(path.join(env, "bin", "webfetch"), 0o755);
+	const socket = path.join(env, "s.sock");
+	const config = writeConfig(env, { extra: "[server]\nidle_exit_s = 1\n" });
+	const agentDir = tempDir("wf-agent");
+	try {
+		const loaded = await discoverAndLoadExtensions([here], process.cwd(), agentDir);
+		assert.deepEqual(loaded.errors, []);
+		const installed = loaded.extensions[0].tools.get("web_fetch").definition;
+		const r = await withEnv({ WEBFETCH_SOCKET: socket, WEBFETCH_CONFIG: config, WEBFETCH_BIN: "" }, () =>
+			installed.execute("c", { url: site.url("/article") }, undefined, undefined, CTX),
+		);
+		assert.equal(r.details.kind, "page");
+		assert.match(fs.readFileSync(marker, "utf8"), /^serve --socket .* --exit-when-idle\n$/);
+		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
+	} finally {
+		fs.rmSync(env, { recursive: true, force: true });
+		fs.rmSync(agentDir, { recursive: true, force: true });
+	}
+});
+
 test("a daemon that cannot start is reported at once with its own words", async () => {
 	const dir = tempDir("wf-bad");
 	const config = path.join(dir, "config.toml");
