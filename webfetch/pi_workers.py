@@ -140,7 +140,8 @@ class WorkerPool:
         return await self._start(key)
 
     async def _make_room(self) -> None:
-        """Retire the longest-idle worker of any model while a new process would exceed the cap."""
+        """Retire idle workers (of other models: this one's has none idle) while a new process would exceed
+        the cap; the longest idle of a model goes first."""
         while self.live >= self.config.max_concurrent:
             oldest = next((workers for workers in self.idle.values() if workers), None)
             if oldest is not None:
