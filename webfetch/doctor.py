@@ -101,11 +101,10 @@ def check_extractor() -> Check:
 
 
 def check_subagent(config: Config) -> Check:
-    from .subagent import Subagent
+    from .subagent import INSTALL_HINT, Subagent
 
     command = Subagent(config.subagent).command  # found the way the daemon finds it
-    fix = ("install pi (npm install -g @mariozechner/pi-coding-agent) or set subagent.command in the config; "
-           "without it prompts return raw pages instead of answers")
+    fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
     if command is None:
         return Check(FAIL, "sub-agent", f"`{config.subagent.command}` not found", fix)
     try:
@@ -114,9 +113,10 @@ def check_subagent(config: Config) -> Check:
     except (OSError, subprocess.TimeoutExpired) as e:
         return Check(FAIL, "sub-agent", f"{command} --version failed: {e}", fix)
     version = (done.stdout or done.stderr).strip().splitlines()
-    if done.returncode != 0:
+    if done.returncode != 0:  # a new pi on Node.js 20 crashes at start, with Node's complaint
+        said = (done.stdout + "\n" + done.stderr).strip().splitlines()
         return Check(FAIL, "sub-agent", f"{command} --version exited {done.returncode}: "
-                     f"{version[-1] if version else ''}", fix)
+                     f"{said[-1] if said else ''}", fix)
     return Check(OK, "sub-agent", f"{command} {version[-1] if version else ''}".strip())
 
 

@@ -51,6 +51,7 @@ def main(action: str, config: Config, socket: str | None = None) -> int:
         print(f"{'replaced' if replaced else 'installed'} the web_fetch extension for pi in {target}")
         print(f"it starts the daemon, when none is running, with: {' '.join(webfetch_command())} serve")
         print("start pi and ask it about a web page; `webfetch pi uninstall` removes the extension")
+        print(f"(pi's own way, loading it in place: pi install {SOURCE})")
         return 0
     target = target_dir()
     if not target.exists():

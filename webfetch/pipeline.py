@@ -113,8 +113,9 @@ class Pipeline:
                 base.notes.append(f"{e}; here is the page's raw content instead")
             else:
                 if req.prompt is not None:
-                    return replace(base, kind="answer", content=answer.text, model=answer.model, total_chars=total)
-                return replace(base, kind="summary", model=answer.model, total_chars=total,
+                    return replace(base, kind="answer", content=answer.text, model=answer.model, usage=answer.usage,
+                                   total_chars=total)
+                return replace(base, kind="summary", model=answer.model, usage=answer.usage, total_chars=total,
                                content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
         offset = req.offset or 0
         if offset > total:

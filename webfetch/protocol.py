@@ -11,7 +11,10 @@ from msgspec import Meta, Struct
 from .errors import BadRequest, WebfetchError
 
 RequestId = str | int | None
-Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+# pi's thinking levels today; a level a newer pi adds passes through to it (each pi takes a level it does
+# not know without complaint), so a session at a new level does not break every web_fetch.
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
 OPS = ("fetch", "search", "browse", "status", "cancel")
@@ -156,6 +159,25 @@ class ProgressFrame(Struct, tag_field="type", tag="progress", kw_only=True):
     elapsed_ms: int
 
 
+class UsageCost(Struct, kw_only=True):
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(Struct, kw_only=True):
+    """What the sub-agent's model call cost, as pi counts it (tokens; cost in the provider's dollars)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = msgspec.field(default_factory=UsageCost)
+
+
 class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId = None
     op: str = "fetch"
@@ -175,6 +197,7 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     truncated: bool = False
     redirect_url: str | None = None
     model: str | None = None
+    usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
     flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
 

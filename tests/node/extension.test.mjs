@@ -2,9 +2,9 @@
 // the sub-agent being the real pi against a fake LLM), pages served from 127.0.0.1.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { discoverAndLoadExtensions } from "@mariozechner/pi-coding-agent";
 import {
 	ARTICLE,
 	EXTENSION,
@@ -13,6 +13,7 @@ import {
 	bigParagraph,
 	connectable,
 	messagesText,
+	piModule,
 	rawRequest,
 	startDaemon,
 	startFakeLLM,
@@ -22,6 +23,7 @@ import {
 	writeConfig,
 } from "./helpers.mjs";
 
+const { discoverAndLoadExtensions } = await piModule();
 const PI_LIMIT_BYTES = 50 * 1024;
 const CTX = { model: { provider: "fake", id: "fake-1" }, hasUI: false, ui: { notify() {} } };
 const THEME = { fg: (_c, s) => s, bold: (s) => s };
@@ -96,6 +98,10 @@ describe("the web_fetch tool", () => {
 		assert.match(tool.description, /15 minutes/);
 		assert.match(tool.description, /another host/);
 		assert.match(tool.description, /offset/);
+		// for pi's system prompt (a custom tool without a snippet is left out of its tool list)
+		assert.match(tool.promptSnippet, /`prompt`/);
+		assert.ok(tool.promptGuidelines.some((g) => g.includes("web_fetch with a `prompt`")));
+		assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false, openWorldHint: true });
 	});
 
 	test("a plain fetch gives one line of facts, then the page's markdown; details hold the result", async () => {
@@ -134,6 +140,17 @@ describe("the web_fetch tool", () => {
 		const asked = messagesText(llm.requests.at(-1), "user");
 		assert.ok(asked.includes("What does a nursery wait for?"));
 		assert.ok(asked.includes(ARTICLE[1]), "the model got the page");
+		// the sub-agent's tokens, in pi's shape, for pi's footer and session totals
+		assert.deepEqual(r.usage, {
+			input: 10,
+			output: 5,
+			cacheRead: 0,
+			cacheWrite: 0,
+			totalTokens: 15,
+			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+		});
+		const page = await call({ url: site.url("/article") });
+		assert.equal(page.usage, undefined, "no model, no usage");
 	});
 
 	test("a large page without a prompt is summarized by the session's model", async () => {
@@ -216,6 +233,42 @@ describe("the web_fetch tool", () => {
 		assert.equal(status.requests.in_flight, 0);
 	});
 
+	test("a deadline and a cancel are told apart by the error's code, not its words", async () => {
+		// a daemon that takes the request and never answers
+		const dir = tempDir("wf-silent");
+		const socket = path.join(dir, "s.sock");
+		const silent = net.createServer(() => {});
+		await new Promise((r) => silent.listen(socket, r));
+		try {
+			await withEnv({ WEBFETCH_SOCKET: socket }, async () => {
+				await assert.rejects(call({ url: site.url("/article") }, { signal: AbortSignal.timeout(200) }), (e) => {
+					assert.equal(e.code, "timeout");
+					assert.equal(e.fromDaemon, false);
+					return true;
+				});
+				const controller = new AbortController();
+				const pending = call({ url: site.url("/article") }, { signal: controller.signal });
+				setTimeout(() => controller.abort(), 100);
+				await assert.rejects(pending, (e) => {
+					assert.equal(e.code, "cancelled");
+					assert.equal(e.message, "web_fetch was cancelled");
+					return true;
+				});
+			});
+		} finally {
+			silent.close();
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	});
+
+	test("a daemon's error keeps its wire code", async () => {
+		await assert.rejects(call({ url: "ftp://example.com/file" }), (e) => {
+			assert.equal(e.code, "invalid_url");
+			assert.equal(e.fromDaemon, true);
+			return true;
+		});
+	});
+
 	test("renderCall is one line; renderResult a summary, the full text when expanded", async () => {
 		const call = tool.renderCall({ url: "https://example.com/docs", prompt: "what auth?" }, THEME);
 		assert.deepEqual(call.render(80), ['web_fetch example.com/docs "what auth?"']);
@@ -291,6 +344,35 @@ test("with no daemon running, the tool starts one and gets its answer", async ()
 		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test("loaded in place from an installed webfetch, it starts the daemon with that environment's webfetch", async () => {
+	// the layout pip gives: <env>/lib/pythonX.Y/site-packages/webfetch/pi_extension and <env>/bin/webfetch
+	const env = tempDir("wf-env");
+	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "pi_extension");
+	fs.mkdirSync(here, { recursive: true });
+	for (const name of ["index.ts", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
+	fs.mkdirSync(path.join(env, "bin"));
+	const marker = path.join(env, "started-by-env");
+	fs.writeFileSync(path.join(env, "bin", "webfetch"), `#!/bin/sh\necho "$@" > ${JSON.stringify(marker)}\nexec ${JSON.stringify(WEBFETCH)} "$@"\n`);
+	fs.chmodSync(path.join(env, "bin", "webfetch"), 0o755);
+	const socket = path.join(env, "s.sock");
+	const config = writeConfig(env, { extra: "[server]\nidle_exit_s = 1\n" });
+	const agentDir = tempDir("wf-agent");
+	try {
+		const loaded = await discoverAndLoadExtensions([here], process.cwd(), agentDir);
+		assert.deepEqual(loaded.errors, []);
+		const installed = loaded.extensions[0].tools.get("web_fetch").definition;
+		const r = await withEnv({ WEBFETCH_SOCKET: socket, WEBFETCH_CONFIG: config, WEBFETCH_BIN: "" }, () =>
+			installed.execute("c", { url: site.url("/article") }, undefined, undefined, CTX),
+		);
+		assert.equal(r.details.kind, "page");
+		assert.match(fs.readFileSync(marker, "utf8"), /^serve --socket .* --exit-when-idle\n$/);
+		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
+	} finally {
+		fs.rmSync(env, { recursive: true, force: true });
+		fs.rmSync(agentDir, { recursive: true, force: true });
 	}
 });
 

@@ -6,12 +6,46 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const PYTHON = process.env.WEBFETCH_PYTHON || path.join(ROOT, ".venv", "bin", "python");
 export const WEBFETCH = path.join(path.dirname(PYTHON), "webfetch");
-export const PI = path.join(ROOT, "tests", "node", "node_modules", ".bin", "pi");
+// The pi under test: the pinned old one installed here, or (WEBFETCH_TEST_PI, set by bin/test's second pass)
+// the newest one in pi-current/, run by the Node that comes with it.
+export const PI = process.env.WEBFETCH_TEST_PI || path.join(ROOT, "tests", "node", "node_modules", ".bin", "pi");
+
+/** The root of the pi package under test (its bin is a link into it). */
+export function piPackageDir() {
+	let dir = path.dirname(fs.realpathSync(PI));
+	for (;;) {
+		const file = path.join(dir, "package.json");
+		if (fs.existsSync(file) && JSON.parse(fs.readFileSync(file, "utf8")).name?.endsWith("/pi-coding-agent")) return dir;
+		if (path.dirname(dir) === dir) throw new Error(`no pi-coding-agent package above ${PI}`);
+		dir = path.dirname(dir);
+	}
+}
+
+/** The version of the pi under test, from its package.json. */
+export function piVersion() {
+	return JSON.parse(fs.readFileSync(path.join(piPackageDir(), "package.json"), "utf8")).version;
+}
+
+/** True when the pi under test is at least `wanted` ("major.minor.patch"): for what only newer pi does. */
+export function piAtLeast(wanted) {
+	const a = piVersion().split(".").map(Number);
+	const b = wanted.split(".").map(Number);
+	for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+	return true;
+}
+
+/** The pi package's own module (old name or new), for its extension loader. */
+export async function piModule() {
+	const dir = piPackageDir();
+	const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+	const entry = pkg.exports?.["."]?.import ?? pkg.main;
+	return import(pathToFileURL(path.join(dir, entry)).href);
+}
 export const EXTENSION = path.join(ROOT, "webfetch", "pi_extension");
 
 /** A short temporary directory (Unix socket paths are limited to ~100 bytes). */

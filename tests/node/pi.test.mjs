@@ -4,7 +4,23 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
-import { ARTICLE, EXTENSION, PYTHON, ROOT, messagesText, runPi, startDaemon, startFakeLLM, startSite } from "./helpers.mjs";
+import {
+	ARTICLE,
+	EXTENSION,
+	PI,
+	PYTHON,
+	ROOT,
+	connectable,
+	messagesText,
+	piAtLeast,
+	runPi,
+	startDaemon,
+	startFakeLLM,
+	startSite,
+	tempDir,
+	waitFor,
+	writeConfig,
+} from "./helpers.mjs";
 
 let site;
 let llm;
@@ -15,7 +31,7 @@ before(async () => {
 	site = await startSite();
 	llm = await startFakeLLM(() => "nothing scripted");
 	agentDir = llm.agentDir();
-	daemon = await startDaemon({ search: site.url("") });
+	daemon = await startDaemon({ search: site.url(""), subagent: PI, env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" } });
 });
 
 after(async () => {
@@ -36,6 +52,10 @@ test("pi calls web_fetch when its model asks, and the tool result it records hol
 	assert.equal(run.code, 0, run.stderr);
 
 	assert.ok(toolNames(llm.requests[0]).includes("web_fetch"), "the model was offered web_fetch");
+	// pi lists it in the system prompt's tools, by its snippet, and adds its guidelines
+	const system = messagesText(llm.requests[0], "system");
+	assert.match(system, /web_fetch: Read a web page; with a `prompt`, get a focused answer/);
+	assert.match(system, /Call web_fetch with a `prompt` that says what you need from the page/);
 	const results = run.events.filter((e) => e.type === "message_end" && e.message?.role === "toolResult");
 	assert.equal(results.length, 1, run.stdout.slice(0, 2000));
 	const result = results[0].message;
@@ -118,4 +138,59 @@ test("`webfetch pi install` puts the extension where pi loads it; `uninstall` ta
 	assert.equal(run.code, 0, run.stderr);
 	assert.ok(!toolNames(llm.requests[0]).includes("web_fetch"));
 	assert.match(cli("uninstall"), /nothing to remove/);
+});
+
+const isSubagent = (body) => messagesText(body, "system").includes("You read one web page for a coding agent");
+
+test("a prompted web_fetch's answer comes with the sub-agent's usage, which a pi that knows it records", async () => {
+	const url = site.url("/article");
+	llm.requests.length = 0;
+	let turn = 0;
+	llm.reply = (body) => {
+		if (isSubagent(body)) return "The article is about structured concurrency.";
+		turn += 1;
+		return turn === 1 ? { tool: "web_fetch", args: { url, prompt: "What is it about?" } } : "Done.";
+	};
+	const run = await runPi(["-e", EXTENSION, "--model", "fake/fake-1", `What is ${url} about?`], env());
+	assert.equal(run.code, 0, run.stderr);
+	const result = run.events.find((e) => e.type === "message_end" && e.message?.role === "toolResult").message;
+	assert.equal(result.isError, false, JSON.stringify(result).slice(0, 500));
+	assert.equal(result.details.kind, "answer");
+	assert.match(result.content[0].text, /The article is about structured concurrency\./);
+	assert.equal(result.details.usage.total_tokens, 15);
+	// pi 0.81 added usage to tool results; an older pi drops the field and works just the same
+	if (piAtLeast("0.81.0")) assert.equal(result.usage?.totalTokens, 15, JSON.stringify(result.usage));
+	else assert.equal(result.usage, undefined);
+});
+
+test("as a pi package: `pi install <path>` loads it in place, and it starts its own checkout's daemon", async () => {
+	const dir = tempDir("wf-pkg");
+	const socket = path.join(dir, "s.sock");
+	const config = writeConfig(dir, { extra: "[server]\nidle_exit_s = 1\n" });
+	const pi = (...args) => execFileSync(PI, args, { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir } }).toString();
+	try {
+		pi("install", EXTENSION);
+		const url = site.url("/article");
+		llm.requests.length = 0;
+		llm.reply = (_body, n) => (n === 1 ? { tool: "web_fetch", args: { url } } : "ok");
+		assert.equal(await connectable(socket), false);
+		// no WEBFETCH_BIN and no record from `webfetch pi install`: it finds bin/webfetch next to itself
+		const run = await runPi(["--model", "fake/fake-1", "fetch it"], {
+			PI_CODING_AGENT_DIR: agentDir,
+			WEBFETCH_SOCKET: socket,
+			WEBFETCH_CONFIG: config,
+		});
+		assert.equal(run.code, 0, run.stderr);
+		const result = run.events.find((e) => e.type === "message_end" && e.message?.role === "toolResult").message;
+		assert.equal(result.isError, false, result.content[0].text);
+		assert.ok(result.content[0].text.includes(ARTICLE[0]));
+		await waitFor("the daemon it started to exit when idle", () => !fs.existsSync(socket), 30_000);
+	} finally {
+		pi("remove", EXTENSION);
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+	llm.requests.length = 0;
+	llm.reply = () => "hello";
+	const run = await runPi(["--model", "fake/fake-1", "hi"], env());
+	assert.ok(!toolNames(llm.requests[0]).includes("web_fetch"), "removed");
 });

@@ -3,7 +3,10 @@
  *
  * No imports from pi or npm: the parameters are plain JSON Schema (pi validates those as it does TypeBox
  * schemas) and the renderers return minimal components, so the file loads in any pi that loads
- * extensions. Wire contract: docs/PROTOCOL.md in the webfetch repository.
+ * extensions; fields a newer pi reads (promptSnippet, promptGuidelines, annotations, a result's usage) are
+ * ignored by an older one. The types below describe just what this file uses of pi and of the daemon's
+ * wire contract (docs/PROTOCOL.md in the webfetch repository); `tsc --noEmit --strict` checks them
+ * (tests/node/tsconfig.json).
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -33,7 +36,7 @@ const DESCRIPTION = [
 	"through the raw markdown: each result says where the next page starts.",
 ].join(" ");
 
-const PARAMETERS = {
+const PARAMETERS: JsonSchema = {
 	type: "object",
 	properties: {
 		url: { type: "string", description: "Absolute http(s) URL of the page" },
@@ -52,20 +55,243 @@ const PARAMETERS = {
 	additionalProperties: false,
 };
 
-type Frame = Record<string, any>;
+// ---- the daemon's frames (docs/PROTOCOL.md) ------------------------------------------------------
+
+type RequestId = string | number | null;
+
+interface ProgressFrame {
+	type: "progress";
+	id: RequestId;
+	stage: string;
+	message: string;
+	elapsed_ms: number;
+}
+
+interface UsageCost {
+	input: number;
+	output: number;
+	cache_read: number;
+	cache_write: number;
+	total: number;
+}
+
+/** The sub-agent's tokens and cost, on an answer or a summary. */
+interface WireUsage {
+	input: number;
+	output: number;
+	cache_read: number;
+	cache_write: number;
+	total_tokens: number;
+	cost: UsageCost;
+}
+
+interface FetchResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "fetch";
+	kind: "page" | "summary" | "answer" | "redirect";
+	url: string;
+	final_url: string;
+	status: number | null;
+	content_type: string | null;
+	title: string | null;
+	content: string;
+	offset: number;
+	next_offset: number | null;
+	total_chars: number;
+	cached: boolean;
+	age_s: number;
+	extractor: string | null;
+	truncated: boolean;
+	redirect_url: string | null;
+	model: string | null;
+	usage?: WireUsage | null;
+	notes: string[];
+}
+
+interface SearchHit {
+	title: string;
+	url: string;
+	snippet: string;
+	published: string | null;
+}
+
+interface SearchResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "search";
+	backend: string;
+	query: string;
+	content: string;
+	results: SearchHit[];
+	related: string[];
+	cached: boolean;
+}
+
+interface StatusResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "status";
+	problems?: string[];
+	subagent?: { command: string; available: boolean; version: string | null };
+}
+
+interface ErrorFrame {
+	type: "error";
+	id: RequestId;
+	code: string;
+	message: string;
+}
+
+type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame;
+type Frame = ProgressFrame | ResultFrame | ErrorFrame;
+
+interface FetchBody {
+	op: "fetch";
+	url: string;
+	prompt?: string;
+	offset?: number;
+	raw?: boolean;
+	model?: string;
+	thinking?: string;
+}
+
+interface SearchBody {
+	op: "search";
+	query: string;
+	limit?: number;
+}
+
+interface StatusBody {
+	op: "status";
+}
+
+type RequestBody = FetchBody | SearchBody | StatusBody;
+/** The result frame that answers each kind of request. */
+type ResultOf<B extends RequestBody> = B extends FetchBody
+	? FetchResultFrame
+	: B extends SearchBody
+		? SearchResultFrame
+		: StatusResultFrame;
+
+// ---- what this file uses of pi (@earendil-works/pi-coding-agent's extension API) ---------------------
+
+interface TextContent {
+	type: "text";
+	text: string;
+}
+
+/** pi's Usage: a nested model's tokens, added to pi's footer and session totals (pi 0.81+). */
+interface PiUsage {
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	totalTokens: number;
+	cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+interface ToolResult<D> {
+	content: TextContent[];
+	details: D;
+	usage?: PiUsage;
+}
+
+type OnUpdate = ((update: { content: TextContent[]; details: { stage: string; elapsed_ms: number } }) => void) | undefined;
+
+interface Theme {
+	fg(color: string, text: string): string;
+}
+
+interface Component {
+	render(width: number): string[];
+	invalidate(): void;
+}
+
+interface RenderOptions {
+	expanded: boolean;
+	isPartial: boolean;
+}
+
+interface RenderContext {
+	isError?: boolean;
+}
+
+interface ToolContext {
+	model?: { provider?: string; id?: string };
+	hasUI?: boolean;
+	ui?: { notify(message: string, type?: "info" | "warning" | "error"): void };
+}
+
+interface JsonSchema {
+	type: string;
+	properties?: Record<string, JsonSchema & { description?: string }>;
+	required?: string[];
+	additionalProperties?: boolean;
+	minimum?: number;
+	maximum?: number;
+}
+
+interface ToolDefinition<P, D> {
+	name: string;
+	label: string;
+	description: string;
+	promptSnippet?: string;
+	promptGuidelines?: string[];
+	annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean };
+	parameters: JsonSchema;
+	execute(toolCallId: string, params: P, signal: AbortSignal | undefined, onUpdate: OnUpdate, ctx?: ToolContext): Promise<ToolResult<D>>;
+	renderCall?(args: P, theme: Theme): Component;
+	renderResult?(result: ToolResult<D | undefined>, options: RenderOptions, theme: Theme, context?: RenderContext): Component;
+}
+
+interface ExtensionAPI {
+	registerTool<P, D>(tool: ToolDefinition<P, D>): void;
+	on(event: "session_start", handler: (event: unknown, ctx: ToolContext) => Promise<void> | void): void;
+	getAllTools?(): { name: string }[];
+	getThinkingLevel?(): string;
+}
+
 type Settings = { command: string[]; socket: string; log: string };
 
-/** Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install` recorded. */
-export function settings(env: NodeJS.ProcessEnv = process.env): Settings {
+/**
+ * Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install`
+ * recorded, then the webfetch this file belongs to, then `webfetch` on PATH.
+ */
+export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HERE): Settings {
 	let recorded: { command?: string[]; socket?: string | null } = {};
 	try {
-		recorded = JSON.parse(fs.readFileSync(path.join(HERE, "webfetch.json"), "utf8"));
+		recorded = JSON.parse(fs.readFileSync(path.join(here, "webfetch.json"), "utf8"));
 	} catch {
-		// not installed by `webfetch pi install` (e.g. `pi -e`): use PATH and the default socket
+		// loaded in place (`pi install <path>`, `pi -e <path>`): no record
 	}
-	const command = env.WEBFETCH_BIN ? [env.WEBFETCH_BIN] : recorded.command?.length ? recorded.command : ["webfetch"];
+	const command = env.WEBFETCH_BIN
+		? [env.WEBFETCH_BIN]
+		: recorded.command?.length
+			? recorded.command
+			: ownWebfetch(here) ?? ["webfetch"];
 	const socket = env.WEBFETCH_SOCKET || recorded.socket || defaultSocket(env);
 	return { command, socket, log: path.join(path.dirname(socket), "webfetch.log") };
+}
+
+/**
+ * The webfetch this extension came with, when pi loads it in place: a checkout's bin/webfetch (two levels
+ * up: webfetch/pi_extension), or the `webfetch` script of the Python environment it is installed in
+ * (<env>/lib/pythonX.Y/site-packages/webfetch/pi_extension → <env>/bin/webfetch; /usr's is one level less).
+ */
+export function ownWebfetch(here: string): string[] | undefined {
+	let dir = here;
+	for (let up = 0; up < 6; up++) {
+		dir = path.dirname(dir);
+		const candidate = path.join(dir, "bin", "webfetch");
+		try {
+			fs.accessSync(candidate, fs.constants.X_OK);
+			return [candidate];
+		} catch {
+			// not here: one level up
+		}
+	}
+	return undefined;
 }
 
 function defaultSocket(env: NodeJS.ProcessEnv): string {
@@ -73,17 +299,28 @@ function defaultSocket(env: NodeJS.ProcessEnv): string {
 	return path.join("/tmp", `webfetch-${os.userInfo().uid}`, "webfetch.sock");
 }
 
-class DaemonError extends Error {
+/** A request that ended without a result: the daemon's error frame, or the caller's abort (`cancelled`, or
+ * `timeout` when the signal was a deadline), with the code that tells them apart. */
+export class RequestFailed extends Error {
 	constructor(
 		message: string,
 		readonly code: string,
+		readonly fromDaemon: boolean,
 	) {
 		super(message);
 	}
 }
 
-function abortError(): Error {
-	return new Error("web_fetch was cancelled");
+function abortError(signal: AbortSignal): RequestFailed {
+	const reason: unknown = signal.reason;
+	const timedOut = reason instanceof Error && reason.name === "TimeoutError";
+	return timedOut
+		? new RequestFailed("the webfetch daemon did not answer in time", "timeout", false)
+		: new RequestFailed("web_fetch was cancelled", "cancelled", false);
+}
+
+function errnoOf(e: unknown): NodeJS.ErrnoException {
+	return e instanceof Error ? e : new Error(String(e));
 }
 
 function connectOnce(socket: string): Promise<net.Socket> {
@@ -129,13 +366,14 @@ function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 async function connect(s: Settings, signal?: AbortSignal): Promise<net.Socket> {
 	try {
 		return await connectOnce(s.socket);
-	} catch (e: any) {
-		if (!NOT_LISTENING.has(e.code)) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
+	} catch (caught) {
+		const e = errnoOf(caught);
+		if (!NOT_LISTENING.has(e.code ?? "")) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
 	}
 	const child = await startDaemon(s);
 	const deadline = Date.now() + START_TIMEOUT_MS;
 	for (;;) {
-		if (signal?.aborted) throw abortError();
+		if (signal?.aborted) throw abortError(signal);
 		const exited = child.exitCode !== null || child.signalCode !== null; // before the try: no race
 		try {
 			return await connectOnce(s.socket);
@@ -171,31 +409,31 @@ function logTail(file: string): string {
  * rejects with the daemon's message. Aborting sends `cancel` and closes the connection, so the daemon
  * closes the request's tab and kills its sub-agent; the promise rejects at once.
  */
-export async function request(
-	body: Frame,
-	opts: { signal?: AbortSignal; onProgress?: (f: Frame) => void; settings?: Settings } = {},
-): Promise<Frame> {
+export async function request<B extends RequestBody>(
+	body: B,
+	opts: { signal?: AbortSignal; onProgress?: (f: ProgressFrame) => void; settings?: Settings } = {},
+): Promise<ResultOf<B>> {
 	const s = opts.settings ?? settings();
 	const { signal, onProgress } = opts;
-	if (signal?.aborted) throw abortError();
+	if (signal?.aborted) throw abortError(signal);
 	const conn = await connect(s, signal);
 	const id = "1";
 	return new Promise((resolve, reject) => {
 		let buffer = "";
 		let done = false;
-		const finish = (err: Error | null, frame?: Frame) => {
+		const finish = (err: Error | null, frame?: ResultFrame) => {
 			if (done) return;
 			done = true;
 			signal?.removeEventListener("abort", onAbort);
 			conn.destroy();
-			if (err) reject(err);
-			else resolve(frame as Frame);
+			if (err || !frame) reject(err);
+			else resolve(frame as ResultOf<B>); // the daemon answers an op with that op's result
 		};
 		const onAbort = () => {
-			if (done) return;
+			if (done || !signal) return;
 			// Best effort: the cancel tells the daemon why; closing the socket alone also stops the work.
 			conn.end(`${JSON.stringify({ id: "cancel", op: "cancel", target: id })}\n`);
-			finish(abortError());
+			finish(abortError(signal));
 		};
 		signal?.addEventListener("abort", onAbort, { once: true });
 		conn.setEncoding("utf8");
@@ -207,14 +445,14 @@ export async function request(
 				buffer = buffer.slice(nl + 1);
 				let frame: Frame;
 				try {
-					frame = JSON.parse(line);
+					frame = JSON.parse(line) as Frame;
 				} catch {
 					return finish(new Error(`the webfetch daemon sent a line that is not JSON: ${line.slice(0, 200)}`));
 				}
 				if (frame.id !== id) continue;
 				if (frame.type === "progress") onProgress?.(frame);
 				else if (frame.type === "result") finish(null, frame);
-				else if (frame.type === "error") finish(new DaemonError(frame.message, frame.code));
+				else if (frame.type === "error") finish(new RequestFailed(frame.message, frame.code, true));
 			}
 		});
 		conn.on("error", (e) => finish(new Error(`lost the connection to the webfetch daemon: ${e.message}`)));
@@ -242,8 +480,8 @@ function age(seconds: number): string {
 }
 
 /** The one line of facts that starts every result. */
-function factsLine(r: Frame, shownEnd: number | null): string {
-	const parts = [r.final_url ?? r.url];
+function factsLine(r: FetchResultFrame, shownEnd: number | null): string {
+	const parts = [r.final_url || r.url];
 	if (r.title) parts.push(JSON.stringify(r.title));
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
 	if (r.kind === "answer") parts.push(`answer by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters`);
@@ -269,7 +507,7 @@ function cutToFit(text: string, maxBytes: number, maxLines: number): string {
 }
 
 /** Turn a fetch result into the tool's text, within pi's 50 KB / 2 000 lines. */
-export function formatResult(r: Frame, limits = { bytes: MAX_BYTES, lines: MAX_LINES }): { text: string; cutAt: number | null } {
+export function formatResult(r: FetchResultFrame, limits = { bytes: MAX_BYTES, lines: MAX_LINES }): { text: string; cutAt: number | null } {
 	if (r.kind === "redirect") {
 		return {
 			text:
@@ -341,7 +579,7 @@ export function wrap(text: string, width: number): string[] {
 	return out;
 }
 
-function textComponent(plainLines: string[], style: (s: string) => string, firstOnly = false) {
+function textComponent(plainLines: string[], style: (s: string) => string, firstOnly = false): Component {
 	return {
 		render(width: number): string[] {
 			const w = Math.max(1, width);
@@ -352,7 +590,7 @@ function textComponent(plainLines: string[], style: (s: string) => string, first
 	};
 }
 
-function shortUrl(url: string): string {
+function shortUrl(url: string | undefined): string {
 	return String(url ?? "").replace(/^https?:\/\//, "").replace(/\/$/, "");
 }
 
@@ -360,7 +598,23 @@ function size(chars: number): string {
 	return chars >= 1000 ? `${(chars / 1000).toFixed(1)}k chars` : `${chars} chars`;
 }
 
-export function callLine(args: Frame): string {
+interface FetchParams {
+	url: string;
+	prompt?: string;
+	offset?: number;
+	raw?: boolean;
+}
+
+interface SearchParams {
+	query: string;
+	limit?: number;
+}
+
+/** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
+type FetchDetails = Omit<FetchResultFrame, "type" | "id" | "content"> & { cut_at: number | null };
+type SearchDetails = Omit<SearchResultFrame, "type" | "id" | "content"> & { cut: boolean };
+
+export function callLine(args: FetchParams): string {
 	let line = `web_fetch ${shortUrl(args.url)}`;
 	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
 	if (args.offset) line += ` @${args.offset}`;
@@ -368,9 +622,9 @@ export function callLine(args: Frame): string {
 	return line;
 }
 
-export function summaryLine(d: Frame): string {
+export function summaryLine(d: FetchDetails): string {
 	if (d.kind === "redirect") return `redirect → ${d.redirect_url}`;
-	const parts = [d.kind === "answer" && d.model ? `answer (${d.model})` : d.kind];
+	const parts: string[] = [d.kind === "answer" && d.model ? `answer (${d.model})` : d.kind];
 	if (d.title) parts.push(d.title);
 	parts.push(size(d.total_chars ?? 0));
 	parts.push(d.cached ? "cached" : "fresh");
@@ -381,24 +635,43 @@ export function summaryLine(d: Frame): string {
 // ---- what both tools share -----------------------------------------------------------------------
 
 /** Progress frames as pi's partial results, so the user sees what the daemon is doing. */
-function progressTo(onUpdate: any) {
-	return (f: Frame) =>
+function progressTo(onUpdate: OnUpdate) {
+	return (f: ProgressFrame) =>
 		onUpdate?.({ content: [{ type: "text", text: f.message }], details: { stage: f.stage, elapsed_ms: f.elapsed_ms } });
 }
 
 /** A result frame's fields for `details`: all but the text, which is the tool's content. */
-function detailsOf(frame: Frame): Frame {
+function detailsOf<F extends ResultFrame & { content: string }>(frame: F): Omit<F, "type" | "id" | "content"> {
 	const { type: _t, id: _i, content: _c, ...details } = frame;
 	return details;
 }
 
-function textOf(result: Frame): string {
-	return result?.content?.find((c: Frame) => c.type === "text")?.text ?? "";
+/** The daemon's usage record in pi's shape, for pi's footer and session totals (older pi ignores it). */
+export function piUsage(u: WireUsage | null | undefined): PiUsage | undefined {
+	if (!u) return undefined;
+	return {
+		input: u.input,
+		output: u.output,
+		cacheRead: u.cache_read,
+		cacheWrite: u.cache_write,
+		totalTokens: u.total_tokens,
+		cost: {
+			input: u.cost.input,
+			output: u.cost.output,
+			cacheRead: u.cost.cache_read,
+			cacheWrite: u.cost.cache_write,
+			total: u.cost.total,
+		},
+	};
+}
+
+function textOf(result: { content?: TextContent[] } | undefined): string {
+	return result?.content?.find((c) => c.type === "text")?.text ?? "";
 }
 
 /** The progress line while working, the message after a failure; null once there is a result to show. */
-function workingOrFailed(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any,
-	context: Frame | undefined, settled: boolean, working: string) {
+function workingOrFailed(result: { content?: TextContent[] } | undefined, options: RenderOptions, theme: Theme,
+	context: RenderContext | undefined, settled: boolean, working: string): Component | null {
 	const text = textOf(result);
 	if (options.isPartial) return textComponent([text || working], (l) => theme.fg("muted", l), true);
 	if (context?.isError || !settled) return textComponent(text.split("\n"), (l) => theme.fg("error", l), !options.expanded);
@@ -413,7 +686,7 @@ const SEARCH_DESCRIPTION = [
 	"with a prompt, to read it. `limit` is the number of results (default 10, at most 20).",
 ].join(" ");
 
-const SEARCH_PARAMETERS = {
+const SEARCH_PARAMETERS: JsonSchema = {
 	type: "object",
 	properties: {
 		query: { type: "string", description: "What to search for, as you would type it into a search engine" },
@@ -423,28 +696,36 @@ const SEARCH_PARAMETERS = {
 	additionalProperties: false,
 };
 
-export function searchTool(name: string) {
+// Both tools only read from the web: permission extensions may let them run without asking.
+const ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, openWorldHint: true };
+
+export function searchTool(name: string): ToolDefinition<SearchParams, SearchDetails> {
 	return {
 		name,
 		label: "Web search",
 		description: SEARCH_DESCRIPTION,
+		promptSnippet: "Search the web for pages (titles, URLs, snippets); read one with web_fetch",
+		promptGuidelines: [
+			`Use ${name} to find pages, then web_fetch a result's URL with a prompt to read it; snippets alone are not the page.`,
+		],
+		annotations: ANNOTATIONS,
 		parameters: SEARCH_PARAMETERS,
-		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any) {
-			const body: Frame = { op: "search", query: params.query };
+		async execute(_toolCallId, params, signal, onUpdate) {
+			const body: SearchBody = { op: "search", query: params.query };
 			if (params.limit != null) body.limit = params.limit;
 			const r = await request(body, { signal, onProgress: progressTo(onUpdate) });
-			const content: string = r.content ?? "";
+			const content = r.content ?? "";
 			const text = cutToFit(content, MAX_BYTES, MAX_LINES);
 			return { content: [{ type: "text", text }], details: { ...detailsOf(r), cut: text.length < content.length } };
 		},
-		renderCall(args: Frame, theme: any) {
+		renderCall(args, theme) {
 			return textComponent([`${name} ${JSON.stringify(args.query ?? "")}${args.limit ? ` (${args.limit})` : ""}`], (l) =>
 				theme.fg("toolTitle", l), true);
 		},
-		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+		renderResult(result, options, theme, context) {
 			const d = result?.details;
 			const early = workingOrFailed(result, options, theme, context, !!d?.backend, "searching…");
-			if (early) return early;
+			if (early || !d) return early ?? textComponent([], (l) => l);
 			const text = textOf(result);
 			const line = `${d.results?.length ?? 0} results from ${d.backend}${d.cached ? " · cached" : ""}`;
 			return textComponent(options.expanded ? [line, ...text.split("\n")] : [line], (l) => theme.fg("muted", l));
@@ -599,26 +880,27 @@ export function registerBrowser(pi: any) {
 
 // ---- the extension -------------------------------------------------------------------------------
 
-function statusProblems(s: Frame): string[] {
+function statusProblems(s: StatusResultFrame): string[] {
 	const problems = [...(s.problems ?? [])];
 	if (s.subagent && s.subagent.available === false) {
 		problems.push(
 			`the sub-agent CLI \`${s.subagent.command}\` was not found, so web_fetch prompts return raw pages; ` +
-				"install pi or set subagent.command in ~/.config/webfetch/config.toml",
+				"install pi (npm install -g @earendil-works/pi-coding-agent, Node.js 22.19 or newer) " +
+				"or set subagent.command in ~/.config/webfetch/config.toml",
 		);
 	}
 	return problems;
 }
 
-function toolNames(pi: any): string[] {
+function toolNames(pi: ExtensionAPI): string[] {
 	try {
-		return (pi.getAllTools?.() ?? []).map((t: Frame) => t.name);
+		return (pi.getAllTools?.() ?? []).map((t) => t.name);
 	} catch {
 		return []; // no session behind the runtime: nothing else can own a name yet
 	}
 }
 
-function thinkingLevel(pi: any): string | undefined {
+function thinkingLevel(pi: ExtensionAPI): string | undefined {
 	try {
 		return pi.getThinkingLevel?.();
 	} catch {
@@ -626,16 +908,21 @@ function thinkingLevel(pi: any): string | undefined {
 	}
 }
 
-export default function webfetch(pi: any) {
-	if (process.env[SUBAGENT_ENV]) return; // we are the daemon's sub-agent: no web access from here
-
-	pi.registerTool({
+export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDetails> {
+	return {
 		name: "web_fetch",
 		label: "Web fetch",
 		description: DESCRIPTION,
+		promptSnippet: "Read a web page; with a `prompt`, get a focused answer from it instead of the whole page",
+		promptGuidelines: [
+			"Call web_fetch with a `prompt` that says what you need from the page (a question, or what to extract); " +
+				"fetch without a prompt only when you need the page's whole text.",
+			"web_fetch reports a redirect to another host instead of following it: call it again with the new URL.",
+		],
+		annotations: ANNOTATIONS,
 		parameters: PARAMETERS,
-		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
-			const body: Frame = { op: "fetch", url: params.url };
+		async execute(_toolCallId, params, signal, onUpdate, ctx) {
+			const body: FetchBody = { op: "fetch", url: params.url };
 			if (params.prompt) body.prompt = params.prompt;
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
@@ -645,15 +932,20 @@ export default function webfetch(pi: any) {
 			if (thinking) body.thinking = thinking;
 			const result = await request(body, { signal, onProgress: progressTo(onUpdate) });
 			const { text, cutAt } = formatResult(result);
-			return { content: [{ type: "text", text }], details: { ...detailsOf(result), cut_at: cutAt } };
+			const usage = piUsage(result.usage);
+			return {
+				content: [{ type: "text", text }],
+				details: { ...detailsOf(result), cut_at: cutAt },
+				...(usage ? { usage } : {}),
+			};
 		},
-		renderCall(args: Frame, theme: any) {
+		renderCall(args, theme) {
 			return textComponent([callLine(args)], (l) => theme.fg("toolTitle", l), true);
 		},
-		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+		renderResult(result, options, theme, context) {
 			const d = result?.details;
 			const early = workingOrFailed(result, options, theme, context, !!d?.kind, "working…");
-			if (early) return early;
+			if (early || !d) return early ?? textComponent([], (l) => l);
 			const text = textOf(result);
 			const head = textComponent([summaryLine(d)], (l) => theme.fg("muted", l), true);
 			if (!options.expanded) return head;
@@ -663,18 +955,24 @@ export default function webfetch(pi: any) {
 				invalidate() {},
 			};
 		},
-	});
+	};
+}
+
+export default function webfetch(pi: ExtensionAPI): void {
+	if (process.env[SUBAGENT_ENV]) return; // we are the daemon's sub-agent: no web access from here
+
+	pi.registerTool(fetchTool(pi));
 
 	// web_search may belong to another extension already (pi-web-access has one), and two tools of one name
 	// make pi exit: register it once the other extensions are loaded, under another name if need be.
 	let searchName: string | null = null;
-	pi.on("session_start", async (_event: unknown, ctx: any) => {
+	pi.on("session_start", async (_event, ctx) => {
 		if (searchName === null) {
 			const taken = toolNames(pi).includes("web_search");
 			searchName = taken ? "webfetch_search" : "web_search";
 			pi.registerTool(searchTool(searchName));
 			if (taken && ctx?.hasUI) {
-				ctx.ui.notify("webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info");
+				ctx.ui?.notify("webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info");
 			}
 		}
 		if (!ctx?.hasUI) return; // nobody to tell (print/json mode): do not start a daemon for nothing
@@ -682,14 +980,16 @@ export default function webfetch(pi: any) {
 		try {
 			const signal = AbortSignal.timeout(STATUS_TIMEOUT_MS);
 			problems = statusProblems(await request({ op: "status" }, { signal }));
-		} catch (e: any) {
+		} catch (e) {
 			problems = [
-				e instanceof DaemonError || !e.message.includes("cancelled")
-					? e.message
-					: `the webfetch daemon did not answer within ${STATUS_TIMEOUT_MS / 1000} s; see ${settings().log}`,
+				e instanceof RequestFailed && e.code === "timeout" && !e.fromDaemon
+					? `the webfetch daemon did not answer within ${STATUS_TIMEOUT_MS / 1000} s; see ${settings().log}`
+					: e instanceof Error
+						? e.message
+						: String(e),
 			];
 		}
-		if (problems.length) ctx.ui.notify(`webfetch: ${problems.join("; ")}`, "error");
+		if (problems.length) ctx.ui?.notify(`webfetch: ${problems.join("; ")}`, "error");
 	});
 
 	registerBrowser(pi);
