@@ -107,6 +107,8 @@ interface FetchResultFrame {
 	model: string | null;
 	usage?: WireUsage | null;
 	notes: string[];
+	/** Why the content may not be the page the caller wanted (PROTOCOL.md, flags); [] when it is. */
+	flags: string[];
 }
 
 interface SearchHit {
@@ -136,6 +138,54 @@ interface StatusResultFrame {
 	subagent?: { command: string; available: boolean; version: string | null };
 }
 
+interface PageInfo {
+	tab: string;
+	url: string;
+	title: string;
+}
+
+interface TabInfo extends PageInfo {
+	active: boolean;
+}
+
+interface BrowseDialog {
+	type: "alert" | "confirm" | "prompt" | "beforeunload";
+	message: string;
+	default_prompt?: string;
+}
+
+type BrowseAction = "open" | "nav" | "snapshot" | "click" | "fill" | "type" | "press" | "select" | "check" | "hover"
+	| "scroll" | "wait" | "dialog" | "tabs" | "read" | "screenshot" | "close";
+
+/** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
+interface BrowseResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "browse";
+	action: BrowseAction;
+	session: string;
+	page: PageInfo | null;
+	change: "navigation" | "same_document" | "dom" | "none";
+	refs_reset: boolean;
+	snapshot: string;
+	snapshot_kind: "full" | "diff" | "none";
+	elapsed_ms: number;
+	ref_count?: number | null;
+	next_offset?: number | null;
+	status?: number | null;
+	value?: string | null;
+	new_tabs?: { tab: string; url: string }[] | null;
+	dialog?: BrowseDialog | null;
+	downloads?: { url: string; filename: string; refused: boolean }[] | null;
+	waited_for?: string | null;
+	tabs?: TabInfo[] | null;
+	content?: string | null;
+	image?: string | null;
+	width?: number | null;
+	height?: number | null;
+	notes?: string[] | null;
+}
+
 interface ErrorFrame {
 	type: "error";
 	id: RequestId;
@@ -143,7 +193,7 @@ interface ErrorFrame {
 	message: string;
 }
 
-type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame;
+type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame | BrowseResultFrame;
 type Frame = ProgressFrame | ResultFrame | ErrorFrame;
 
 interface FetchBody {
@@ -166,13 +216,21 @@ interface StatusBody {
 	op: "status";
 }
 
-type RequestBody = FetchBody | SearchBody | StatusBody;
+/** One browse action (protocol.py's BrowseRequest): which fields apply depends on `action`. */
+interface BrowseBody extends BrowseParams {
+	op: "browse";
+	session: string;
+}
+
+type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody;
 /** The result frame that answers each kind of request. */
 type ResultOf<B extends RequestBody> = B extends FetchBody
 	? FetchResultFrame
 	: B extends SearchBody
 		? SearchResultFrame
-		: StatusResultFrame;
+		: B extends BrowseBody
+			? BrowseResultFrame
+			: StatusResultFrame;
 
 // ---- what this file uses of pi (@earendil-works/pi-coding-agent's extension API) ---------------------
 
@@ -180,6 +238,14 @@ interface TextContent {
 	type: "text";
 	text: string;
 }
+
+interface ImageContent {
+	type: "image";
+	data: string;
+	mimeType: string;
+}
+
+type Content = TextContent | ImageContent;
 
 /** pi's Usage: a nested model's tokens, added to pi's footer and session totals (pi 0.81+). */
 interface PiUsage {
@@ -192,7 +258,7 @@ interface PiUsage {
 }
 
 interface ToolResult<D> {
-	content: TextContent[];
+	content: Content[];
 	details: D;
 	usage?: PiUsage;
 }
@@ -221,10 +287,13 @@ interface ToolContext {
 	model?: { provider?: string; id?: string };
 	hasUI?: boolean;
 	ui?: { notify(message: string, type?: "info" | "warning" | "error"): void };
+	sessionManager?: { getSessionId?(): string | undefined };
 }
 
 interface JsonSchema {
 	type: string;
+	items?: JsonSchema;
+	enum?: string[];
 	properties?: Record<string, JsonSchema & { description?: string }>;
 	required?: string[];
 	additionalProperties?: boolean;
@@ -247,7 +316,7 @@ interface ToolDefinition<P, D> {
 
 interface ExtensionAPI {
 	registerTool<P, D>(tool: ToolDefinition<P, D>): void;
-	on(event: "session_start", handler: (event: unknown, ctx: ToolContext) => Promise<void> | void): void;
+	on(event: "session_start" | "session_shutdown", handler: (event: unknown, ctx: ToolContext) => Promise<void> | void): void;
 	getAllTools?(): { name: string }[];
 	getThinkingLevel?(): string;
 }
@@ -610,9 +679,40 @@ interface SearchParams {
 	limit?: number;
 }
 
+/** What the model passes to the browser tool (BROWSER_PARAMETERS); which fields apply depends on `action`. */
+interface BrowseParams {
+	action: BrowseAction;
+	url?: string;
+	ref?: string;
+	text?: string;
+	submit?: boolean;
+	key?: string;
+	values?: string[];
+	checked?: boolean;
+	accept?: boolean;
+	prompt_text?: string;
+	to?: "back" | "forward" | "reload";
+	mode?: "interactive" | "full";
+	find?: string;
+	offset?: number;
+	text_gone?: string;
+	ms?: number;
+	timeout_s?: number;
+	direction?: "up" | "down";
+	new_tab?: boolean;
+	tab?: string;
+	do?: "list" | "select" | "close";
+	full_page?: boolean;
+}
+
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
 type FetchDetails = Omit<FetchResultFrame, "type" | "id" | "content"> & { cut_at: number | null };
 type SearchDetails = Omit<SearchResultFrame, "type" | "id" | "content"> & { cut: boolean };
+/** The browser tool's details: the result frame without its text and image, and which document it was on. */
+type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "content" | "image"> & {
+	category: "result";
+	document: string | null;
+};
 
 export function callLine(args: FetchParams): string {
 	let line = `web_fetch ${shortUrl(args.url)}`;
@@ -665,12 +765,12 @@ export function piUsage(u: WireUsage | null | undefined): PiUsage | undefined {
 	};
 }
 
-function textOf(result: { content?: TextContent[] } | undefined): string {
-	return result?.content?.find((c) => c.type === "text")?.text ?? "";
+function textOf(result: { content?: Content[] } | undefined): string {
+	return result?.content?.find((c): c is TextContent => c.type === "text")?.text ?? "";
 }
 
 /** The progress line while working, the message after a failure; null once there is a result to show. */
-function workingOrFailed(result: { content?: TextContent[] } | undefined, options: RenderOptions, theme: Theme,
+function workingOrFailed(result: { content?: Content[] } | undefined, options: RenderOptions, theme: Theme,
 	context: RenderContext | undefined, settled: boolean, working: string): Component | null {
 	const text = textOf(result);
 	if (options.isPartial) return textComponent([text || working], (l) => theme.fg("muted", l), true);
@@ -738,7 +838,7 @@ export function searchTool(name: string): ToolDefinition<SearchParams, SearchDet
 // session, closed on session_shutdown), registered once the other extensions are loaded, under another
 // name when pi-agent-browser-native already owns `agent_browser`.
 
-const BROWSER_ACTIONS = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
+const BROWSER_ACTIONS: BrowseAction[] = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
 	"wait", "dialog", "tabs", "read", "screenshot", "nav", "close"];
 
 const BROWSER_DESCRIPTION = [
@@ -752,7 +852,7 @@ const BROWSER_DESCRIPTION = [
 	"`snapshot` with `find` reaches rows a long list collapsed. Downloads are refused (use web_fetch).",
 ].join(" ");
 
-const BROWSER_PARAMETERS = {
+const BROWSER_PARAMETERS: JsonSchema = {
 	type: "object",
 	properties: {
 		action: { type: "string", enum: BROWSER_ACTIONS, description: "What to do" },
@@ -783,7 +883,7 @@ const BROWSER_PARAMETERS = {
 };
 
 /** The text the model reads for one browse result: what happened, then the snapshot or content. */
-export function browseText(r: Frame): string {
+export function browseText(r: BrowseResultFrame): string {
 	const lines: string[] = [];
 	const p = r.page;
 	if (r.action === "close") return `closed the browser session ${r.session}`;
@@ -806,7 +906,7 @@ export function browseText(r: Frame): string {
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
 }
 
-function browseSession(ctx: any): string {
+function browseSession(ctx: ToolContext | undefined): string {
 	try {
 		const id = ctx?.sessionManager?.getSessionId?.();
 		if (id) return `pi-${id}`;
@@ -816,37 +916,41 @@ function browseSession(ctx: any): string {
 	return `pi-${process.pid}`;
 }
 
-export function browserTool(name: string, used: Set<string>) {
+/** The params without the nulls a model may send for "not given", so the daemon's defaults apply. */
+function given<T extends object>(params: T): Partial<T> {
+	return Object.fromEntries(Object.entries(params).filter(([, v]) => v != null)) as Partial<T>;
+}
+
+export function browserTool(name: string, used: Set<string>): ToolDefinition<BrowseParams, BrowseDetails> {
 	return {
 		name,
 		label: "Browser",
 		description: BROWSER_DESCRIPTION,
 		parameters: BROWSER_PARAMETERS,
-		async execute(_toolCallId: string, params: Frame, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
+		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const session = browseSession(ctx);
-			const body: Frame = { op: "browse", session };
-			for (const [k, v] of Object.entries(params)) if (v != null) body[k] = v;
+			const body: BrowseBody = { op: "browse", session, ...given(params), action: params.action };
 			used.add(session);
-			let r: Frame;
+			let r: BrowseResultFrame;
 			try {
 				r = await request(body, { signal, onProgress: progressTo(onUpdate) });
-			} catch (e: any) {
+			} catch (e) {
 				// the code first, so the model (and an agent's own code) can branch on it; the message says what to do
-				if (e instanceof DaemonError) throw new Error(`${e.code}: ${e.message}`);
+				if (e instanceof RequestFailed && e.fromDaemon) throw new Error(`${e.code}: ${e.message}`);
 				throw e;
 			}
 			if (params.action === "close") used.delete(session);
 			const { image, snapshot: _s, content: _c, type: _t, id: _i, ...rest } = r;
-			const details = { category: "result", ...rest, document: r.page ? `${r.page.tab}@${r.page.url}` : null };
-			const content: Frame[] = [{ type: "text", text: browseText(r) }];
+			const details: BrowseDetails = { category: "result", ...rest, document: r.page ? `${r.page.tab}@${r.page.url}` : null };
+			const content: Content[] = [{ type: "text", text: browseText(r) }];
 			if (image) content.push({ type: "image", data: image, mimeType: "image/png" });
 			return { content, details };
 		},
-		renderCall(args: Frame, theme: any) {
+		renderCall(args, theme) {
 			const what = args.url ?? args.ref ?? args.key ?? args.text ?? args.to ?? "";
 			return textComponent([`${name} ${args.action} ${what}`.trimEnd()], (l) => theme.fg("toolTitle", l), true);
 		},
-		renderResult(result: Frame, options: { expanded: boolean; isPartial: boolean }, theme: any, context?: Frame) {
+		renderResult(result, options, theme, context) {
 			const d = result?.details;
 			const early = workingOrFailed(result, options, theme, context, !!d?.category, "working…");
 			if (early) return early;
@@ -857,16 +961,16 @@ export function browserTool(name: string, used: Set<string>) {
 	};
 }
 
-export function registerBrowser(pi: any) {
+export function registerBrowser(pi: ExtensionAPI): void {
 	const used = new Set<string>();
 	let browserName: string | null = null;
-	pi.on("session_start", async (_event: unknown, ctx: any) => {
+	pi.on("session_start", async (_event, ctx) => {
 		if (browserName !== null) return;
 		const taken = toolNames(pi).includes("agent_browser");
 		browserName = taken ? "webfetch_browser" : "agent_browser";
 		pi.registerTool(browserTool(browserName, used));
 		if (taken && ctx?.hasUI) {
-			ctx.ui.notify("webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info");
+			ctx.ui?.notify("webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info");
 		}
 	});
 	pi.on("session_shutdown", async () => {
