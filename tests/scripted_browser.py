@@ -31,6 +31,7 @@ class Page:
     fires_dom_content_loaded: bool = True
     fires_load: bool = True
     crashes_after_commit: bool = False
+    crashes_while_settling: bool = False  # the renderer dies under the settle call, which never answers
     title: str | None = "Scripted"
     meta_refresh: str | None = None     # the content of a <meta http-equiv=refresh> in the rendered DOM
     rendered_html: str | None = None    # what the DOM holds once its scripts ran (default: the body)
@@ -143,6 +144,9 @@ class ScriptedTab:
 
     async def _Runtime_evaluate(self, p: dict[str, Any]) -> dict[str, Any]:
         if "__webfetchSettle" in p["expression"]:
+            if self._committed and self.pages[self._committed].crashes_while_settling:
+                self.emit("Inspector.targetCrashed")
+                await trio.sleep_forever()  # a crashed renderer answers no call
             return {"result": {"type": "string", "value": "settled"}}
         assert self._committed is not None
         page = self.pages[self._committed]

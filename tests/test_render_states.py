@@ -86,6 +86,14 @@ async def test_a_renderer_crash_is_raised_as_browser_crashed(autojump_clock):
         await run(tab, f"{BASE}/")
 
 
+async def test_a_crash_under_a_call_that_never_returns_still_ends_the_render(autojump_clock):
+    tab = ScriptedTab({f"{BASE}/": Page(crashes_while_settling=True)})
+    start = trio.current_time()
+    with pytest.raises(BrowserCrashed, match="renderer process crashed"):
+        await run(tab, f"{BASE}/")
+    assert trio.current_time() - start < 1  # at once, not at the request's deadline
+
+
 async def test_a_dom_content_loaded_that_never_fires_is_waited_for_a_bounded_time(autojump_clock):
     tab = ScriptedTab({f"{BASE}/stuck": Page(fires_dom_content_loaded=False, fires_load=False)})
     start = trio.current_time()

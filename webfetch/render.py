@@ -579,6 +579,7 @@ class _Render:
             with self.tab.subscribe() as sub, single_error():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self.pump, sub, nursery)
+                    nursery.start_soon(self._stop_when_ended, nursery.cancel_scope)
                     self.progress("render", f"loading {self.url}")
                     nursery.start_soon(self.navigate, self.url)
                     await self._follow_documents(nursery)
@@ -591,6 +592,12 @@ class _Render:
             raise self.failure
         assert self.outcome is not None
         return self.outcome
+
+    async def _stop_when_ended(self, scope: trio.CancelScope) -> None:
+        """An outcome or failure decided in the pump ends the render at once, even while a call into the
+        page is waiting: a crashed renderer never answers the one in flight."""
+        await self.ended.wait()
+        scope.cancel()
 
     async def _follow_documents(self, nursery: trio.Nursery) -> None:
         """Until an outcome: wait for the current document to be committed, then read it; a document
