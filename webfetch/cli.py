@@ -8,7 +8,7 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import Config, load_config, socket_path
@@ -173,17 +173,22 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
                 print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
             return 1
         if not args.json:
-            content = frame.get("content", "")
-            print(content, end="" if content.endswith("\n") else "\n")
-            if frame.get("flags"):
-                print(f"webfetch: flags: {', '.join(frame['flags'])} (read the notes before using this content)",
-                      file=sys.stderr)
-            for note in frame.get("notes", []):
-                print(f"webfetch: note: {note}", file=sys.stderr)
-            if frame.get("next_offset") is not None:
-                print(f"webfetch: {frame['total_chars']} characters in all; continue with --offset "
-                      f"{frame['next_offset']}", file=sys.stderr)
+            _print_result(frame)
     return 0
+
+
+def _print_result(frame: dict[str, Any]) -> None:
+    """A fetch's content on stdout; its flags, notes and where to continue on stderr."""
+    content = frame.get("content", "")
+    print(content, end="" if content.endswith("\n") else "\n")
+    if frame.get("flags"):
+        print(f"webfetch: flags: {', '.join(frame['flags'])} (read the notes before using this content)",
+              file=sys.stderr)
+    for note in frame.get("notes", []):
+        print(f"webfetch: note: {note}", file=sys.stderr)
+    if frame.get("next_offset") is not None:
+        print(f"webfetch: {frame['total_chars']} characters in all; continue with --offset "
+              f"{frame['next_offset']}", file=sys.stderr)
 
 
 def _search(client: Client, args: argparse.Namespace) -> int:

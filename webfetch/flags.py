@@ -190,10 +190,7 @@ def explain_error_page(status: int, body: bytes, final_url: str) -> str:
 def _evidence(status: int | None, title: str | None, html: str | bytes, markdown: str, url: str,
               final_url: str) -> _Page:
     raw = html if isinstance(html, str) else html.decode("utf-8", errors="replace")
-    try:
-        doc = lxml.html.document_fromstring(html or "<html></html>")
-    except (lxml.etree.ParserError, ValueError):
-        doc = lxml.html.document_fromstring("<html></html>")
+    doc = _parse(html)
     scripts = doc.xpath("//script")
     script_chars = sum(len(s.text or "") for s in scripts)
     noscript = " ".join(" ".join(n.text_content().split()) for n in doc.xpath("//noscript"))
@@ -201,12 +198,8 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     password = bool(doc.xpath("//input[translate(@type,'PASWORD','pasword')='password']"))
     text_inputs = len(doc.xpath("//input[not(@type) or @type='text' or @type='email' or @type='search' or "
                                 "@type='tel' or @type='url' or @type='number']|//textarea"))
-    # an app's mount point still empty, or holding only a "Loading…"
-    empty_root = any(len("".join(el.text_content().split())) < BARE_ROOT_MAX_CHARS
-                     for el in doc.xpath("//body//*[@id]") if el.get("id", "").lower() in APP_ROOT_IDS)
-    for el in doc.xpath(_HIDDEN + "|" + _NOISE):
-        if el.getparent() is not None:
-            el.drop_tree()
+    empty_root = _empty_app_root(doc)
+    _drop_invisible(doc)
     headings = [" ".join(h.text_content().split()) for h in doc.xpath("//h1|//h2")]
     h1 = " ".join((doc.xpath("//h1") or [doc])[0].text_content().split()) if doc.xpath("//h1") else ""
     body = doc.find("body")
@@ -214,6 +207,27 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     main_chars = _text_chars(markdown)
     return _Page(status, page_title, raw.lower(), visible, noscript, headings, h1, main_chars, markdown, len(scripts),
                  script_chars, empty_root, password, text_inputs, url, final_url)
+
+
+def _parse(html: str | bytes) -> lxml.html.HtmlElement:
+    """The page's document; an empty one when lxml cannot parse it."""
+    try:
+        return lxml.html.document_fromstring(html or "<html></html>")
+    except (lxml.etree.ParserError, ValueError):
+        return lxml.html.document_fromstring("<html></html>")
+
+
+def _empty_app_root(doc: lxml.html.HtmlElement) -> bool:
+    """An app's mount point still empty, or holding only a "Loading…"."""
+    return any(len("".join(el.text_content().split())) < BARE_ROOT_MAX_CHARS
+               for el in doc.xpath("//body//*[@id]") if el.get("id", "").lower() in APP_ROOT_IDS)
+
+
+def _drop_invisible(doc: lxml.html.HtmlElement) -> None:
+    """Removes what a reader does not see: hidden elements, scripts, styles and other non-text."""
+    for el in doc.xpath(_HIDDEN + "|" + _NOISE):
+        if el.getparent() is not None:
+            el.drop_tree()
 
 
 def _text_chars(markdown: str) -> int:
@@ -239,11 +253,7 @@ def challenge(p: _Page) -> Flag | None:
     """An anti-bot interstitial: a challenge's words or markup, or a captcha that is all the page holds."""
     if not _short(p, WALL_MAX_CHARS):
         return None
-    said = CHALLENGE_TEXT.search(p.title)
-    if said is not None and len(said.group(0)) < 0.5 * len(p.title):
-        said = None  # an article's title quoting the words, not the challenge's own title
-    if said is None and p.main_chars < CHALLENGE_TEXT_MAX_CHARS:
-        said = CHALLENGE_TEXT.search(p.visible[:3000])
+    said = _challenge_words(p)
     markup = _find(CHALLENGE_MARKUP, p.html)
     captcha = _find(CAPTCHA_WIDGET, p.html)
     alone = captcha is not None and p.main_chars < 400 and p.text_inputs <= 1 and not p.password
@@ -255,6 +265,17 @@ def challenge(p: _Page) -> Flag | None:
                              f"webfetch does not solve challenges. Do not treat this text as the page: get the "
                              f"information from another source (a search, another site, the site's API), or ask "
                              f"the user to open the URL in a browser")
+
+
+def _challenge_words(p: _Page) -> re.Match[str] | None:
+    """A challenge's words as the page's title, or in the body text of a page too short to be an article
+    that quotes them."""
+    said = CHALLENGE_TEXT.search(p.title)
+    if said is not None and len(said.group(0)) < 0.5 * len(p.title):
+        said = None  # an article's title quoting the words, not the challenge's own title
+    if said is None and p.main_chars < CHALLENGE_TEXT_MAX_CHARS:
+        said = CHALLENGE_TEXT.search(p.visible[:3000])
+    return said
 
 
 def js_shell(p: _Page) -> Flag | None:

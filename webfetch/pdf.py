@@ -113,72 +113,117 @@ def _segments(textpage: pdfium.PdfTextPage, height: float) -> list[Segment]:
     text = textpage.get_text_range()
     if not text.strip():
         return []
-    tp = textpage.raw
-    left, right, bottom, top = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-    refs = (ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
-    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
-    aligned = len(text) == textpage.count_chars()  # False with characters outside the BMP: no geometry
+    page = _PageText(textpage, text)
+    out: list[Segment] = []
+    pos = 0
+    for line in _LINE_BREAK.split(text) if page.aligned else text.splitlines():
+        start = pos
+        pos += len(line)
+        pos += 2 if text.startswith("\r\n", pos) else 1
+        if line.strip():
+            out += page.line_segments(start, line)
+    return [s for s in out if not (page.aligned and _is_page_number(s, height))]
 
-    def box(i: int) -> tuple[float, float, float, float]:
-        if not aligned or not pdfium_c.FPDFText_GetCharBox(tp, i, *refs):
+
+def _is_page_number(s: Segment, height: float) -> bool:
+    """A lone number at the top or bottom of the page is its page number: noise in the text."""
+    return bool(_PAGE_NUMBER.match(s.text)) and (s.top < PAGE_MARGIN_SHARE * height
+                                                 or s.bottom > (1 - PAGE_MARGIN_SHARE) * height)
+
+
+class _PageText:
+    """A page's text with PDFium's geometry of its characters: the boxes, font sizes and baselines that cut
+    lines into segments."""
+
+    def __init__(self, textpage: pdfium.PdfTextPage, text: str) -> None:
+        self.tp = textpage.raw
+        self.text = text
+        # False with characters outside the BMP: the text's indexes are not PDFium's, so no geometry
+        self.aligned = len(text) == textpage.count_chars()
+        # out-parameters of PDFium's calls, allocated once per page
+        self.left, self.right = ctypes.c_double(), ctypes.c_double()
+        self.bottom, self.top = ctypes.c_double(), ctypes.c_double()
+        self.origin_x, self.origin_y = ctypes.c_double(), ctypes.c_double()
+        self.refs = (ctypes.byref(self.left), ctypes.byref(self.right), ctypes.byref(self.bottom),
+                     ctypes.byref(self.top))
+
+    def box(self, i: int) -> tuple[float, float, float, float]:
+        """Character i's left, right, bottom and top; zeros when PDFium has none."""
+        if not self.aligned or not pdfium_c.FPDFText_GetCharBox(self.tp, i, *self.refs):
             return 0.0, 0.0, 0.0, 0.0
-        return left.value, right.value, bottom.value, top.value
+        return self.left.value, self.right.value, self.bottom.value, self.top.value
 
-    def segment(start: int, end: int) -> Segment | None:
-        part = text[start:end]
+    def line_segments(self, start: int, line: str) -> list[Segment]:
+        """The line that starts at text index `start`, cut where PDFium put a space over a wide gap."""
+        out: list[Segment] = []
+        seg_start = start
+        for cut, after in self._gaps(start, line):
+            s = self.segment(seg_start, cut)
+            if s is not None:
+                out.append(s)
+            seg_start = after
+        s = self.segment(seg_start, start + len(line))
+        if s is not None:
+            out.append(s)
+        return out
+
+    def _gaps(self, start: int, line: str) -> list[tuple[int, int]]:
+        """(where a run of spaces starts, where the text after it starts) for each wide gap in the line."""
+        if not self.aligned:
+            return []
+        gaps: list[tuple[int, int]] = []
+        for m in _SPACES.finditer(line):
+            before, after = start + m.start() - 1, start + m.end()
+            if m.start() == 0 or after >= start + len(line):
+                continue
+            if not pdfium_c.FPDFText_IsGenerated(self.tp, before + 1):
+                continue  # a space in the text itself; PDFium inserts its own between separate runs
+
+            size = pdfium_c.FPDFText_GetFontSize(self.tp, before) or 10.0
+            if self.box(after)[0] - self.box(before)[1] > SEGMENT_GAP_EM * size:
+                gaps.append((start + m.start(), after))
+        return gaps
+
+    def segment(self, start: int, end: int) -> Segment | None:
+        """The text from start to end as a segment, white space trimmed; None when it is all white space."""
+        part = self.text[start:end]
         stripped = part.strip()
         if not stripped:
             return None
         first = start + len(part) - len(part.lstrip())
         last = start + len(part.rstrip()) - 1
-        size = pdfium_c.FPDFText_GetFontSize(tp, first) if aligned else 0.0
-        x0, _, b0, t0 = box(first)
-        _, x1, b1, t1 = box(last)
-        baseline = b0
-        if aligned and pdfium_c.FPDFText_GetCharOrigin(tp, first, ctypes.byref(origin_x), ctypes.byref(origin_y)):
-            baseline = origin_y.value
-        text_ = " ".join(stripped.split()).replace("\ufffe", "").replace("\u00ad", "")  # PDFium's soft hyphens
-        return Segment(text_, round(size, 1), x0, x1, min(b0, b1), max(t0, t1), baseline)
+        size = pdfium_c.FPDFText_GetFontSize(self.tp, first) if self.aligned else 0.0
+        x0, _, b0, t0 = self.box(first)
+        _, x1, b1, t1 = self.box(last)
+        text = " ".join(stripped.split()).replace("\ufffe", "").replace("\u00ad", "")  # PDFium's soft hyphens
+        return Segment(text, round(size, 1), x0, x1, min(b0, b1), max(t0, t1), self._baseline(first, b0))
 
-    out: list[Segment] = []
-    pos = 0
-    for line in _LINE_BREAK.split(text) if aligned else text.splitlines():
-        start = pos
-        pos += len(line)
-        pos += 2 if text.startswith("\r\n", pos) else 1
-        if not line.strip():
-            continue
-        seg_start = start
-        if aligned:
-            for m in _SPACES.finditer(line):
-                before, after = start + m.start() - 1, start + m.end()
-                if m.start() == 0 or after >= start + len(line):
-                    continue
-                if not pdfium_c.FPDFText_IsGenerated(tp, before + 1):
-                    continue  # a space in the text itself; PDFium inserts its own between separate runs
-
-                size = pdfium_c.FPDFText_GetFontSize(tp, before) or 10.0
-                if box(after)[0] - box(before)[1] > SEGMENT_GAP_EM * size:
-                    s = segment(seg_start, start + m.start())
-                    if s is not None:
-                        out.append(s)
-                    seg_start = after
-        s = segment(seg_start, start + len(line))
-        if s is not None:
-            out.append(s)
-    # a lone number at the top or bottom of the page is its page number: noise in the text
-    return [s for s in out if not (_PAGE_NUMBER.match(s.text) and aligned
-                                   and (s.top < PAGE_MARGIN_SHARE * height
-                                        or s.bottom > (1 - PAGE_MARGIN_SHARE) * height))]
+    def _baseline(self, i: int, bottom: float) -> float:
+        """Character i's baseline: its origin's y, else the bottom of its box."""
+        if self.aligned and pdfium_c.FPDFText_GetCharOrigin(self.tp, i, ctypes.byref(self.origin_x),
+                                                            ctypes.byref(self.origin_y)):
+            return self.origin_y.value
+        return bottom
 
 
 def _reading_order(segments: list[Segment]) -> list[Segment]:
     """Two-column pages read band by band (the parts between full-width lines such as a title or a
     figure): the left column top to bottom, then the right. Other pages keep the PDF's own order, which
     a single column's typesetter writes in reading order."""
+    columns = _columns(segments)
+    if columns is None:
+        return segments
+    left, right = columns
+    for s in segments:
+        s.column = 1 if s in left else 2 if s in right else 0
+    return _by_bands(segments)
+
+
+def _columns(segments: list[Segment]) -> tuple[list[Segment], list[Segment]] | None:
+    """The segments of the left and of the right column when the page has two, else None."""
     placed = [s for s in segments if s.x1 > s.x0]
     if len(placed) < 2 * COLUMN_MIN_SEGMENTS:
-        return segments
+        return None
     lo, hi = min(s.x0 for s in placed), max(s.x1 for s in placed)
     mid, width = (lo + hi) / 2, hi - lo
     left = [s for s in placed if s.x1 <= mid + 0.02 * width]
@@ -189,9 +234,12 @@ def _reading_order(segments: list[Segment]) -> list[Segment]:
         return len(side) >= COLUMN_MIN_SEGMENTS and len(wide) >= len(side) / 2
 
     if not (full_lines(left) and full_lines(right)):
-        return segments
-    for s in segments:
-        s.column = 1 if s in left else 2 if s in right else 0
+        return None
+    return left, right
+
+
+def _by_bands(segments: list[Segment]) -> list[Segment]:
+    """Top to bottom; between two spanning segments (column 0), the left column's, then the right's."""
     ordered: list[Segment] = []
     band: list[Segment] = []
     for s in sorted(segments, key=lambda s: (-s.top, s.x0)):
@@ -205,16 +253,7 @@ def _reading_order(segments: list[Segment]) -> list[Segment]:
 
 
 def _to_markdown(pages: list[list[Segment]], title: str | None) -> PdfText:
-    sizes: Counter[float] = Counter()
-    for segs in pages:
-        for s in segs:
-            sizes[s.size] += len(s.text)
-    if not sizes:
-        raise ExtractionFailed(f"the PDF has no text layer ({_plural(len(pages), 'page')} of scanned images, "
-                               f"or drawings); webfetch does no OCR. Look for an HTML or text version")
-    body = sizes.most_common(1)[0][0]
-    heading_sizes = sorted({s for s in sizes if s >= body * HEADING_MIN_RATIO}, reverse=True)
-    level = {s: min(i + 1, 4) for i, s in enumerate(heading_sizes)}
+    level = _heading_levels(pages)
     parts: list[str] = []
     empty: list[int] = []
     for number, segs in enumerate(pages, 1):
@@ -235,6 +274,21 @@ def _to_markdown(pages: list[list[Segment]], title: str | None) -> PdfText:
         notes.append(f"{_plural(len(empty), 'page')} of {len(pages)} ({_ranges(empty)}) have no text layer "
                      f"(scanned images?); their content is missing here")
     return PdfText("\n\n".join(parts) + "\n", title, len(pages), notes)
+
+
+def _heading_levels(pages: list[list[Segment]]) -> dict[float, int]:
+    """Font size → heading level (1 to 4, largest first) for the sizes enough larger than the body text's,
+    the size most of the characters have. ExtractionFailed when the PDF has no text."""
+    sizes: Counter[float] = Counter()
+    for segs in pages:
+        for s in segs:
+            sizes[s.size] += len(s.text)
+    if not sizes:
+        raise ExtractionFailed(f"the PDF has no text layer ({_plural(len(pages), 'page')} of scanned images, "
+                               f"or drawings); webfetch does no OCR. Look for an HTML or text version")
+    body = sizes.most_common(1)[0][0]
+    heading_sizes = sorted({s for s in sizes if s >= body * HEADING_MIN_RATIO}, reverse=True)
+    return {s: min(i + 1, 4) for i, s in enumerate(heading_sizes)}
 
 
 def _blocks(segs: list[Segment]) -> list[list[Segment]]:
