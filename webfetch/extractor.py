@@ -1,4 +1,5 @@
-"""The extractor actor: trafilatura to markdown in worker threads, a whole-page fallback, raw text bodies."""
+"""The extractor actor: trafilatura to markdown in worker threads, arbitrated by what the page says it is
+(its schema.org types and og:type: `page_cues`), a whole-page fallback, raw text bodies."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import lxml.html
 import markdownify
 import trafilatura
 import trio
+from readability import Document
 
 from .errors import ExtractionFailed
 
@@ -22,6 +24,24 @@ log = logging.getLogger("webfetch.extractor")
 # types (0.868 -> 0.871) and leaves every article alone; 10 % cost the articles 0.017.
 FALLBACK_SHARE = 0.03
 FALLBACK_MIN_VISIBLE = 1000
+# A page that does not declare itself an article (a listing, a forum, a product, a service page) is more
+# often one whose main content is most of the page: there trafilatura's output under this share of the
+# visible text means it kept one block of many. Chosen on the "choose" half of ../shared/corpus
+# (bin/bench's `half`); the held-out half reports it.
+NON_ARTICLE_FALLBACK_SHARE = 0.05
+# On a page that declares itself an article, trafilatura's favor_precision drops the boilerplate its
+# default keeps (related links, bylines, share bars); unless that cut most of the text, when it took the
+# article itself away. Chosen on the "choose" half as above.
+PRECISION_MIN_SHARE = 0.5
+# On a schema.org QAPage the answers are the content: readability keeps the question with its answers,
+# where trafilatura keeps the question only. Unless readability found much less than trafilatura.
+QA_MIN_SHARE = 0.5
+# schema.org types that mean "this page is one article" (JSON-LD @type or microdata itemtype).
+ARTICLE_TYPES = frozenset({"Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "TechArticle",
+                           "OpinionNewsArticle", "AnalysisNewsArticle", "ReviewNewsArticle", "LiveBlogPosting",
+                           "SocialMediaPosting"})
+_LD_TYPE = re.compile(r'"@type"\s*:\s*(?:"([^"]+)"|\[([^\]]*)\])')
+_QUOTED = re.compile(r'"([^"]+)"')
 # trafilatura's output with every link and heading lost, while it covers nearly the whole page: an index.
 STRUCTURELESS_MAX_COVER = 1.5
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
@@ -32,7 +52,7 @@ _MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 @dataclass
 class Extracted:
     markdown: str
-    extractor: str  # "trafilatura" | "fallback" | "raw"
+    extractor: str  # "trafilatura" | "readability" | "fallback" | "raw"
     title: str | None = None
 
     @property
@@ -48,26 +68,65 @@ def _title(doc: lxml.html.HtmlElement | None) -> str | None:
     return " ".join(title.split()) or None if title else None
 
 
+@dataclass(frozen=True)
+class Cues:
+    """What a page says about its own type, in its markup (never its address or site)."""
+
+    article: bool  # og:type "article" or a schema.org article type
+    qa_page: bool  # a schema.org QAPage: a question with its answers
+
+
+def schema_types(doc: lxml.html.HtmlElement) -> set[str]:
+    """The schema.org types a page declares, in JSON-LD (@type, also inside @graph) and in microdata."""
+    types: set[str] = set()
+    for script in doc.xpath('//script[@type="application/ld+json"]/text()'):
+        for one, many in _LD_TYPE.findall(script):
+            types.update([one] if one else _QUOTED.findall(many))
+    types.update(t.rstrip("/").rsplit("/", 1)[-1] for t in doc.xpath("//@itemtype") for t in t.split())
+    return {t.rsplit(":", 1)[-1] for t in types}
+
+
+def page_cues(doc: lxml.html.HtmlElement | None) -> Cues:
+    if doc is None:
+        return Cues(article=False, qa_page=False)
+    types = schema_types(doc)
+    og_type = " ".join(doc.xpath('//meta[@property="og:type"]/@content')).strip().lower()
+    return Cues(article=og_type == "article" or bool(types & ARTICLE_TYPES), qa_page="QAPage" in types)
+
+
 def visible_text_len(doc: lxml.html.HtmlElement) -> int:
     for bad in doc.xpath(_NOISE):
         bad.drop_tree()
     return len("".join(doc.text_content().split()))
 
 
-def trafilatura_markdown(html: str | bytes, url: str | None) -> str:
+def trafilatura_markdown(html: str | bytes, url: str | None, precise: bool = False) -> str:
     """The equivalent of `trafilatura --markdown --formatting` with links and tables kept."""
     return trafilatura.extract(
         html, url=url, output_format="markdown", include_formatting=True, include_links=True,
-        include_tables=True, include_comments=False, include_images=False, with_metadata=False) or ""
+        include_tables=True, include_comments=False, include_images=False, with_metadata=False,
+        favor_precision=precise) or ""
+
+
+def readability_markdown(html: str | bytes) -> str:
+    """readability-lxml's main content (the densest block with its siblings), as markdown."""
+    try:
+        summary = Document(html).summary(html_partial=True)
+    except Exception:  # readability raises its own Unparseable and lxml's errors on odd pages
+        return ""
+    return html_markdown(summary)
+
+
+def html_markdown(html: str) -> str:
+    md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
+                                 code_language_callback=None)
+    return re.sub(r"\n{3,}", "\n\n", md).strip()
 
 
 def fallback_markdown(doc: lxml.html.HtmlElement) -> str:
     """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped."""
     body = doc.find("body")
-    html = lxml.html.tostring(body if body is not None else doc, encoding="unicode")
-    md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
-                                 code_language_callback=None)
-    return re.sub(r"\n{3,}", "\n\n", md).strip()
+    return html_markdown(lxml.html.tostring(body if body is not None else doc, encoding="unicode"))
 
 
 def _structureless(md: str) -> bool:
@@ -79,9 +138,20 @@ def _structureless(md: str) -> bool:
     return sum(map(len, lines)) / len(lines) < 60
 
 
+def _chars(md: str) -> int:
+    return len("".join(md.split()))
+
+
+def _text_chars(md: str) -> int:
+    """Characters a reader sees: link targets are not text (a list of links is mostly its targets)."""
+    return _chars(_LINK_TARGET.sub("]", md))
+
+
 def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
-    Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares."""
+    Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
+    The page's own cues choose among extractions: an article gets trafilatura's precise mode, a Q&A page
+    readability's answers, a page of another type the whole page sooner (see the constants above)."""
     if isinstance(html, bytes) and charset:
         try:
             html = html.decode(charset, errors="replace")
@@ -93,15 +163,25 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
     except (lxml.etree.ParserError, ValueError):
         doc = None
     title = _title(doc)
+    cues = page_cues(doc)
+    main_len = _chars(main)
+    if cues.qa_page and main:
+        answers = readability_markdown(html)
+        if _chars(answers) >= QA_MIN_SHARE * main_len:
+            return Extracted(answers, "readability", title)
+    if cues.article and main:
+        precise = trafilatura_markdown(html, url, precise=True).strip()
+        if _chars(precise) >= PRECISION_MIN_SHARE * main_len:
+            main, main_len = precise, _chars(precise)
     visible = visible_text_len(doc) if doc is not None else 0
-    main_len = len("".join(main.split()))
     missed = ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
+              or (not cues.article and _text_chars(main) < NON_ARTICLE_FALLBACK_SHARE * visible)
               or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
     if main and not missed:
         return Extracted(main, "trafilatura", title)
     if doc is not None and visible:
         whole = fallback_markdown(doc)
-        if len("".join(whole.split())) >= main_len:
+        if _chars(whole) >= main_len:
             return Extracted(whole, "fallback", title)
     if main:
         return Extracted(main, "trafilatura", title)

@@ -171,7 +171,7 @@ class Pipeline:
             except ExtractionFailed:
                 from_server = None
                 return False
-            return (fc.render == "auto" and from_server.extractor == "trafilatura"
+            return (fc.render == "auto" and from_server.extractor in ("trafilatura", "readability")
                     and from_server.text_len >= ENOUGH_TEXT_CHARS)
 
         if self.render_slots.available_tokens == 0:
