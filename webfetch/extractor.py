@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import lxml.html
@@ -30,9 +31,18 @@ FALLBACK_MIN_VISIBLE = 1000
 # (bin/bench's `half`); the held-out half reports it.
 NON_ARTICLE_FALLBACK_SHARE = 0.05
 # On a page that declares itself an article, trafilatura's favor_precision drops the boilerplate its
-# default keeps (related links, bylines, share bars); unless that cut most of the text, when it took the
-# article itself away. Chosen on the "choose" half as above.
+# default keeps (related links, bylines, share bars), and sometimes part of the article. The precise cut
+# is taken when readability, an independent extractor, agrees with it at least as well as with the
+# default, and it kept at least this share of the text (a deeper cut took the article itself away).
+# Chosen on the "choose" half as above; the share alone cost listings and documentation pages marked as
+# articles.
 PRECISION_MIN_SHARE = 0.5
+# On a page that does not declare itself an article, trafilatura's favor_recall keeps the blocks its
+# default cut drops around the main one (a product's description and specs, a service page's sections).
+# Taken when it finds more text, but not so much more that it kept the page's chrome too. Chosen on the
+# "choose" half as above.
+RECALL_MIN_GAIN = 1.05
+RECALL_MAX_GAIN = 5.0
 # On a schema.org QAPage the answers are the content: readability keeps the question with its answers,
 # where trafilatura keeps the question only. Unless readability found much less than trafilatura.
 QA_MIN_SHARE = 0.5
@@ -42,6 +52,7 @@ ARTICLE_TYPES = frozenset({"Article", "NewsArticle", "BlogPosting", "Report", "S
                            "SocialMediaPosting"})
 _LD_TYPE = re.compile(r'"@type"\s*:\s*(?:"([^"]+)"|\[([^\]]*)\])')
 _QUOTED = re.compile(r'"([^"]+)"')
+_WORD = re.compile(r"\w+")
 # trafilatura's output with every link and heading lost, while it covers nearly the whole page: an index.
 STRUCTURELESS_MAX_COVER = 1.5
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
@@ -94,18 +105,25 @@ def page_cues(doc: lxml.html.HtmlElement | None) -> Cues:
     return Cues(article=og_type == "article" or bool(types & ARTICLE_TYPES), qa_page="QAPage" in types)
 
 
+def marked_main(doc: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The page's one `main` (or `[role=main]`) element, where the page marks it: docs, listings and app
+    pages do, beside a large navigation."""
+    marked = doc.xpath('//main | //*[@role="main"]')
+    return marked[0] if len(marked) == 1 else None
+
+
 def visible_text_len(doc: lxml.html.HtmlElement) -> int:
     for bad in doc.xpath(_NOISE):
         bad.drop_tree()
     return len("".join(doc.text_content().split()))
 
 
-def trafilatura_markdown(html: str | bytes, url: str | None, precise: bool = False) -> str:
+def trafilatura_markdown(html: str | bytes, url: str | None, precise: bool = False, recall: bool = False) -> str:
     """The equivalent of `trafilatura --markdown --formatting` with links and tables kept."""
     return trafilatura.extract(
         html, url=url, output_format="markdown", include_formatting=True, include_links=True,
         include_tables=True, include_comments=False, include_images=False, with_metadata=False,
-        favor_precision=precise) or ""
+        favor_precision=precise, favor_recall=recall) or ""
 
 
 def readability_markdown(html: str | bytes) -> str:
@@ -123,8 +141,20 @@ def html_markdown(html: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", md).strip()
 
 
-def fallback_markdown(doc: lxml.html.HtmlElement) -> str:
-    """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped."""
+# The page's marked main element replaces the whole page in the fallback when it holds about as much text
+# as trafilatura found: at least this share of its characters (the two converters escape and draw
+# tables differently).
+MARKED_MAIN_COVER = 0.9
+
+
+def fallback_markdown(doc: lxml.html.HtmlElement, found: str = "") -> str:
+    """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped.
+    Only the page's marked main element when there is one and it holds about as much text as `found`."""
+    marked = marked_main(doc)
+    if marked is not None:
+        inner = html_markdown(lxml.html.tostring(marked, encoding="unicode"))
+        if inner and _chars(inner) >= MARKED_MAIN_COVER * _chars(found):
+            return inner
     body = doc.find("body")
     return html_markdown(lxml.html.tostring(body if body is not None else doc, encoding="unicode"))
 
@@ -142,16 +172,53 @@ def _chars(md: str) -> int:
     return len("".join(md.split()))
 
 
+def _words(md: str) -> Counter[str]:
+    return Counter(_WORD.findall(_LINK_TARGET.sub("]", md).lower()))
+
+
+def agreement(a: str, b: str) -> float:
+    """How much two extractions say the same: the Dice overlap of their bags of words, 0 to 1."""
+    wa, wb = _words(a), _words(b)
+    total = sum(wa.values()) + sum(wb.values())
+    return 2 * sum((wa & wb).values()) / total if total else 0.0
+
+
 def _text_chars(md: str) -> int:
     """Characters a reader sees: link targets are not text (a list of links is mostly its targets)."""
     return _chars(_LINK_TARGET.sub("]", md))
 
 
+def _trafilatura_mode(html: str | bytes, url: str | None, main: str, cues: Cues) -> str:
+    """trafilatura's default extraction `main`, or that of its precise or recall mode when the page's cues
+    and the other extractions say that mode fits the page better."""
+    if not main:
+        return main
+    if cues.article:
+        precise = trafilatura_markdown(html, url, precise=True).strip()
+        if precise != main and _chars(precise) >= PRECISION_MIN_SHARE * _chars(main):
+            arbiter = readability_markdown(html)
+            if agreement(precise, arbiter) >= agreement(main, arbiter):
+                return precise
+        return main
+    fuller = trafilatura_markdown(html, url, recall=True).strip()
+    if RECALL_MIN_GAIN * _text_chars(main) <= _text_chars(fuller) <= RECALL_MAX_GAIN * _text_chars(main):
+        return fuller
+    return main
+
+
+def _with_heading(md: str, doc: lxml.html.HtmlElement | None) -> str:
+    """readability leaves the page's heading out of the content: put its first h1 back on top."""
+    h1 = doc.find(".//h1") if doc is not None else None
+    heading = " ".join(h1.text_content().split()) if h1 is not None else ""
+    return f"# {heading}\n\n{md}" if heading and heading not in md else md
+
+
 def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
     Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
-    The page's own cues choose among extractions: an article gets trafilatura's precise mode, a Q&A page
-    readability's answers, a page of another type the whole page sooner (see the constants above)."""
+    The page's own cues choose among extractions: an article gets trafilatura's precise mode where
+    readability agrees with it, a Q&A page readability's answers, a page of another type trafilatura's
+    recall mode and the whole page sooner (see the constants above)."""
     if isinstance(html, bytes) and charset:
         try:
             html = html.decode(charset, errors="replace")
@@ -164,15 +231,12 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
         doc = None
     title = _title(doc)
     cues = page_cues(doc)
-    main_len = _chars(main)
     if cues.qa_page and main:
         answers = readability_markdown(html)
-        if _chars(answers) >= QA_MIN_SHARE * main_len:
-            return Extracted(answers, "readability", title)
-    if cues.article and main:
-        precise = trafilatura_markdown(html, url, precise=True).strip()
-        if _chars(precise) >= PRECISION_MIN_SHARE * main_len:
-            main, main_len = precise, _chars(precise)
+        if _chars(answers) >= QA_MIN_SHARE * _chars(main):
+            return Extracted(_with_heading(answers, doc), "readability", title)
+    main = _trafilatura_mode(html, url, main, cues)
+    main_len = _chars(main)
     visible = visible_text_len(doc) if doc is not None else 0
     missed = ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
               or (not cues.article and _text_chars(main) < NON_ARTICLE_FALLBACK_SHARE * visible)
@@ -180,7 +244,7 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
     if main and not missed:
         return Extracted(main, "trafilatura", title)
     if doc is not None and visible:
-        whole = fallback_markdown(doc)
+        whole = fallback_markdown(doc, main)
         if _chars(whole) >= main_len:
             return Extracted(whole, "fallback", title)
     if main:
