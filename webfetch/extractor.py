@@ -194,12 +194,24 @@ def _trafilatura_mode(html: str | bytes, url: str | None, main: str, cues: Cues)
     if not main:
         return main
     if cues.article:
-        precise = trafilatura_markdown(html, url, precise=True).strip()
-        if precise != main and _chars(precise) >= PRECISION_MIN_SHARE * _chars(main):
-            arbiter = readability_markdown(html)
-            if agreement(precise, arbiter) >= agreement(main, arbiter):
-                return precise
-        return main
+        return _precise_cut(html, url, main)
+    return _recall_mode(html, url, main)
+
+
+def _precise_cut(html: str | bytes, url: str | None, main: str) -> str:
+    """An article: trafilatura's precise mode when it keeps most of the text and readability, a second
+    opinion, agrees with it at least as well as with the default extraction `main`."""
+    precise = trafilatura_markdown(html, url, precise=True).strip()
+    if precise != main and _chars(precise) >= PRECISION_MIN_SHARE * _chars(main):
+        arbiter = readability_markdown(html)
+        if agreement(precise, arbiter) >= agreement(main, arbiter):
+            return precise
+    return main
+
+
+def _recall_mode(html: str | bytes, url: str | None, main: str) -> str:
+    """A page that is not an article: trafilatura's recall mode when it adds text to `main` without
+    swallowing the page (a gain between RECALL_MIN_GAIN and RECALL_MAX_GAIN)."""
     fuller = trafilatura_markdown(html, url, recall=True).strip()
     if RECALL_MIN_GAIN * _text_chars(main) <= _text_chars(fuller) <= RECALL_MAX_GAIN * _text_chars(main):
         return fuller
@@ -213,44 +225,77 @@ def _with_heading(md: str, doc: lxml.html.HtmlElement | None) -> str:
     return f"# {heading}\n\n{md}" if heading and heading not in md else md
 
 
+def _decoded(html: str | bytes, charset: str | None) -> str | bytes:
+    """Bytes decoded with the Content-Type header's charset when Python knows it; else left as bytes, for
+    lxml and trafilatura to decode as the page declares."""
+    if isinstance(html, bytes) and charset:
+        try:
+            return html.decode(charset, errors="replace")
+        except LookupError:
+            pass
+    return html
+
+
+def _parsed(html: str | bytes) -> lxml.html.HtmlElement | None:
+    """The page's tree, or None when lxml cannot parse it (the cues then say nothing)."""
+    try:
+        return lxml.html.fromstring(html if html else "<html></html>")
+    except (lxml.etree.ParserError, ValueError):
+        return None
+
+
+def _qa_answers(html: str | bytes, doc: lxml.html.HtmlElement | None, main: str, cues: Cues) -> str | None:
+    """A Q&A page: readability's answers under the page's heading, when they hold at least QA_MIN_SHARE
+    of trafilatura's text `main` (trafilatura keeps the question and drops most answers)."""
+    if not (cues.qa_page and main):
+        return None
+    answers = readability_markdown(html)
+    if _chars(answers) >= QA_MIN_SHARE * _chars(main):
+        return _with_heading(answers, doc)
+    return None
+
+
+def _missed_main(main: str, visible: int, cues: Cues) -> bool:
+    """Whether trafilatura's `main` missed the page's main content, judged against the page's `visible`
+    text: too small a share of it (a smaller share still on a page that is not an article), or the bare
+    lines of trafilatura's baseline where the page holds little more than that."""
+    main_len = _chars(main)
+    return ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
+            or (not cues.article and _text_chars(main) < NON_ARTICLE_FALLBACK_SHARE * visible)
+            or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
+
+
+def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, title: str | None) -> Extracted:
+    """trafilatura's `main` unless it missed the main content; then the whole page if that says at least as
+    much. ExtractionFailed when neither holds any text."""
+    visible = visible_text_len(doc) if doc is not None else 0
+    if main and not _missed_main(main, visible, cues):
+        return Extracted(main, "trafilatura", title)
+    if doc is not None and visible:
+        whole = fallback_markdown(doc, main)
+        if _chars(whole) >= _chars(main):
+            return Extracted(whole, "fallback", title)
+    if main:
+        return Extracted(main, "trafilatura", title)
+    raise ExtractionFailed("no text could be extracted from the page (it may be empty, or all images or "
+                           "scripts); try the URL in a browser, or fetch a more specific page")
+
+
 def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
     Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
     The page's own cues choose among extractions: an article gets trafilatura's precise mode where
     readability agrees with it, a Q&A page readability's answers, a page of another type trafilatura's
     recall mode and the whole page sooner (see the constants above)."""
-    if isinstance(html, bytes) and charset:
-        try:
-            html = html.decode(charset, errors="replace")
-        except LookupError:
-            pass
+    html = _decoded(html, charset)
     main = trafilatura_markdown(html, url).strip()
-    try:
-        doc = lxml.html.fromstring(html if html else "<html></html>")
-    except (lxml.etree.ParserError, ValueError):
-        doc = None
+    doc = _parsed(html)
     title = _title(doc)
     cues = page_cues(doc)
-    if cues.qa_page and main:
-        answers = readability_markdown(html)
-        if _chars(answers) >= QA_MIN_SHARE * _chars(main):
-            return Extracted(_with_heading(answers, doc), "readability", title)
-    main = _trafilatura_mode(html, url, main, cues)
-    main_len = _chars(main)
-    visible = visible_text_len(doc) if doc is not None else 0
-    missed = ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
-              or (not cues.article and _text_chars(main) < NON_ARTICLE_FALLBACK_SHARE * visible)
-              or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
-    if main and not missed:
-        return Extracted(main, "trafilatura", title)
-    if doc is not None and visible:
-        whole = fallback_markdown(doc, main)
-        if _chars(whole) >= main_len:
-            return Extracted(whole, "fallback", title)
-    if main:
-        return Extracted(main, "trafilatura", title)
-    raise ExtractionFailed("no text could be extracted from the page (it may be empty, or all images or "
-                           "scripts); try the URL in a browser, or fetch a more specific page")
+    answers = _qa_answers(html, doc, main, cues)
+    if answers is not None:
+        return Extracted(answers, "readability", title)
+    return _main_or_fallback(_trafilatura_mode(html, url, main, cues), doc, cues, title)
 
 
 def decode_text(body: bytes, charset: str | None) -> str:
