@@ -44,3 +44,113 @@ def test_raw_bodies():
     assert extract_raw(b"<rss><item>x</item></rss>", "application/rss+xml", None).markdown.startswith("<rss>")
     with pytest.raises(ExtractionFailed):
         extract_raw(b"  \n", "text/plain", None)
+
+
+# Page types beyond the article (issue 16): each page says what it is in its own markup, and the extractor
+# keeps what a reader of that type of page came for.
+
+DOCS_NAV = "".join(f'<li><a href="/docs/{i}">Guide chapter {i}: configuring the frobnicator</a></li>'
+                   for i in range(150))
+DOCS_PAGE = f"""<!doctype html><html><head><title>Configuration - Frob docs</title></head><body>
+<header><a href="/">Frob</a> <a href="/blog">Blog</a> <a href="/download">Download</a></header>
+<div class="layout"><nav class="sidebar"><ul>{DOCS_NAV}</ul></nav>
+<main><h1>Configuration</h1>
+<p>Frob reads its settings from a TOML file in the user's configuration directory when it starts.</p>
+<h2>Options</h2>
+<table><tr><th>Option</th><th>Default</th><th>Meaning</th></tr>
+<tr><td>threads</td><td>4</td><td>worker threads that frobnicate at once</td></tr>
+<tr><td>cache_dir</td><td>~/.cache/frob</td><td>where frobnicated widgets are kept</td></tr></table>
+<p>Changes take effect the next time frob starts.</p>
+</main></div>
+<footer>Copyright 2026 Frob project. Edit this page on the forge.</footer></body></html>"""
+
+
+def test_a_docs_page_keeps_its_main_element_and_not_its_navigation():
+    """The sidebar holds 20 times the text of the page itself: what trafilatura keeps is a small share of the
+    page, so the extractor falls back, but to the page's marked `main`, not to the whole page."""
+    out = extract_html(DOCS_PAGE, "http://site.test/docs/config")
+    assert out.markdown.startswith("# Configuration")
+    assert "## Options" in out.markdown
+    assert "| threads | 4 | worker threads that frobnicate at once |" in out.markdown
+    assert "Changes take effect the next time frob starts." in out.markdown
+    assert "Guide chapter" not in out.markdown and "Edit this page" not in out.markdown
+
+
+QUESTION = "How do I stop my sourdough starter from smelling of nail polish remover after two days?"
+ANSWERS = [
+    "That acetone smell means the yeast and bacteria have run out of food: feed it twice a day for a week.",
+    "Keep the starter somewhat cooler, around twenty degrees, which slows the bacteria more than the yeast.",
+    "Use a little whole rye flour in each feeding; the extra nutrients settled the smell for my starter.",
+]
+
+
+def _post(body: str, who: str, n: int) -> str:
+    return (f'<div class="post-layout"><div class="votecell">{n}</div><div class="postcell">'
+            f'<div class="s-prose js-post-body">{body}</div><div class="user-info">{who}</div></div>'
+            f'<div id="comments-{n}" class="comments"><ul class="comments-list">'
+            f'<li class="comment">Thanks, that helped. – reader{n}</li></ul></div></div>')
+
+
+QA_LD = ('{"@context": "https://schema.org", "@type": "QAPage", "mainEntity": {"@type": "Question", '
+         '"name": "Sourdough starter smells of acetone", "answerCount": 3}}')
+QA_THREAD = f"""<!doctype html><html><head><title>Sourdough starter smells of acetone - Baking Q&amp;A</title>
+<script type="application/ld+json">{QA_LD}</script></head><body>
+<header><a href="/">Baking Q&amp;A</a> <a href="/questions">Questions</a> <a href="/tags">Tags</a></header>
+<div id="mainbar"><div id="question-header"><h1>Sourdough starter smells of acetone</h1></div>
+<div id="question" class="question">{_post(f"<p>{QUESTION}</p>", "asked by crumbfan", 1)}</div>
+<div id="answers"><h2>3 Answers</h2>
+{"".join(f'<div class="answer">{_post(f"<p>{a}</p>", f"answered by baker{i}", 10 + i)}</div>'
+         for i, a in enumerate(ANSWERS))}</div></div>
+<div class="sidebar"><h3>Hot network questions</h3><ul><li><a href="/q/1">Why is my bread dense?</a></li>
+<li><a href="/q/2">Can I freeze croissant dough?</a></li></ul></div>
+<footer>Site design and logo are under licence. Cookie settings.</footer></body></html>"""
+
+
+def test_a_question_and_answer_thread_keeps_every_answer():
+    """A schema.org QAPage: the answers are the content (readability keeps them beside the question, where
+    trafilatura tends to drop them as comments); the question's heading stays on top."""
+    out = extract_html(QA_THREAD, "http://site.test/q/42")
+    assert out.extractor == "readability"
+    assert out.markdown.startswith("# Sourdough starter smells of acetone")
+    assert QUESTION in out.markdown
+    assert all(a in out.markdown for a in ANSWERS)
+    assert "Hot network questions" not in out.markdown and "Cookie settings" not in out.markdown
+
+
+SPECS = [("Weight", "1.2 kg"), ("Battery", "5000 mAh, about 12 hours of use"), ("Display", "14 inch, 1920 x 1200"),
+         ("Ports", "2 x USB-C, HDMI, headphone jack")]
+PRODUCT_PAGE = f"""<!doctype html><html><head><title>Lumen 14 laptop - Shop</title>
+<meta property="og:type" content="product"></head><body>
+<nav><a href="/">Shop</a> <a href="/laptops">Laptops</a> <a href="/cart">Cart (0)</a></nav>
+<div class="product"><h1>Lumen 14 laptop</h1><p class="price">$649.00</p>
+<p>A light fourteen-inch laptop with a full day of battery and a keyboard that is quiet to type on.</p>
+<button>Add to cart</button>
+<h2>Specifications</h2><table class="specs">
+{"".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in SPECS)}</table></div>
+<div class="related"><h3>Customers also bought</h3><ul><li><a href="/p/1">Laptop sleeve</a></li>
+<li><a href="/p/2">USB-C charger</a></li></ul></div>
+<footer>Free shipping on orders over $50. Returns within 30 days.</footer></body></html>"""
+
+
+def test_a_product_page_keeps_its_name_price_and_spec_table():
+    """Not an article: trafilatura's recall mode keeps the product's name and the specifications heading that
+    its default cut drops, and the spec table as a markdown table."""
+    out = extract_html(PRODUCT_PAGE, "http://site.test/p/lumen-14")
+    assert out.extractor == "trafilatura"
+    assert out.markdown.startswith("# Lumen 14 laptop")
+    assert "$649.00" in out.markdown and "## Specifications" in out.markdown
+    assert all(f"| {k} | {v} |" in out.markdown for k, v in SPECS)
+    assert "Customers also bought" not in out.markdown and "Free shipping" not in out.markdown
+
+
+def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
+    """og:type article: trafilatura's precise mode drops the related-links block its default keeps, and
+    readability, which keeps no such block either, agrees with the cut."""
+    related = "".join(f"<li><a href='/more/{i}'>Another story about rivers and their wildlife, part {i}</a></li>"
+                      for i in range(6))
+    html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
+                                 'content="article">').replace(
+        "</article>", f"<div class='related-stories'><h3>Read next</h3><ul>{related}</ul></div></article>")
+    out = extract_html(html, "http://site.test/article")
+    assert all(s in out.markdown for s in ARTICLE_TEXT)
+    assert "Another story about rivers" not in out.markdown

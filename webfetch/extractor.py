@@ -1,16 +1,19 @@
-"""The extractor actor: trafilatura to markdown in worker threads, a whole-page fallback, raw text bodies."""
+"""The extractor actor: trafilatura to markdown in worker threads, arbitrated by what the page says it is
+(its schema.org types and og:type: `page_cues`), a whole-page fallback, raw text bodies."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import lxml.html
 import markdownify
 import trafilatura
 import trio
+from readability import Document
 
 from .errors import ExtractionFailed
 
@@ -22,6 +25,34 @@ log = logging.getLogger("webfetch.extractor")
 # types (0.868 -> 0.871) and leaves every article alone; 10 % cost the articles 0.017.
 FALLBACK_SHARE = 0.03
 FALLBACK_MIN_VISIBLE = 1000
+# A page that does not declare itself an article (a listing, a forum, a product, a service page) is more
+# often one whose main content is most of the page: there trafilatura's output under this share of the
+# visible text means it kept one block of many. Chosen on the "choose" half of ../shared/corpus
+# (bin/bench's `half`); the held-out half reports it.
+NON_ARTICLE_FALLBACK_SHARE = 0.05
+# On a page that declares itself an article, trafilatura's favor_precision drops the boilerplate its
+# default keeps (related links, bylines, share bars), and sometimes part of the article. The precise cut
+# is taken when readability, an independent extractor, agrees with it at least as well as with the
+# default, and it kept at least this share of the text (a deeper cut took the article itself away).
+# Chosen on the "choose" half as above; the share alone cost listings and documentation pages marked as
+# articles.
+PRECISION_MIN_SHARE = 0.5
+# On a page that does not declare itself an article, trafilatura's favor_recall keeps the blocks its
+# default cut drops around the main one (a product's description and specs, a service page's sections).
+# Taken when it finds more text, but not so much more that it kept the page's chrome too. Chosen on the
+# "choose" half as above.
+RECALL_MIN_GAIN = 1.05
+RECALL_MAX_GAIN = 5.0
+# On a schema.org QAPage the answers are the content: readability keeps the question with its answers,
+# where trafilatura keeps the question only. Unless readability found much less than trafilatura.
+QA_MIN_SHARE = 0.5
+# schema.org types that mean "this page is one article" (JSON-LD @type or microdata itemtype).
+ARTICLE_TYPES = frozenset({"Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "TechArticle",
+                           "OpinionNewsArticle", "AnalysisNewsArticle", "ReviewNewsArticle", "LiveBlogPosting",
+                           "SocialMediaPosting"})
+_LD_TYPE = re.compile(r'"@type"\s*:\s*(?:"([^"]+)"|\[([^\]]*)\])')
+_QUOTED = re.compile(r'"([^"]+)"')
+_WORD = re.compile(r"\w+")
 # trafilatura's output with every link and heading lost, while it covers nearly the whole page: an index.
 STRUCTURELESS_MAX_COVER = 1.5
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
@@ -32,7 +63,7 @@ _MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 @dataclass
 class Extracted:
     markdown: str
-    extractor: str  # "trafilatura" | "fallback" | "raw"
+    extractor: str  # "trafilatura" | "readability" | "fallback" | "raw"
     title: str | None = None
 
     @property
@@ -48,26 +79,84 @@ def _title(doc: lxml.html.HtmlElement | None) -> str | None:
     return " ".join(title.split()) or None if title else None
 
 
+@dataclass(frozen=True)
+class Cues:
+    """What a page says about its own type, in its markup (never its address or site)."""
+
+    article: bool  # og:type "article" or a schema.org article type
+    qa_page: bool  # a schema.org QAPage: a question with its answers
+
+
+def schema_types(doc: lxml.html.HtmlElement) -> set[str]:
+    """The schema.org types a page declares, in JSON-LD (@type, also inside @graph) and in microdata."""
+    types: set[str] = set()
+    for script in doc.xpath('//script[@type="application/ld+json"]/text()'):
+        for one, many in _LD_TYPE.findall(script):
+            types.update([one] if one else _QUOTED.findall(many))
+    types.update(t.rstrip("/").rsplit("/", 1)[-1] for t in doc.xpath("//@itemtype") for t in t.split())
+    return {t.rsplit(":", 1)[-1] for t in types}
+
+
+def page_cues(doc: lxml.html.HtmlElement | None) -> Cues:
+    if doc is None:
+        return Cues(article=False, qa_page=False)
+    types = schema_types(doc)
+    og_type = " ".join(doc.xpath('//meta[@property="og:type"]/@content')).strip().lower()
+    return Cues(article=og_type == "article" or bool(types & ARTICLE_TYPES), qa_page="QAPage" in types)
+
+
+def marked_main(doc: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The page's one `main` (or `[role=main]`) element, where the page marks it: docs, listings and app
+    pages do, beside a large navigation."""
+    marked = doc.xpath('//main | //*[@role="main"]')
+    return marked[0] if len(marked) == 1 else None
+
+
 def visible_text_len(doc: lxml.html.HtmlElement) -> int:
     for bad in doc.xpath(_NOISE):
         bad.drop_tree()
     return len("".join(doc.text_content().split()))
 
 
-def trafilatura_markdown(html: str | bytes, url: str | None) -> str:
+def trafilatura_markdown(html: str | bytes, url: str | None, precise: bool = False, recall: bool = False) -> str:
     """The equivalent of `trafilatura --markdown --formatting` with links and tables kept."""
     return trafilatura.extract(
         html, url=url, output_format="markdown", include_formatting=True, include_links=True,
-        include_tables=True, include_comments=False, include_images=False, with_metadata=False) or ""
+        include_tables=True, include_comments=False, include_images=False, with_metadata=False,
+        favor_precision=precise, favor_recall=recall) or ""
 
 
-def fallback_markdown(doc: lxml.html.HtmlElement) -> str:
-    """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped."""
-    body = doc.find("body")
-    html = lxml.html.tostring(body if body is not None else doc, encoding="unicode")
+def readability_markdown(html: str | bytes) -> str:
+    """readability-lxml's main content (the densest block with its siblings), as markdown."""
+    try:
+        summary = Document(html).summary(html_partial=True)
+    except Exception:  # readability raises its own Unparseable and lxml's errors on odd pages
+        return ""
+    return html_markdown(summary)
+
+
+def html_markdown(html: str) -> str:
     md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
                                  code_language_callback=None)
     return re.sub(r"\n{3,}", "\n\n", md).strip()
+
+
+# The page's marked main element replaces the whole page in the fallback when it holds about as much text
+# as trafilatura found: at least this share of its characters (the two converters escape and draw
+# tables differently).
+MARKED_MAIN_COVER = 0.9
+
+
+def fallback_markdown(doc: lxml.html.HtmlElement, found: str = "") -> str:
+    """The whole page as markdown: headings, lists, links, tables and code blocks kept; scripts dropped.
+    Only the page's marked main element when there is one and it holds about as much text as `found`."""
+    marked = marked_main(doc)
+    if marked is not None:
+        inner = html_markdown(lxml.html.tostring(marked, encoding="unicode"))
+        if inner and _chars(inner) >= MARKED_MAIN_COVER * _chars(found):
+            return inner
+    body = doc.find("body")
+    return html_markdown(lxml.html.tostring(body if body is not None else doc, encoding="unicode"))
 
 
 def _structureless(md: str) -> bool:
@@ -79,34 +168,134 @@ def _structureless(md: str) -> bool:
     return sum(map(len, lines)) / len(lines) < 60
 
 
-def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
-    """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
-    Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares."""
+def _chars(md: str) -> int:
+    return len("".join(md.split()))
+
+
+def _words(md: str) -> Counter[str]:
+    return Counter(_WORD.findall(_LINK_TARGET.sub("]", md).lower()))
+
+
+def agreement(a: str, b: str) -> float:
+    """How much two extractions say the same: the Dice overlap of their bags of words, 0 to 1."""
+    wa, wb = _words(a), _words(b)
+    total = sum(wa.values()) + sum(wb.values())
+    return 2 * sum((wa & wb).values()) / total if total else 0.0
+
+
+def _text_chars(md: str) -> int:
+    """Characters a reader sees: link targets are not text (a list of links is mostly its targets)."""
+    return _chars(_LINK_TARGET.sub("]", md))
+
+
+def _trafilatura_mode(html: str | bytes, url: str | None, main: str, cues: Cues) -> str:
+    """trafilatura's default extraction `main`, or that of its precise or recall mode when the page's cues
+    and the other extractions say that mode fits the page better."""
+    if not main:
+        return main
+    if cues.article:
+        return _precise_cut(html, url, main)
+    return _recall_mode(html, url, main)
+
+
+def _precise_cut(html: str | bytes, url: str | None, main: str) -> str:
+    """An article: trafilatura's precise mode when it keeps most of the text and readability, a second
+    opinion, agrees with it at least as well as with the default extraction `main`."""
+    precise = trafilatura_markdown(html, url, precise=True).strip()
+    if precise != main and _chars(precise) >= PRECISION_MIN_SHARE * _chars(main):
+        arbiter = readability_markdown(html)
+        if agreement(precise, arbiter) >= agreement(main, arbiter):
+            return precise
+    return main
+
+
+def _recall_mode(html: str | bytes, url: str | None, main: str) -> str:
+    """A page that is not an article: trafilatura's recall mode when it adds text to `main` without
+    swallowing the page (a gain between RECALL_MIN_GAIN and RECALL_MAX_GAIN)."""
+    fuller = trafilatura_markdown(html, url, recall=True).strip()
+    if RECALL_MIN_GAIN * _text_chars(main) <= _text_chars(fuller) <= RECALL_MAX_GAIN * _text_chars(main):
+        return fuller
+    return main
+
+
+def _with_heading(md: str, doc: lxml.html.HtmlElement | None) -> str:
+    """readability leaves the page's heading out of the content: put its first h1 back on top."""
+    h1 = doc.find(".//h1") if doc is not None else None
+    heading = " ".join(h1.text_content().split()) if h1 is not None else ""
+    return f"# {heading}\n\n{md}" if heading and heading not in md else md
+
+
+def _decoded(html: str | bytes, charset: str | None) -> str | bytes:
+    """Bytes decoded with the Content-Type header's charset when Python knows it; else left as bytes, for
+    lxml and trafilatura to decode as the page declares."""
     if isinstance(html, bytes) and charset:
         try:
-            html = html.decode(charset, errors="replace")
+            return html.decode(charset, errors="replace")
         except LookupError:
             pass
-    main = trafilatura_markdown(html, url).strip()
+    return html
+
+
+def _parsed(html: str | bytes) -> lxml.html.HtmlElement | None:
+    """The page's tree, or None when lxml cannot parse it (the cues then say nothing)."""
     try:
-        doc = lxml.html.fromstring(html if html else "<html></html>")
+        return lxml.html.fromstring(html if html else "<html></html>")
     except (lxml.etree.ParserError, ValueError):
-        doc = None
-    title = _title(doc)
+        return None
+
+
+def _qa_answers(html: str | bytes, doc: lxml.html.HtmlElement | None, main: str, cues: Cues) -> str | None:
+    """A Q&A page: readability's answers under the page's heading, when they hold at least QA_MIN_SHARE
+    of trafilatura's text `main` (trafilatura keeps the question and drops most answers)."""
+    if not (cues.qa_page and main):
+        return None
+    answers = readability_markdown(html)
+    if _chars(answers) >= QA_MIN_SHARE * _chars(main):
+        return _with_heading(answers, doc)
+    return None
+
+
+def _missed_main(main: str, visible: int, cues: Cues) -> bool:
+    """Whether trafilatura's `main` missed the page's main content, judged against the page's `visible`
+    text: too small a share of it (a smaller share still on a page that is not an article), or the bare
+    lines of trafilatura's baseline where the page holds little more than that."""
+    main_len = _chars(main)
+    return ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
+            or (not cues.article and _text_chars(main) < NON_ARTICLE_FALLBACK_SHARE * visible)
+            or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
+
+
+def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, title: str | None) -> Extracted:
+    """trafilatura's `main` unless it missed the main content; then the whole page if that says at least as
+    much. ExtractionFailed when neither holds any text."""
     visible = visible_text_len(doc) if doc is not None else 0
-    main_len = len("".join(main.split()))
-    missed = ((visible >= FALLBACK_MIN_VISIBLE and main_len < FALLBACK_SHARE * visible)
-              or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
-    if main and not missed:
+    if main and not _missed_main(main, visible, cues):
         return Extracted(main, "trafilatura", title)
     if doc is not None and visible:
-        whole = fallback_markdown(doc)
-        if len("".join(whole.split())) >= main_len:
+        whole = fallback_markdown(doc, main)
+        if _chars(whole) >= _chars(main):
             return Extracted(whole, "fallback", title)
     if main:
         return Extracted(main, "trafilatura", title)
     raise ExtractionFailed("no text could be extracted from the page (it may be empty, or all images or "
                            "scripts); try the URL in a browser, or fetch a more specific page")
+
+
+def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
+    """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
+    Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
+    The page's own cues choose among extractions: an article gets trafilatura's precise mode where
+    readability agrees with it, a Q&A page readability's answers, a page of another type trafilatura's
+    recall mode and the whole page sooner (see the constants above)."""
+    html = _decoded(html, charset)
+    main = trafilatura_markdown(html, url).strip()
+    doc = _parsed(html)
+    title = _title(doc)
+    cues = page_cues(doc)
+    answers = _qa_answers(html, doc, main, cues)
+    if answers is not None:
+        return Extracted(answers, "readability", title)
+    return _main_or_fallback(_trafilatura_mode(html, url, main, cues), doc, cues, title)
 
 
 def decode_text(body: bytes, charset: str | None) -> str:

@@ -202,7 +202,7 @@ class Pipeline:
             extracted = await self.extractor.html(body, url, charset)
         except ExtractionFailed:
             return ServerRead(None, holds_content=False)
-        holds = (self.config.fetch.render == "auto" and extracted.extractor == "trafilatura"
+        holds = (self.config.fetch.render == "auto" and extracted.extractor in ("trafilatura", "readability")
                  and extracted.text_len >= ENOUGH_TEXT_CHARS)
         return ServerRead(extracted, holds)
 
