@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 ACTIONS = ("open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
@@ -50,52 +51,106 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
 
+class _Words:
+    """The action's positional arguments, taken in order; a missing one is a ValueError with a usage hint."""
+
+    def __init__(self, action: str, words: list[str]) -> None:
+        self.action = action
+        self.rest = list(words)
+
+    def take(self, what: str) -> str:
+        if not self.rest:
+            raise ValueError(f"browse {self.action} needs {what}")
+        return str(self.rest.pop(0))
+
+    def optional(self, default: Any = None) -> Any:
+        return self.rest.pop(0) if self.rest else default
+
+    def all(self) -> list[str]:
+        words, self.rest = self.rest, []
+        return words
+
+
+# --- one builder per action: its request fields from its words and flags ---------------------------
+
+def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"url": w.take("a URL"), "new_tab": args.new_tab or None}
+
+
+def _nav_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"to": w.take("back, forward or reload")}
+
+
+def _snapshot_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"mode": "full" if args.full else None, "find": args.find, "ref": args.ref, "offset": args.offset}
+
+
+def _click_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"ref": w.take("a ref (eN)"), "double": args.double or None}
+
+
+def _fill_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"ref": w.take("a ref (eN)"), "text": w.take("the text"), "submit": args.submit or None}
+
+
+def _type_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"text": w.take("the text"), "ref": args.ref}
+
+
+def _press_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"key": w.take("a key (Enter, Tab, Control+a…)"), "ref": args.ref}
+
+
+def _select_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    ref = w.take("a ref (eN)")
+    if not w.rest:
+        raise ValueError("browse select needs one or more values (labels or values)")
+    return {"ref": ref, "values": w.all()}
+
+
+def _check_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"ref": w.take("a ref (eN)"), "checked": not args.off}
+
+
+def _scroll_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"ref": w.optional(), "direction": "up" if args.up else "down", "px": args.px}
+
+
+def _wait_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"text": args.text, "text_gone": args.gone, "url": args.url, "ms": args.ms, "timeout_s": args.timeout}
+
+
+def _dialog_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"accept": w.take("accept or dismiss") == "accept", "prompt_text": args.text}
+
+
+def _tabs_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"do": w.optional("list"), "tab": w.optional(args.tab)}
+
+
+def _read_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    # screenshot shares it: a ref to read or shoot, the page when none
+    return {"ref": w.optional(args.ref), "offset": args.offset if w.action == "read" else None,
+            "full_page": args.full_page or None}
+
+
+_FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
+    "open": _open_fields, "nav": _nav_fields, "snapshot": _snapshot_fields, "click": _click_fields,
+    "hover": _click_fields, "fill": _fill_fields, "type": _type_fields, "press": _press_fields,
+    "select": _select_fields, "check": _check_fields, "scroll": _scroll_fields, "wait": _wait_fields,
+    "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
+}
+
+
 def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The browse request for the command line; ValueError with a usage hint when arguments are missing."""
-    a, rest = args.action, list(args.args)
-
-    def take(what: str) -> str:
-        if not rest:
-            raise ValueError(f"browse {a} needs {what}")
-        return str(rest.pop(0))
-
-    f: dict[str, Any] = {"session": args.session, "action": a, "tab": args.tab}
-    if a == "open":
-        f |= {"url": take("a URL"), "new_tab": args.new_tab or None}
-    elif a == "nav":
-        f["to"] = take("back, forward or reload")
-    elif a == "snapshot":
-        f |= {"mode": "full" if args.full else None, "find": args.find, "ref": args.ref, "offset": args.offset}
-    elif a in ("click", "hover"):
-        f |= {"ref": take("a ref (eN)"), "double": args.double or None}
-    elif a == "fill":
-        f |= {"ref": take("a ref (eN)"), "text": take("the text"), "submit": args.submit or None}
-    elif a == "type":
-        f |= {"text": take("the text"), "ref": args.ref}
-    elif a == "press":
-        f |= {"key": take("a key (Enter, Tab, Control+a…)"), "ref": args.ref}
-    elif a == "select":
-        f["ref"] = take("a ref (eN)")
-        if not rest:
-            raise ValueError("browse select needs one or more values (labels or values)")
-        f["values"], rest = rest, []
-    elif a == "check":
-        f |= {"ref": take("a ref (eN)"), "checked": not args.off}
-    elif a == "scroll":
-        f |= {"ref": rest.pop(0) if rest else None, "direction": "up" if args.up else "down", "px": args.px}
-    elif a == "wait":
-        f |= {"text": args.text, "text_gone": args.gone, "url": args.url, "ms": args.ms, "timeout_s": args.timeout}
-    elif a == "dialog":
-        answer = take("accept or dismiss")
-        f |= {"accept": answer == "accept", "prompt_text": args.text}
-    elif a == "tabs":
-        f["do"] = rest.pop(0) if rest else "list"
-        f["tab"] = rest.pop(0) if rest else args.tab
-    elif a in ("read", "screenshot"):
-        f |= {"ref": rest.pop(0) if rest else args.ref, "offset": args.offset if a == "read" else None,
-              "full_page": args.full_page or None}
-    if rest:
-        raise ValueError(f"browse {a}: unexpected {' '.join(rest)}")
+    w = _Words(args.action, args.args)
+    f: dict[str, Any] = {"session": args.session, "action": args.action, "tab": args.tab}
+    build = _FIELDS.get(args.action)
+    if build is not None:
+        f |= build(w, args)
+    if w.rest:
+        raise ValueError(f"browse {args.action}: unexpected {' '.join(w.rest)}")
     return {k: v for k, v in f.items() if v is not None}
 
 
@@ -122,10 +177,24 @@ def run(client: Any, args: argparse.Namespace) -> int:
 
 def _print_result(r: dict[str, Any], args: argparse.Namespace) -> None:
     if r.get("image"):
-        path = args.output or f"browse-{(r.get('page') or {}).get('tab', 't')}.png"
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(r["image"]))
-        print(f"{path}: {r['width']}x{r['height']} PNG")
+        _save_image(r, args)
+    _print_events(r)
+    _print_outcome(r)
+    for note in r.get("notes") or []:
+        print(f"webfetch: note: {note}", file=sys.stderr)
+    if r.get("next_offset") is not None:
+        print(f"webfetch: more: continue with --offset {r['next_offset']}", file=sys.stderr)
+
+
+def _save_image(r: dict[str, Any], args: argparse.Namespace) -> None:
+    path = args.output or f"browse-{(r.get('page') or {}).get('tab', 't')}.png"
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(r["image"]))
+    print(f"{path}: {r['width']}x{r['height']} PNG")
+
+
+def _print_events(r: dict[str, Any]) -> None:
+    """What happened besides the page: downloads refused, a dialog, tabs opened, the tab list."""
     for d in r.get("downloads") or []:
         print(f"download refused: {d['url']} ({d['filename']}); fetch the URL instead", file=sys.stderr)
     if r.get("dialog"):
@@ -135,9 +204,12 @@ def _print_result(r: dict[str, Any], args: argparse.Namespace) -> None:
                                                          if open_now else " (accepted)"))
     for t in r.get("new_tabs") or []:
         print(f"new tab {t['tab']}: {t['url']}")
-    if r.get("tabs"):
-        for t in r["tabs"]:
-            print(f"{'*' if t['active'] else ' '} {t['tab']}  {t['title']} — {t['url']}")
+    for t in r.get("tabs") or []:
+        print(f"{'*' if t['active'] else ' '} {t['tab']}  {t['title']} — {t['url']}")
+
+
+def _print_outcome(r: dict[str, Any]) -> None:
+    """What the action gave: a value, the wait's end, the page's content or snapshot (or that nothing changed)."""
     if r.get("value") is not None:
         print(f"value: {r['value']}")
     if r.get("waited_for"):
@@ -150,7 +222,3 @@ def _print_result(r: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"[{r['page']['tab']}] no change — {r['page']['url']}")
     if r.get("action") == "close":
         print(f"session {r['session']} closed")
-    for note in r.get("notes") or []:
-        print(f"webfetch: note: {note}", file=sys.stderr)
-    if r.get("next_offset") is not None:
-        print(f"webfetch: more: continue with --offset {r['next_offset']}", file=sys.stderr)

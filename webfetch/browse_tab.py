@@ -141,52 +141,69 @@ class BrowseTab:
                 self.pulse()
 
     def _event(self, method: str, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        if method == "Fetch.requestPaused":
-            nursery.start_soon(self._paused_safely, p)
-        elif method == "Network.requestWillBeSent":
-            if p["requestId"] not in self.inflight:
-                self.request_seq += 1
-                self.inflight[p["requestId"]] = self.request_seq
-        elif method in ("Network.loadingFinished", "Network.loadingFailed"):
-            self.inflight.pop(p["requestId"], None)
-        elif method == "Page.frameNavigated":
-            f = p["frame"]
-            parent = f.get("parentId")
-            old = self.frames.get(f["id"])
-            self.frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
-            if parent is None:
-                self.url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
-                if old is None or old.loader != f["loaderId"]:
-                    self.doc_gen += 1
-                    # requests of the old document will never report their end
-                    self.inflight.clear()
-        elif method == "Page.frameDetached":
-            self.frames.pop(p["frameId"], None)
-            self.loading_frames.discard(p["frameId"])
-        elif method == "Page.navigatedWithinDocument":
-            if p["frameId"] == self.target_id:
-                self.url = p["url"]
-                self.same_doc += 1
-        elif method == "Page.frameStartedLoading":
-            self.loading_frames.add(p["frameId"])
-        elif method == "Page.frameStoppedLoading":
-            self.loading_frames.discard(p["frameId"])
-        elif method == "Page.javascriptDialogOpening":
-            dialog = {"type": p.get("type", "alert"), "message": p.get("message", "")}
-            if p.get("type") == "prompt":
-                dialog["default_prompt"] = p.get("defaultPrompt", "")
-            self.dialogs.append(dialog)
-            if dialog["type"] in ("alert", "beforeunload"):
-                # nothing to decide: accepted at once and reported with the action's result
-                nursery.start_soon(self._accept_dialog)
-            else:
-                self.dialog = dialog
-        elif method == "Page.javascriptDialogClosed":
-            self.dialog = None
-        elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
-            self.crashed = True
-        elif method == "Inspector.detached":
-            self.closed = True
+        handler = _EVENT_HANDLERS.get(method)
+        if handler is not None:
+            handler(self, p, nursery)
+
+    # --- one handler per CDP event (the table _EVENT_HANDLERS, below the class) ---------------------
+
+    def _on_request_paused(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        nursery.start_soon(self._paused_safely, p)
+
+    def _on_request_sent(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        if p["requestId"] not in self.inflight:
+            self.request_seq += 1
+            self.inflight[p["requestId"]] = self.request_seq
+
+    def _on_request_ended(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.inflight.pop(p["requestId"], None)
+
+    def _on_frame_navigated(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        f = p["frame"]
+        parent = f.get("parentId")
+        old = self.frames.get(f["id"])
+        self.frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
+        if parent is None:
+            self.url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
+            if old is None or old.loader != f["loaderId"]:
+                self.doc_gen += 1
+                # requests of the old document will never report their end
+                self.inflight.clear()
+
+    def _on_frame_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.frames.pop(p["frameId"], None)
+        self.loading_frames.discard(p["frameId"])
+
+    def _on_navigated_within_document(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        if p["frameId"] == self.target_id:
+            self.url = p["url"]
+            self.same_doc += 1
+
+    def _on_frame_started_loading(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.loading_frames.add(p["frameId"])
+
+    def _on_frame_stopped_loading(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.loading_frames.discard(p["frameId"])
+
+    def _on_dialog_opening(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        dialog = {"type": p.get("type", "alert"), "message": p.get("message", "")}
+        if p.get("type") == "prompt":
+            dialog["default_prompt"] = p.get("defaultPrompt", "")
+        self.dialogs.append(dialog)
+        if dialog["type"] in ("alert", "beforeunload"):
+            # nothing to decide: accepted at once and reported with the action's result
+            nursery.start_soon(self._accept_dialog)
+        else:
+            self.dialog = dialog
+
+    def _on_dialog_closed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.dialog = None
+
+    def _on_crashed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.crashed = True
+
+    def _on_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.closed = True
 
     async def _accept_dialog(self) -> None:
         try:
@@ -441,24 +458,10 @@ class BrowseTab:
                 if self.navigating():
                     await self.wait_for(lambda: not self.navigating() or self.dialog_pending())
                     continue
-                def idle() -> bool:
-                    # no frame loading (a form posted in an iframe), none of the action's requests pending
-                    return not self.loading and not any(seq > since.request_seq for seq in self.inflight.values())
-
-                with trio.move_on_after(settle_s) as quiet:
-                    while True:
-                        await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
-                        if self.navigating() or self.dialog_pending():
-                            break
-                        try:
-                            await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
-                        except (CDPError, WebfetchError):
-                            pass  # the document went away under us: a navigation, handled above
-                        if idle():  # else the quiet time let a request or a frame's load begin: wait for it
-                            break
+                busy = await self._until_quiet(since, settle_s)
                 if self.navigating() or self.dialog_pending():
                     continue
-                if quiet.cancelled_caught:
+                if busy:
                     notes.append(f"the page was still busy {settle_s:g} s after the action; the snapshot "
                                  f"is what it showed then (use wait for what you expect)")
                 return notes
@@ -470,9 +473,48 @@ class BrowseTab:
             notes.append(f"stopped waiting for the page to load after {nav_timeout_s:g} s")
         return notes
 
+    async def _until_quiet(self, since: Marks, settle_s: float) -> bool:
+        """Wait until the action's requests ended and the DOM is quiet, or a navigation or a dialog begins
+        (the caller tells which). True when `settle_s` ran out first: the page was still busy."""
+        def idle() -> bool:
+            # no frame loading (a form posted in an iframe), none of the action's requests pending
+            return not self.loading and not any(seq > since.request_seq for seq in self.inflight.values())
+
+        with trio.move_on_after(settle_s) as quiet:
+            while True:
+                await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
+                if self.navigating() or self.dialog_pending():
+                    break
+                try:
+                    await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
+                except (CDPError, WebfetchError):
+                    pass  # the document went away under us: a navigation, handled by the caller
+                if idle():  # else the quiet time let a request or a frame's load begin: wait for it
+                    break
+        return quiet.cancelled_caught
+
     async def title(self) -> str:
         info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
         return str(info.get("title") or "")
+
+
+# CDP event name -> the BrowseTab method that keeps the tab's state true to it; other events are ignored.
+_EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], None]] = {
+    "Fetch.requestPaused": BrowseTab._on_request_paused,
+    "Network.requestWillBeSent": BrowseTab._on_request_sent,
+    "Network.loadingFinished": BrowseTab._on_request_ended,
+    "Network.loadingFailed": BrowseTab._on_request_ended,
+    "Page.frameNavigated": BrowseTab._on_frame_navigated,
+    "Page.frameDetached": BrowseTab._on_frame_detached,
+    "Page.navigatedWithinDocument": BrowseTab._on_navigated_within_document,
+    "Page.frameStartedLoading": BrowseTab._on_frame_started_loading,
+    "Page.frameStoppedLoading": BrowseTab._on_frame_stopped_loading,
+    "Page.javascriptDialogOpening": BrowseTab._on_dialog_opening,
+    "Page.javascriptDialogClosed": BrowseTab._on_dialog_closed,
+    "Inspector.targetCrashed": BrowseTab._on_crashed,
+    "Target.targetCrashed": BrowseTab._on_crashed,
+    "Inspector.detached": BrowseTab._on_detached,
+}
 
 
 def _json(value: Any) -> str:
