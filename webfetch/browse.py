@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import trio
 
@@ -290,69 +292,93 @@ class Browse:
         session.opened = []
         tab.blocked = None
         marks = tab.marks()
-        fields: dict[str, Any] = {}
-        notes: list[str] = []
-        full = False
-        settle = True
         progress("browse", f"{a} on {tab.name}")
         if a == "snapshot":
             return await self._snapshot(session, tab, req, rid, started)
-        if a == "nav":
-            if req.to is None:
-                raise BadRequest("nav needs `to`: back, forward or reload")
-            await self._history(tab, req.to)
-            full = True
-        elif a == "click":
-            await actions.click(tab, _need(req.ref, "click", "ref"), req.button, req.double)
-        elif a == "fill":
-            fields["value"] = await actions.fill(tab, _need(req.ref, "fill", "ref"), _need(req.text, "fill", "text"))
-            if req.submit:
-                await actions.press(tab, "Enter")
-        elif a == "type":
-            if req.ref is not None:
-                await actions.focus(tab, req.ref)
-            await actions.type_text(tab, _need(req.text, "type", "text"))
-        elif a == "press":
-            if req.ref is not None:
-                await actions.focus(tab, req.ref)
-            await actions.press(tab, _need(req.key, "press", "key"))
-        elif a == "select":
-            fields["value"] = await actions.select(tab, _need(req.ref, "select", "ref"),
-                                                   _need(req.values, "select", "values"))
-        elif a == "check":
-            fields["value"] = await actions.check(tab, _need(req.ref, "check", "ref"),
-                                                  _need(req.checked, "check", "checked"))
-        elif a == "hover":
-            await actions.hover(tab, _need(req.ref, "hover", "ref"))
-        elif a == "scroll":
-            await actions.scroll(tab, req.ref, req.direction, req.px)
-        elif a == "wait":
-            fields["waited_for"] = await actions.wait(tab, req.text, req.text_gone, req.url, req.ms,
-                                                      req.timeout_s or 10.0)
-            settle = False
-        elif a == "dialog":
-            if tab.dialog is None:
-                raise BadRequest(f"no dialog is open on {tab.name}")
-            params: dict[str, Any] = {"accept": _need(req.accept, "dialog", "accept")}
-            if req.prompt_text is not None:
-                params["promptText"] = req.prompt_text
-            await tab.call("Page.handleJavaScriptDialog", params)
-            await tab.wait_for(lambda: tab.dialog is None)
-        elif a == "read":
+        if a == "read":
             return await self._read(session, tab, req, rid, started)
-        elif a == "screenshot":
+        if a == "screenshot":
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._result(session, tab, req, rid, started, marks, snapshot=False,
                                       image=image, width=width, height=height)
-        acted = time.monotonic()
-        if settle:
-            notes += await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
-        log.debug("browse %s: acted in %d ms, settled in %d ms", a, (acted - started) * 1000,
-                  (time.monotonic() - acted) * 1000)
+        step = _STEPS.get(a)
+        acted = await step(self, tab, req) if step is not None else _Acted()
+        return await self._settled(session, tab, req, rid, started, marks, acted)
+
+    async def _settled(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any, started: float,
+                       marks: Marks, acted: _Acted) -> BrowseResult:
+        """After an action's step: wait for what it set off to settle, then tell what it changed."""
+        step_done = time.monotonic()
+        notes: list[str] = []
+        if acted.settle:
+            notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
+        log.debug("browse %s: acted in %d ms, settled in %d ms", req.action, (step_done - started) * 1000,
+                  (time.monotonic() - step_done) * 1000)
         if tab.blocked is not None:
             raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
                              f"shows an error page now (nav back returns to the page before)")
-        return await self._result(session, tab, req, rid, started, marks, full=full, notes=notes or None, **fields)
+        return await self._result(session, tab, req, rid, started, marks, full=acted.full, notes=notes or None,
+                                  **acted.fields)
+
+    # --- one step per action: what it does to the tab (the result and settling are _settled's) ---
+
+    async def _nav(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        if req.to is None:
+            raise BadRequest("nav needs `to`: back, forward or reload")
+        await self._history(tab, req.to)
+        return _Acted(full=True)
+
+    async def _click(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        await actions.click(tab, _need(req.ref, "click", "ref"), req.button, req.double)
+        return _Acted()
+
+    async def _fill(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        value = await actions.fill(tab, _need(req.ref, "fill", "ref"), _need(req.text, "fill", "text"))
+        if req.submit:
+            await actions.press(tab, "Enter")
+        return _Acted(fields={"value": value})
+
+    async def _type(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        if req.ref is not None:
+            await actions.focus(tab, req.ref)
+        await actions.type_text(tab, _need(req.text, "type", "text"))
+        return _Acted()
+
+    async def _press(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        if req.ref is not None:
+            await actions.focus(tab, req.ref)
+        await actions.press(tab, _need(req.key, "press", "key"))
+        return _Acted()
+
+    async def _select(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        value = await actions.select(tab, _need(req.ref, "select", "ref"), _need(req.values, "select", "values"))
+        return _Acted(fields={"value": value})
+
+    async def _check(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        value = await actions.check(tab, _need(req.ref, "check", "ref"), _need(req.checked, "check", "checked"))
+        return _Acted(fields={"value": value})
+
+    async def _hover(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        await actions.hover(tab, _need(req.ref, "hover", "ref"))
+        return _Acted()
+
+    async def _scroll(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        await actions.scroll(tab, req.ref, req.direction, req.px)
+        return _Acted()
+
+    async def _wait(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        waited_for = await actions.wait(tab, req.text, req.text_gone, req.url, req.ms, req.timeout_s or 10.0)
+        return _Acted(fields={"waited_for": waited_for}, settle=False)
+
+    async def _dialog(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
+        if tab.dialog is None:
+            raise BadRequest(f"no dialog is open on {tab.name}")
+        params: dict[str, Any] = {"accept": _need(req.accept, "dialog", "accept")}
+        if req.prompt_text is not None:
+            params["promptText"] = req.prompt_text
+        await tab.call("Page.handleJavaScriptDialog", params)
+        await tab.wait_for(lambda: tab.dialog is None)
+        return _Acted()
 
     async def _open(self, session: Session, req: BrowseRequest, rid: Any, progress: ReportProgress,
                     started: float) -> BrowseResult:
@@ -450,53 +476,93 @@ class Browse:
     async def _result(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any, started: float,
                       marks: Marks, *, full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
         """The common fields: the page, what changed, and the snapshot (whole, or what changed)."""
-        if session.adopting:
-            with trio.move_on_after(2):
-                while session.adopting:
-                    await session.adopted.wait()
+        await _adoptions_settled(session)
         if session.opened:
             fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in session.opened]
             tab = session.opened[-1]  # the newest tab is the active one now: show it
             full = True
         navigated = tab.doc_gen != marks.doc_gen or bool(session.opened)
         change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
-        dialogs = tab.dialogs[marks.dialogs:]
-        if dialogs:
-            fields["dialog"] = dialogs[-1]
-        if len(tab.downloads) > marks.downloads:
-            fields["downloads"] = tab.downloads[marks.downloads:]
-        text, kind = "", "none"
-        title = ""
+        fields.update(_events_since(tab, marks))
         if snapshot and tab.dialog is None:
-            snap = await tab.snapshot("interactive", None, None, both=True)
-            title = snap.title
-            old = tab.last_lines if tab.last_doc_gen == tab.doc_gen else None
-            assert snap.full is not None
-            tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
-            if full or navigated or old is None:
-                kind, body = "full", snap.text
-            else:
-                # what changed is told from every line, text included ("Profile saved"), not only controls
-                added, removed = diff(old, snap.full)
-                added = [line.lstrip() for line in added]
-                if added or removed:
-                    change = "dom" if change == "none" else change
-                    kind = "diff"
-                    body = "\n".join(added + ([f"- (removed: {', '.join(removed)})"] if removed else []))
-                    if len(body) > len(snap.text):
-                        kind, body = "full", snap.text
+            shown = await self._shown(tab, whole=full or navigated)
         else:
-            title = await tab.title()
-        if kind != "none":
-            text = _header(tab, title) + "\n" + body
+            shown = _Shown(title=await tab.title())
+        if shown.dom_changed and change == "none":
+            change = "dom"
+        text = _header(tab, shown.title) + "\n" + shown.body if shown.kind != "none" else ""
         chunk, next_offset = page(text, 0, self.config.snapshot_chars)
         if next_offset is not None:
             fields["next_offset"] = next_offset
         return BrowseResult(id=rid, op="browse", action=req.action, session=session.name,
-                            page=PageInfo(tab=tab.name, url=tab.url, title=title), change=change,  # type: ignore[arg-type]
-                            refs_reset=navigated, snapshot=chunk, snapshot_kind=kind,  # type: ignore[arg-type]
+                            page=PageInfo(tab=tab.name, url=tab.url, title=shown.title), change=change,  # type: ignore[arg-type]
+                            refs_reset=navigated, snapshot=chunk, snapshot_kind=shown.kind,  # type: ignore[arg-type]
                             elapsed_ms=now_ms(started), **fields)
 
+    async def _shown(self, tab: BrowseTab, *, whole: bool) -> _Shown:
+        """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
+        snap = await tab.snapshot("interactive", None, None, both=True)
+        old = tab.last_lines if tab.last_doc_gen == tab.doc_gen else None
+        assert snap.full is not None
+        tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
+        if whole or old is None:
+            return _Shown(snap.title, "full", snap.text)
+        # what changed is told from every line, text included ("Profile saved"), not only controls
+        added, removed = diff(old, snap.full)
+        added = [line.lstrip() for line in added]
+        if not added and not removed:
+            return _Shown(snap.title)
+        body = "\n".join(added + ([f"- (removed: {', '.join(removed)})"] if removed else []))
+        if len(body) > len(snap.text):
+            return _Shown(snap.title, "full", snap.text, dom_changed=True)
+        return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+@dataclass
+class _Acted:
+    """What an action's step leaves for its result: fields to report, whether the snapshot is shown whole
+    (a navigation), and whether to wait for the page to settle (a wait has waited already)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    full: bool = False
+    settle: bool = True
+
+
+class _Shown(NamedTuple):
+    """The snapshot a result shows: its kind (full, diff or none), and whether the document's lines changed."""
+
+    title: str
+    kind: str = "none"
+    body: str = ""
+    dom_changed: bool = False
+
+
+# Each action's step by name; snapshot, read, screenshot, tabs and open answer in _act on their own.
+_Step = Callable[[Browse, BrowseTab, BrowseRequest], Awaitable[_Acted]]
+_STEPS: dict[str, _Step] = {
+    "nav": Browse._nav, "click": Browse._click, "fill": Browse._fill, "type": Browse._type,
+    "press": Browse._press, "select": Browse._select, "check": Browse._check, "hover": Browse._hover,
+    "scroll": Browse._scroll, "wait": Browse._wait, "dialog": Browse._dialog,
+}
+
+
+async def _adoptions_settled(session: Session) -> None:
+    """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
+    if session.adopting:
+        with trio.move_on_after(2):
+            while session.adopting:
+                await session.adopted.wait()
+
+
+def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
+    """The dialog (the latest) and downloads the page raised since the action began."""
+    events: dict[str, Any] = {}
+    dialogs = tab.dialogs[marks.dialogs:]
+    if dialogs:
+        events["dialog"] = dialogs[-1]
+    if len(tab.downloads) > marks.downloads:
+        events["downloads"] = tab.downloads[marks.downloads:]
+    return events
 
 def _header(tab: BrowseTab, title: str) -> str:
     return f"[{tab.name}] {title or '(no title)'} — {tab.url}"
