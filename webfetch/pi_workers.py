@@ -34,6 +34,19 @@ Key = tuple[str, str | None]  # (model, thinking level)
 _decode = msgspec.json.Decoder().decode
 
 
+def decode_event(line: bytes) -> dict[str, Any] | None:
+    """One line of pi's JSON output as an event; None for a blank line or anything pi printed that is not
+    an event (both modes print one JSON object per line)."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = _decode(line)
+    except msgspec.DecodeError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
 class WorkerFailed(Exception):
     """A worker could not be started or stopped answering; the message says why, in one line."""
 
@@ -66,14 +79,8 @@ class Worker:
         assert self.proc.stdout is not None
         while True:
             for line in pop_lines(self._buf):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    event = _decode(line)
-                except msgspec.DecodeError:
-                    continue  # not an event: pi printed something else
-                if isinstance(event, dict):
+                event = decode_event(line)
+                if event is not None:
                     return event
             try:
                 data = await self.proc.stdout.receive_some(65536)

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import trio
 
 from ._trio import pop_lines
 from .config import SubagentConfig, default_config_path
-from .pi_workers import Key, Worker, WorkerFailed, WorkerPool
+from .pi_workers import Key, Worker, WorkerFailed, WorkerPool, decode_event
 from .procs import ChildProcess, private_tempdir
 from .protocol import ReportProgress, Usage, UsageCost
 
@@ -307,7 +306,6 @@ async def _feed(stream: trio.lowlevel.FdStream, data: bytes) -> None:
         await stream.aclose()
 
 
-_decode = msgspec.json.Decoder().decode
 
 
 async def _events(stream: trio.lowlevel.FdStream) -> AsyncIterator[dict[str, Any]]:
@@ -318,14 +316,8 @@ async def _events(stream: trio.lowlevel.FdStream) -> AsyncIterator[dict[str, Any
             break
         buf += data
         for line in pop_lines(buf):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                event = _decode(line)
-            except msgspec.DecodeError:
-                continue  # not an event: pi printed something else
-            if isinstance(event, dict):
+            event = decode_event(line)
+            if event is not None:
                 yield event
 
 
