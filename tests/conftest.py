@@ -13,6 +13,7 @@ from webfetch.config import Config, FetchConfig, SubagentConfig
 from webfetch.daemon import Daemon, bind_socket
 from webfetch.urls import Resolver
 
+from .fake_llm import FakeLLM
 from .helpers import LineClient
 from .site import Site
 
@@ -22,6 +23,14 @@ def site():
     s = Site().start()
     yield s
     s.stop()
+
+
+@pytest.fixture
+def llm():
+    """A fake OpenAI-compatible model server on 127.0.0.1 (tests/fake_llm.py), for the real pi to call."""
+    server = FakeLLM()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

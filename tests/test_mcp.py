@@ -17,7 +17,6 @@ import pytest
 import trio
 from mcp import Client, StdioServerParameters
 
-from .fake_llm import FakeLLM
 from .helpers import LineClient, children, gone
 from .site import ARTICLE_TEXT
 
@@ -101,13 +100,6 @@ def mcp_setup(short_tmp):
     yield make
     for s in made:
         s.stop()
-
-
-@pytest.fixture
-def llm():
-    server = FakeLLM()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

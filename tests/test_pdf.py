@@ -16,7 +16,7 @@ from webfetch.pdf import extract_pdf
 from . import pdfs
 from .conftest import make_config
 from .site import PDF_BYTES
-from .test_subagent import llm, pi_home, sub_config  # noqa: F401 (fixtures)
+from .test_subagent import pi_home, sub_config  # noqa: F401 (fixtures)
 
 PDF = "application/pdf"
 

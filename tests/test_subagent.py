@@ -13,7 +13,6 @@ import trio
 
 from webfetch.config import Config, FetchConfig, SubagentConfig
 
-from .fake_llm import FakeLLM
 from .site import ARTICLE_TEXT
 
 PI = Path(os.environ.get("WEBFETCH_TEST_PI") or Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi")
@@ -35,13 +34,6 @@ def installed_pi_version() -> str:
     while not (here / "package.json").exists() or "pi-coding-agent" not in (here / "package.json").read_text():
         here = here.parent
     return json.loads((here / "package.json").read_text())["version"]
-
-
-@pytest.fixture
-def llm():
-    server = FakeLLM()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
