@@ -302,3 +302,22 @@ def test_a_screenshot_in_a_result_is_image_content():
     r = text_result("a tab", {"image": "iVBORw0KGgo=", "width": 1, "height": 1})
     assert [c.type for c in r.content] == ["text", "image"]
     assert r.content[1].mime_type == "image/png" and r.content[1].data == "iVBORw0KGgo="
+
+
+def test_a_browse_result_reads_as_in_pi():
+    from webfetch.tool_text import browse_text
+
+    r = {"action": "click", "session": "s", "page": {"tab": "t2", "url": "http://h/a", "title": ""},
+         "change": "dom", "refs_reset": False, "snapshot": "[t2] — http://h/a\n- button \"Go\" [ref=e3]",
+         "snapshot_kind": "diff", "status": 404, "value": "x", "dialog": {"type": "alert", "message": "hi \"you\""},
+         "new_tabs": [{"tab": "t3", "url": "http://h/b"}], "downloads": [{"url": "http://h/r.csv",
+         "filename": "r.csv", "refused": True}], "notes": ["n1"], "next_offset": 40}
+    assert browse_text(r) == "\n".join([
+        "[t2] (no title) — http://h/a · change: dom", "HTTP 404", "value now: x",
+        'dialog (alert): "hi \\"you\\"" — accepted', "new tab t3: http://h/b (now active)",
+        "download refused: http://h/r.csv (r.csv); web_fetch it instead", "note: n1",
+        "changed lines:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])
+    held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "snapshot_kind": "none", "snapshot": "",
+            "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}
+    assert browse_text(held).split("\n")[1:] == ['dialog (confirm): "Sure?" — open: answer it with action dialog']
+    assert browse_text({"action": "close", "session": "mcp-1-ab"}) == "closed the browser session mcp-1-ab"
