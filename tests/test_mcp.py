@@ -1,12 +1,15 @@
 """`webfetch mcp` as a real process, driven by the MCP SDK's own stdio client, forwarding to a real daemon (its
 own Chrome) that the MCP server starts itself; pages from tests/site.py, prompts answered by the real pi
-against the fake LLM."""
+against the fake LLM, the browser tool on tests/browse_app.py with its end state checked on the app's server."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import signal
+import struct
 import subprocess
 import sys
 import urllib.request
@@ -17,8 +20,10 @@ import pytest
 import trio
 from mcp import Client, StdioServerParameters
 
+from .browse_app import App
 from .helpers import LineClient, children, gone
 from .site import ARTICLE_TEXT
+from .test_browse import ref
 
 PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
 
@@ -128,7 +133,7 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
         async with setup.client() as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             # no search backend configured: web_search is left out, not listed to fail
-            assert list(tools) == ["web_fetch"]
+            assert list(tools) == ["web_fetch", "agent_browser"]
             fetch = tools["web_fetch"]
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
@@ -234,8 +239,8 @@ async def test_cancel_ends_the_daemon_request_and_closes_its_tab(mcp_setup, site
             assert r.is_error is False and "· cached (" in _text(r).split("\n")[0]
 
 
-async def test_web_search_is_listed_when_the_daemon_has_a_backend_in_either_protocol_era(mcp_setup):
-    setup = mcp_setup('[search]\nsearxng_url = "http://127.0.0.1:9"\n')
+async def test_tools_follow_the_daemon_search_listed_with_a_backend_browser_not_when_off_in_either_era(mcp_setup):
+    setup = mcp_setup('[search]\nsearxng_url = "http://127.0.0.1:9"\n[browse]\nenabled = false\n')
     with trio.fail_after(90):
         async with setup.client(mode="auto") as client:
             assert client.protocol_version == "2026-07-28"
@@ -290,7 +295,7 @@ async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
                           mode="legacy") as client:
             tools = [t.name for t in (await client.list_tools()).tools]
             r = await client.call_tool("web_fetch", {"url": "https://example.com/"})
-    assert tools == ["web_fetch", "web_search"]  # the daemon could not say whether search is configured
+    assert tools == ["web_fetch", "web_search", "agent_browser"]  # the daemon could not say what it serves
     assert r.is_error is True and r.structured_content["code"] == "daemon_unreachable"
     assert _text(r).startswith("daemon_unreachable: the daemon exited at start (code 1); see ")
     assert "can be written by other users (mode 777); webfetch will not put its socket there" in _text(r)
@@ -302,3 +307,188 @@ def test_a_screenshot_in_a_result_is_image_content():
     r = text_result("a tab", {"image": "iVBORw0KGgo=", "width": 1, "height": 1})
     assert [c.type for c in r.content] == ["text", "image"]
     assert r.content[1].mime_type == "image/png" and r.content[1].data == "iVBORw0KGgo="
+
+
+# ---- the browser tool --------------------------------------------------------------------------------
+
+@pytest.fixture
+def app():
+    a = App()
+    yield a
+    a.stop()
+
+
+def _png_size(data: str) -> tuple[int, int]:
+    """The width and height of a base64 PNG; AssertionError when it is not one."""
+    raw = base64.b64decode(data, validate=True)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n" and raw[12:16] == b"IHDR" and raw[-8:-4] == b"IEND", raw[:16]
+    return struct.unpack(">II", raw[16:24])
+
+
+async def _sessions(setup: McpSetup) -> list[str]:
+    return [s["session"] for s in (await setup.status())["browse"]]
+
+
+async def test_the_browser_tool_logs_in_and_saves_a_profile_the_server_records_and_closes_with_the_client(
+        mcp_setup, app):
+    setup = mcp_setup()
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    with trio.fail_after(120):
+        async with setup.client() as client:
+            browser = {t.name: t for t in (await client.list_tools()).tools}["agent_browser"]
+            assert browser.annotations.read_only_hint is False and browser.annotations.open_world_hint is True
+            assert "`open` a URL -> read the snapshot" in browser.description
+            assert "stale_ref: use the refs of the newest snapshot" in browser.description
+            assert browser.input_schema["required"] == ["action"]
+            assert {"open", "snapshot", "click", "fill", "screenshot", "close"} <= set(
+                browser.input_schema["properties"]["action"]["enum"])
+
+            async def act(**args: Any) -> Any:
+                return await client.call_tool("agent_browser", args, progress_callback=on_progress)
+
+            opened = await act(action="open", url=app.url("/login"))
+            text = _text(opened)
+            assert opened.is_error is False
+            assert text.startswith(f"[t1] Sign in — {app.url('/login')} · change: navigation (new document: "
+                                   "old refs are stale)\nsnapshot:\n"), text
+            assert any(m and m.startswith(f"loading {app.url('/login')}") for m in progress), progress
+            sessions = await _sessions(setup)
+            assert len(sessions) == 1 and re.fullmatch(r"mcp-\d+-[0-9a-f]{8}", sessions[0]), sessions
+
+            # the daemon's refusal is a tool error with its code and fields: the overlay covers the button
+            sign_in = ref(text, '- button "Sign in"')
+            covered = await act(action="click", ref=sign_in)
+            assert covered.is_error is True and covered.structured_content["code"] == "covered"
+            assert _text(covered).startswith(f"covered: {sign_in} (button \"Sign in\"")
+            assert "We use cookies" in covered.structured_content["covered_by"]
+            accepted = await act(action="click", ref=ref(text, '- button "Accept cookies"'))
+            assert "· change: dom\nchanged lines:\n" in _text(accepted) and "removed:" in _text(accepted)
+            filled = await act(action="fill", ref=ref(text, '- textbox "Username"'), text="ann")
+            assert "\nvalue now: ann\n" in _text(filled)
+            home = await act(action="fill", ref=ref(text, '- textbox "Password"'), text="hunter2", submit=True)
+            assert app.state["login"] == {"user": "ann", "password": "hunter2"}
+            home_text = _text(home)
+            assert home_text.startswith("[t1] Dashboard — ") and "Signed in" not in home_text.split("\n")[0]
+
+            stale = await act(action="click", ref=sign_in)  # a ref of the login page
+            assert stale.is_error is True and stale.structured_content["code"] == "stale_ref"
+            assert _text(stale).startswith("stale_ref: ")
+            unknown = await act(action="click", ref="e999")
+            assert unknown.is_error is True and unknown.structured_content["code"] == "unknown_ref"
+
+            await act(action="check", ref=ref(home_text, '- checkbox "Newsletter"'), checked=True)
+            await act(action="select", ref=ref(home_text, '- combobox "Country"'), values=["Japan"])
+            await act(action="fill", ref=ref(home_text, '- textbox "Nickname"'), text="annie")
+            saved = await act(action="click", ref=ref(home_text, '- button "Save profile"'))
+            assert '- paragraph "Profile saved"' in _text(saved)
+            assert app.state["profile"] == {"country": "jp", "newsletter": True, "nick": "annie", "size": "Medium"}
+
+            shot = await act(action="screenshot")
+            assert shot.is_error is False and [c.type for c in shot.content] == ["text", "image"]
+            assert shot.content[1].mime_type == "image/png"
+            width, height = _png_size(shot.content[1].data)
+            assert width > 100 and height > 100
+
+            # an MCP cancellation ends the daemon's request at once; the session goes on
+            with trio.CancelScope() as scope:
+                async def cancel_when_waiting() -> None:
+                    # another process's state: asking it again is the only way to watch it
+                    while not (await setup.status())["requests"]["in_flight"]:  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                    scope.cancel()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_when_waiting)
+                    await act(action="wait", text="never there", timeout_s=30)
+            assert scope.cancelled_caught
+            with trio.fail_after(3):  # not the 30 s the wait asked for
+                while (await setup.status())["requests"]["in_flight"]:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            read = await act(action="read")
+            assert "Signed in as **ann**" in _text(read)
+
+            # the model's close ends the session (its cookies with it); the next action starts a fresh one
+            closed = await act(action="close")
+            assert _text(closed) == f"closed the browser session {sessions[0]}"
+            assert await _sessions(setup) == []
+            again = await act(action="open", url=app.url("/app"))
+            assert _text(again).startswith(f"[t1] Sign in — {app.url('/login')}")  # no cookie: sent to log in
+            assert await _sessions(setup) == sessions
+            assert app.url("/login") in await setup.loaded_tabs()
+    # the client closed stdin: the server closed its session before it exited, and the context's tab went too
+    assert await _sessions(setup) == []
+    assert app.url("/login") not in await setup.loaded_tabs()
+
+
+async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_setup, app):
+    setup = mcp_setup()
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "agent_browser", "arguments": {"action": "open", "url": app.url("/login")}}},
+    ]
+    proc = await trio.lowlevel.open_process([sys.executable, *setup.argv()], env=setup.env,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdin and proc.stdout
+        await proc.stdin.send_all(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        out = b""
+        with trio.fail_after(90):
+            while b'"id":2' not in out:
+                data = await proc.stdout.receive_some()
+                assert data, "the server closed stdout before answering"
+                out += data
+        assert len(await _sessions(setup)) == 1
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: the signal alone ends it
+        with trio.fail_after(10):
+            assert await proc.wait() == -signal.SIGTERM
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+    assert await _sessions(setup) == []
+    assert app.url("/login") not in await setup.loaded_tabs()
+
+
+def test_the_browser_tool_has_the_pi_tools_wording():
+    # two languages, one wording: the model reads the same tool in pi and over MCP
+    from webfetch.mcp_server import BROWSER_ACTIONS, BROWSER_DESCRIPTION, BROWSER_SCHEMA
+
+    ts = (Path(__file__).parent.parent / "webfetch" / "pi_extension" / "index.ts").read_text()
+
+    def between(start: str, end: str) -> str:
+        at = ts.index(start)
+        return ts[at:ts.index(end, at)]
+
+    lines = re.findall(r'^\t("(?:[^"\\]|\\.)*"),$', between("const BROWSER_DESCRIPTION = [", "].join"), re.M)
+    assert BROWSER_DESCRIPTION == " ".join(json.loads(line) for line in lines)
+    assert BROWSER_ACTIONS == re.findall(r'"(\w+)"', between("const BROWSER_ACTIONS", "];"))
+    params = between("const BROWSER_PARAMETERS", "required:")
+    described = dict(re.findall(r'^\t\t(\w+): \{.*description: ("(?:[^"\\]|\\.)*") \},$', params, re.M))
+    assert {k: v["description"] for k, v in BROWSER_SCHEMA["properties"].items()} == {
+        k: json.loads(v) for k, v in described.items()}
+
+
+def test_a_browse_result_reads_as_in_pi():
+    from webfetch.tool_text import browse_text
+
+    r = {"action": "click", "session": "s", "page": {"tab": "t2", "url": "http://h/a", "title": ""},
+         "change": "dom", "refs_reset": False, "snapshot": "[t2] — http://h/a\n- button \"Go\" [ref=e3]",
+         "snapshot_kind": "diff", "status": 404, "value": "x", "dialog": {"type": "alert", "message": "hi \"you\""},
+         "new_tabs": [{"tab": "t3", "url": "http://h/b"}], "downloads": [{"url": "http://h/r.csv",
+         "filename": "r.csv", "refused": True}], "notes": ["n1"], "next_offset": 40}
+    assert browse_text(r) == "\n".join([
+        "[t2] (no title) — http://h/a · change: dom", "HTTP 404", "value now: x",
+        'dialog (alert): "hi \\"you\\"" — accepted', "new tab t3: http://h/b (now active)",
+        "download refused: http://h/r.csv (r.csv); web_fetch it instead", "note: n1",
+        "changed lines:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])
+    held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "snapshot_kind": "none", "snapshot": "",
+            "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}
+    assert browse_text(held).split("\n")[1:] == ['dialog (confirm): "Sure?" — open: answer it with action dialog']
+    assert browse_text({"action": "close", "session": "mcp-1-ab"}) == "closed the browser session mcp-1-ab"

@@ -137,7 +137,7 @@ class Daemon:
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
             search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
-            browse=self.browse.statistics())
+            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled)
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import secrets
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from mcp.server.stdio import stdio_server
 from . import __version__
 from .client import ClientError, start_daemon
 from .protocol import decode_frame
-from .tool_text import fetch_text, search_text
+from .tool_text import browse_text, fetch_text, search_text
 
 log = logging.getLogger("webfetch.mcp")
 
@@ -79,8 +82,63 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# The pi extension's browser tool, word for word (BROWSER_DESCRIPTION, BROWSER_PARAMETERS in
+# pi_extension/index.ts): one tool, one wording, whichever client the model sits in.
+BROWSER_ACTIONS = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
+                   "wait", "dialog", "tabs", "read", "screenshot", "nav", "close"]
+
+BROWSER_DESCRIPTION = " ".join([
+    "Drive a real browser tab (headless Chrome in the webfetch daemon) to test or use a web app: log in, fill",
+    "forms, click through, read what the app shows. The loop: `open` a URL -> read the snapshot (one line per",
+    "control: `- button \"Save\" [ref=e12]`) -> act on a control by its ref (`click`, `fill`, `select`, `check`,",
+    "`press`) -> each result tells what changed (a diff, or a new snapshot after a navigation) -> `read` for the",
+    "page's text as markdown, `screenshot` to see it. Refs are stable while the page stays; after a navigation",
+    "the old ones fail with stale_ref: use the refs of the newest snapshot. A confirm/prompt dialog blocks the",
+    "tab until `dialog` (accept true/false). `wait` for text that appears later (single-page apps);",
+    "`snapshot` with `find` reaches rows a long list collapsed. Downloads are refused (use web_fetch).",
+])
+
+BROWSER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": BROWSER_ACTIONS, "description": "What to do"},
+        "url": {"type": "string", "description": "open: the http(s) URL; wait: a glob the tab's URL must match"},
+        "ref": {"type": "string", "description": "The element's ref from the snapshot, e.g. e12"},
+        "text": {"type": "string", "description": "fill/type: the text; wait: text to wait for"},
+        "submit": {"type": "boolean", "description": "fill: press Enter afterwards"},
+        "key": {"type": "string", "description": "press: Enter, Tab, Escape, ArrowDown, Control+a…"},
+        "values": {"type": "array", "items": {"type": "string"}, "description": "select: option labels or values"},
+        "checked": {"type": "boolean", "description": "check: true to check, false to uncheck"},
+        "accept": {"type": "boolean", "description": "dialog: accept (OK) or dismiss (Cancel)"},
+        "prompt_text": {"type": "string", "description": "dialog: the answer to a prompt"},
+        "to": {"type": "string", "enum": ["back", "forward", "reload"], "description": "nav: where to"},
+        "mode": {"type": "string", "enum": ["interactive", "full"],
+                 "description": "snapshot: controls only (default) or every line"},
+        "find": {"type": "string", "description": "snapshot: only lines containing this text"},
+        "offset": {"type": "integer", "minimum": 0, "description": "snapshot/read: continue from this character"},
+        "text_gone": {"type": "string", "description": "wait: until this text is gone"},
+        "ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "wait: a fixed pause"},
+        "timeout_s": {"type": "number", "minimum": 1, "maximum": 30,
+                      "description": "wait: at most this long (default 10)"},
+        "direction": {"type": "string", "enum": ["up", "down"], "description": "scroll without a ref"},
+        "new_tab": {"type": "boolean", "description": "open: in a new tab"},
+        "tab": {"type": "string", "description": "tabs select/close: the tab (t1, t2…)"},
+        "do": {"type": "string", "enum": ["list", "select", "close"], "description": "tabs: what to do"},
+        "full_page": {"type": "boolean", "description": "screenshot: the whole page, not just the viewport"},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
 # They read the web and change nothing, here or there; the web is an open world.
 WEB_READER = dict(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+# The browser acts: a click can submit, buy or delete, and doing it twice is not doing it once.
+WEB_ACTOR = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+
+# How long the exit waits for the daemon to close the browse session: the SDK's stdio client gives a
+# server 2 s after closing its stdin before it sends SIGTERM. The daemon forgets the session as soon as it
+# reads the request, so a slow answer costs nothing.
+CLOSE_TIMEOUT_S = 1.5
 
 
 class DaemonFailed(Exception):
@@ -109,11 +167,12 @@ class DaemonLink:
         self.config = config
         self._starting = trio.Lock()  # two tool calls at once start one daemon, not two
 
-    async def _connect(self) -> trio.SocketStream:
+    async def _connect(self, start: bool) -> trio.SocketStream:
         try:
             return await trio.open_unix_socket(str(self.path))
-        except (FileNotFoundError, ConnectionRefusedError):
-            pass
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            if not start:
+                raise DaemonUnreachable(f"no webfetch daemon listens on {self.path}: {e}") from None
         except OSError as e:
             raise DaemonUnreachable(f"cannot reach the webfetch daemon at {self.path}: {e}") from None
         async with self._starting:
@@ -128,11 +187,13 @@ class DaemonLink:
             except (ClientError, OSError) as e:
                 raise DaemonUnreachable(str(e)) from None
 
-    async def request(self, body: dict[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+    async def request(self, body: dict[str, Any], progress: Progress | None = None, *, start: bool = True
+                      ) -> dict[str, Any]:
         """Send one request and return its `result` frame; `progress` frames go to `progress`. An `error`
         frame raises DaemonFailed. Cancelled, it sends the protocol's `cancel` and closes the connection,
-        so the daemon closes the request's tab and kills its sub-agent at once."""
-        stream = await self._connect()
+        so the daemon closes the request's tab and kills its sub-agent at once. `start=False`: no daemon
+        is started for it (DaemonUnreachable when none listens)."""
+        stream = await self._connect(start)
         rid = 1
         try:
             await stream.send_all(json.dumps({"id": rid, **body}).encode() + b"\n")
@@ -191,7 +252,7 @@ ToolCall = Callable[[DaemonLink, dict[str, Any], Progress], Awaitable[types.Call
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: what the client lists, and how a call becomes a daemon request. `needs`, when set, is
-    the daemon status field that must be non-empty for the tool to be listed."""
+    the daemon status field that must be non-empty (or true) for the tool to be listed."""
 
     tool: types.Tool
     call: ToolCall
@@ -217,6 +278,46 @@ async def call_search(link: DaemonLink, args: dict[str, Any], progress: Progress
     return text_result(search_text(frame), frame)
 
 
+class BrowseSession:
+    """This MCP client's browse session in the daemon. A `webfetch mcp` process serves one MCP client, so
+    the process has one session, named `mcp-<pid>-<random>`: it clashes neither with pi's (`pi-…`) nor the
+    CLI's (`cli`), nor with another MCP client's (another pid; the random part keeps a reused pid off a
+    session a killed process left behind). The daemon makes the session on its first action; after the
+    model's `close`, the next action starts a fresh one (new cookies, tab t1) under the same name."""
+
+    def __init__(self) -> None:
+        self.name = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
+        self.opened = False  # an action since the last close may have made it in the daemon
+
+    async def call(self, link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
+        # a model's null means "not given", so the daemon's defaults apply; the session (and the request's
+        # id) are never the model's
+        body = {key: value for key, value in args.items() if value is not None and key in BROWSER_SCHEMA["properties"]}
+        body |= {"op": "browse", "session": self.name, "action": args.get("action")}
+        closing = body["action"] == "close"
+        if not closing:
+            self.opened = True  # before the request: even an action that fails or is cancelled makes the session
+        frame = await link.request(body, progress)
+        if closing:
+            self.opened = False
+        return text_result(browse_text(frame), frame)
+
+    async def aclose(self, link: DaemonLink) -> None:
+        """Close the session when the MCP client goes, so its browser context does not wait out
+        `browse.idle_s` in the daemon. Never starts a daemon for it; never raises."""
+        if not self.opened:
+            return
+        self.opened = False
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+            try:
+                await link.request({"op": "browse", "session": self.name, "action": "close"}, start=False)
+            except (DaemonFailed, DaemonUnreachable) as e:
+                log.warning("could not close the browse session %s: %s", self.name, e)
+
+
+BROWSE_SESSION = BrowseSession()
+
+
 TOOLS: list[ToolSpec] = [
     ToolSpec(types.Tool(name="web_fetch", title="Web fetch", description=FETCH_DESCRIPTION, input_schema=FETCH_SCHEMA,
                         annotations=types.ToolAnnotations(title="Web fetch", idempotent_hint=True, **WEB_READER)),
@@ -227,8 +328,13 @@ TOOLS: list[ToolSpec] = [
                         input_schema=SEARCH_SCHEMA,
                         annotations=types.ToolAnnotations(title="Web search", **WEB_READER)),
              call_search, needs="search"),
-    # The browser tool (issue 13, the `browse` op) joins here as one more ToolSpec; text_result already
-    # turns a screenshot's `image` into image content.
+    # Named as in pi (where it becomes webfetch_browser only when another extension holds agent_browser;
+    # MCP clients prefix every tool with its server's name, so nothing here can take it). Listed only when
+    # the daemon serves the browse op (browse.enabled), for the same reason as web_search.
+    ToolSpec(types.Tool(name="agent_browser", title="Browser", description=BROWSER_DESCRIPTION,
+                        input_schema=BROWSER_SCHEMA,
+                        annotations=types.ToolAnnotations(title="Browser", **WEB_ACTOR)),
+             BROWSE_SESSION.call, needs="browse_enabled"),
 ]
 
 
@@ -281,11 +387,29 @@ def build_server(link: DaemonLink) -> Server[Any]:
 
 
 async def serve_stdio(path: Path, config: str | None) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin. While serving, the SDK points fd 1 at
-    stderr, so nothing but the protocol reaches stdout."""
-    server = build_server(DaemonLink(path, config))
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    """Serve MCP on stdin/stdout until the client closes stdin, then close the browse session. While
+    serving, the SDK points fd 1 at stderr, so nothing but the protocol reaches stdout."""
+    link = DaemonLink(path, config)
+    server = build_server(link)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_close_on_signal, link)
+        try:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            await BROWSE_SESSION.aclose(link)
+        nursery.cancel_scope.cancel()
+
+
+async def _close_on_signal(link: DaemonLink) -> None:
+    """SIGTERM or SIGHUP (a client that kills its server rather than closing stdin, or once its grace after
+    closing it ran out): close the browse session, then die of the signal as before. Cancelling the server
+    instead would wait for its stdin reader, a thread that only a line or EOF ends."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            await BROWSE_SESSION.aclose(link)
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
 
 
 def main(path: Path, config: str | None, log_level: str = "warning") -> int:

@@ -308,6 +308,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     search: list[str]
     problems: list[str]
     browse: list[BrowseSessionStatus] = []
+    browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
 
 
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):

@@ -1,6 +1,7 @@
 """What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
 
-The Python twin of `formatResult` in pi_extension/index.ts, so web_fetch reads the same in pi and over MCP.
+The Python twin of `formatResult` and `browseText` in pi_extension/index.ts, so web_fetch and the browser
+tool read the same in pi and over MCP.
 """
 
 from __future__ import annotations
@@ -112,3 +113,46 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
 def search_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     """A search result frame as the tool's text: the daemon's formatted results, cut to fit."""
     return cut_to_fit(r.get("content") or "", limits.bytes, limits.lines)
+
+
+def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
+    """A browse result frame as the browser tool's text: what happened, then the snapshot (or the changed
+    lines, or the page's content), cut to fit."""
+    if r.get("action") == "close":
+        return f"closed the browser session {r.get('session')}"
+    lines: list[str] = []
+    p = r.get("page")
+    if p:
+        reset = " (new document: old refs are stale)" if r.get("refs_reset") else ""
+        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'} — {p['url']} · change: {r.get('change')}{reset}")
+    if (r.get("status") or 0) >= 400:
+        lines.append(f"HTTP {r['status']}")
+    if r.get("value") is not None:
+        lines.append(f"value now: {r['value']}")
+    if r.get("waited_for"):
+        lines.append(f"waited for {r['waited_for']}")
+    lines += _browse_events(r)
+    if r.get("content"):
+        lines += ["", r["content"]]
+    elif r.get("snapshot"):
+        # the snapshot's header line says what the page line above already said
+        lines += ["changed lines:" if r.get("snapshot_kind") == "diff" else "snapshot:",
+                  "\n".join(r["snapshot"].split("\n")[1:])]
+    if r.get("next_offset") is not None:
+        lines.append(f"(more: call again with offset {r['next_offset']})")
+    return cut_to_fit("\n".join(lines), limits.bytes, limits.lines)
+
+
+def _browse_events(r: dict[str, Any]) -> list[str]:
+    """What happened besides the page: a dialog, tabs opened, downloads refused, the tab list, notes."""
+    lines: list[str] = []
+    d = r.get("dialog")
+    if d:
+        blocking = d.get("type") in ("confirm", "prompt") and r.get("snapshot_kind") == "none"
+        lines.append(f"dialog ({d.get('type')}): {json.dumps(d.get('message'), ensure_ascii=False)}"
+                     + (" — open: answer it with action dialog" if blocking else " — accepted"))
+    lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
+    lines += [f"download refused: {x['url']} ({x['filename']}); web_fetch it instead" for x in r.get("downloads") or []]
+    lines += [f"{'*' if t['active'] else ' '} {t['tab']} {t['title']} — {t['url']}" for t in r.get("tabs") or []]
+    lines += [f"note: {n}" for n in r.get("notes") or []]
+    return lines
