@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -41,6 +42,32 @@ async def test_javascript_rendered_content_is_captured(daemon, site):
     assert "only exists after the page's JavaScript ran" in r["content"]
     assert r["title"] == "Rendered by script"
     assert "Loading" not in r["content"]
+
+
+# Content that arrives in three parts 300 ms apart, then a timer that polls for ever and changes nothing
+# (as analytics and carousels do).
+POLLING_PAGE = """<!doctype html><html><head><title>Polling</title></head><body><main id="m"></main><script>
+const parts = %s;
+let n = 0;
+function more() {
+  if (n < parts.length) { const p = document.createElement("p"); p.textContent = parts[n++];
+                          document.getElementById("m").appendChild(p); setTimeout(more, 300); }
+  else { setTimeout(function poll() { setTimeout(poll, 100); }, 100); }
+}
+setTimeout(more, 300);
+</script></body></html>"""
+
+
+async def test_a_page_that_polls_for_ever_is_read_once_its_content_is_quiet(start_daemon, site):
+    site.html("/polling", POLLING_PAGE % json.dumps(ARTICLE_TEXT[:3]))
+    d = await start_daemon(make_config(browser=BrowserConfig(settle_s=8.0),
+                                       fetch=FetchConfig(allow_private=True, render="always")))
+    r = await d.fetch(site.url("/polling"))
+    assert r["type"] == "result", r
+    for part in ARTICLE_TEXT[:3]:  # each part came while a short timer was pending: all were waited for
+        assert part in r["content"]
+    # the poller's timer alone did not hold the page until settle_s
+    assert not any("still running scripts" in n for n in r["notes"]), r["notes"]
 
 
 @pytest.mark.parametrize("code", [301, 302, 307, 308])

@@ -184,7 +184,8 @@ class Pipeline:
                     return await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
                                         max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
                                         progress=progress,
-                                        read_server_html=functools.partial(self._read_server_html, progress))
+                                        read_server_html=functools.partial(self._read_server_html, progress),
+                                        server_decides=self.config.fetch.render == "auto")
             except BrowserCrashed as e:
                 if attempt == 2:
                     raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "

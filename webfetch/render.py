@@ -33,6 +33,10 @@ log = logging.getLogger("webfetch.render")
 MAX_NAVIGATIONS = 20          # main-frame documents per fetch: redirect hops, meta refresh, script navigation
 ERROR_BODY_BYTES = 64 * 1024  # enough of a 4xx/5xx page to quote its first lines
 SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending) = settled
+# ... or this long with only short timers pending: a timer that has not changed the DOM for half a
+# second is polling or animating (analytics, carousels, countdowns), not about to show the content;
+# waiting it out cost such pages the whole settle_s (2 s) in bin/bench's rendered row.
+SETTLE_TIMERS_QUIET_MS = 500
 DCL_GRACE_S = 5.0            # after the document arrived, how long a stalled parser may hold it back
 META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
 IO_CHUNK = 1 << 20
@@ -207,14 +211,18 @@ SETTLE_SCRIPT = r"""
   const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
       .observe(document, {subtree: true, childList: true, characterData: true});
   watch();
-  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs) =>
+  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs, timersQuietMs) =>
     new Promise((resolve) => {
       const start = performance.now();
       const check = () => {
         const now = performance.now();
-        const busy = st.timers.size > 0 || st.inflight > 0 || document.readyState === "loading";
-        if (!busy && now - st.lastMutation >= quietMs) return resolve("settled");
-        if (now - start >= capMs) return resolve(busy ? "busy" : "changing");
+        const loading = st.inflight > 0 || document.readyState === "loading";
+        const quiet = now - st.lastMutation;
+        // A short timer may be about to show the content, but one still pending after the DOM has been
+        // quiet this long (nothing loading either) is a page polling, animating or counting down.
+        const waitTimers = st.timers.size > 0 && quiet < timersQuietMs;
+        if (!loading && !waitTimers && quiet >= quietMs) return resolve("settled");
+        if (now - start >= capMs) return resolve(loading || st.timers.size > 0 ? "busy" : "changing");
         oSet(check, 25);
       };
       check();
@@ -290,7 +298,8 @@ class _Facts:
 
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None) -> None:
+                 block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None,
+                 server_decides: bool) -> None:
         self.tab = tab
         self.url = url
         self.policy = policy
@@ -299,6 +308,9 @@ class _Render:
         self.block_types = set(block_types)
         self.progress = progress
         self.read_server_html = read_server_html
+        self.server_decides = server_decides          # the server HTML's reading decides whether to render
+        self.server_read_done: trio.Event | None = None  # set once a reading started aside has finished
+        self._aside: trio.Nursery | None = None       # where work beside the render runs (run() sets it)
         self.facts = _Facts(url, url)
         self.navigations = 0
         self.doc = _Document()                        # the document the fetch is heading for
@@ -512,13 +524,18 @@ class _Render:
             response = self.facts.response()
             self._end(TextBody(response, body) if kind == "text" else PdfBody(response, body))
             return
-        if self.read_server_html is not None:
+        if self.read_server_html is not None and self.server_decides:
             read = await self.read_server_html(body, self.facts.charset, url)
             self.server = read.extracted
             if read.holds_content and read.extracted is not None:
                 await self._fail(rid)
                 self._end(ServerHtml(self.facts.response(), read.extracted, body))
                 return
+        elif self.read_server_html is not None and self._aside is not None:
+            # The page is rendered whatever its server HTML holds: extract that (for comparison) while
+            # Chrome runs the page, not before.
+            self.server_read_done = trio.Event()
+            self._aside.start_soon(self._read_server_aside, self.read_server_html, self.server_read_done, body, url)
         self.server_body = body
         self.progress("render", f"running the page's scripts ({url})")
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
@@ -528,6 +545,13 @@ class _Render:
             "requestId": rid, "responseCode": status, "responseHeaders": kept,
             "body": base64.b64encode(body).decode()})
         self.marks.setdefault("fulfilled", time.monotonic())
+
+    async def _read_server_aside(self, read_server_html: ReadServerHtml, done: trio.Event, body: bytes,
+                                 url: str) -> None:
+        try:
+            self.server = (await read_server_html(body, self.facts.charset, url)).extracted
+        finally:
+            done.set()
 
     async def _read_body(self, rid: str, limit: int) -> tuple[bytes, bool]:
         """Read the paused response's body as a stream, at most `limit` bytes; (bytes, was_cut)."""
@@ -578,6 +602,7 @@ class _Render:
         try:
             with self.tab.subscribe() as sub, single_error():
                 async with trio.open_nursery() as nursery:
+                    self._aside = nursery
                     nursery.start_soon(self.pump, sub, nursery)
                     nursery.start_soon(self._stop_when_ended, nursery.cancel_scope)
                     self.progress("render", f"loading {self.url}")
@@ -642,6 +667,8 @@ class _Render:
             return False
         if str(captured.get("url", "")).startswith(("http://", "https://")):
             self.facts.final_url = captured["url"]
+        if self.server_read_done is not None:
+            await self.server_read_done.wait()
         self.outcome = RenderedDom(self.facts.response(), captured.get("html") or "", captured.get("title"),
                                    self.server, self.server_body)
         return True
@@ -669,7 +696,7 @@ class _Render:
         """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
         state = await self._evaluate(
             f"window.__webfetchSettle ? window.__webfetchSettle({self.settle_s * 1000:.0f}, "
-            f"{SETTLE_QUIET_MS}) : 'settled'", await_promise=True)
+            f"{SETTLE_QUIET_MS}, {SETTLE_TIMERS_QUIET_MS}) : 'settled'", await_promise=True)
         return state if isinstance(state, str) else None
 
 
@@ -712,10 +739,11 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress,
-                 read_server_html: ReadServerHtml | None = None) -> Outcome:
+                 read_server_html: ReadServerHtml | None = None, server_decides: bool = True) -> Outcome:
     """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
-    or BrowserCrashed."""
-    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html)
+    or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
+    `server_decides` (its reading may end the render: ServerHtml), else beside the rendering."""
+    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides)
     outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks
