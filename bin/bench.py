@@ -151,6 +151,68 @@ class Daemon:
         self.log.close()
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) spent so far by a daemon and by its Chrome: (the daemon process, every
+    process below it, including those that exited: the daemon's and Chrome's reaped children count)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                children.setdefault(int(_stat(int(entry))[1]), []).append(int(entry))
+            except OSError:
+                pass
+    own = _stat(pid)
+    total = (int(own[13]) + int(own[14])) / CLOCK_TICKS  # reaped children of the daemon
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        try:
+            st = _stat(p)
+        except OSError:
+            continue
+        total += sum(int(x) for x in st[11:15]) / CLOCK_TICKS
+        todo += children.get(p, [])
+    return (int(own[11]) + int(own[12])) / CLOCK_TICKS, total
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name: [0] state, [1] ppid, [11:15] utime stime cutime cstime."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+class CpuMeter:
+    """CPU seconds per page of a daemon and of its Chrome from now to `stop`, background work after the
+    last answer included (context disposal, pool refill: it is paid for all the same)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.pid = daemon.proc.pid
+        self.start = cpu_seconds(self.pid)
+        self.per_page = (0.0, 0.0)
+
+    def stop(self, pages: int) -> None:
+        time.sleep(2)  # the closer's work after the last answer
+        end = cpu_seconds(self.pid)
+        self.per_page = ((end[0] - self.start[0]) / pages, (end[1] - self.start[1]) / pages)
+
+    def __str__(self) -> str:
+        return f"daemon {self.per_page[0] * 1000:4.0f} + Chrome {self.per_page[1] * 1000:4.0f} ms"
+
+
+# A page built by its script: the daemon renders it (its server HTML holds no text), then disposes of its
+# browser context after the answer.
+SCRIPT_BUILT_PAGE = b"""<!doctype html><html><head><title>Built by script</title></head><body><main id="app"></main>
+<script>
+const text = "This paragraph was written by the page's own script after it loaded, as an app would do. ";
+for (let i = 0; i < 12; i++) {
+  const p = document.createElement("p"); p.textContent = text.repeat(3); document.getElementById("app").appendChild(p);
+}
+</script></body></html>"""
+
+
 def per_call_pipeline(chrome: str, url: str, tmp: Path) -> tuple[str, float]:
     started = time.perf_counter()
     profile = tempfile.mkdtemp(dir=tmp)
@@ -262,7 +324,18 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     rows.append(("2. webfetch cold fetch, back to back", cold(0.0)))
     # an agent thinks between calls: by then the daemon's background work (closing and refilling
     # browser contexts) is done
+    cold_cpu = CpuMeter(daemon)
     rows.append(("2b. webfetch cold fetch, 0.5 s between calls", cold(0.5)))
+    cold_cpu.stop(len(urls))
+    # a rendered page's context is disposed of (and the pool refilled) after its answer: the fetch that
+    # comes right after it must not pay for that
+    built = server.add("script-built", SCRIPT_BUILT_PAGE, "text/html; charset=utf-8")
+    after = []
+    for u in urls:
+        frame, _ = daemon.fetch(built, fresh=True)
+        assert frame["type"] == "result" and "written by the page's own script" in frame["content"], frame
+        after.append(daemon.fetch(u, fresh=True)[1])
+    rows.append(("2c. cold fetch right after a rendered page", after))
     hits = []
     for _ in range(5):
         for u in urls:
@@ -273,20 +346,24 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
 
     # issue 14's rows: the static limit (one warm process, keep-alive GET + the same extraction in-process),
     # 8 concurrent clients on 96 distinct pages, and every page rendered (a daemon with render = "always")
-    limit = static_limit(server, aeb[:n])
+    limit, limit_cpu = static_limit(server, aeb[:n])
     rows.insert(0, ("0. static limit: keep-alive GET + extraction in-process", limit))
     conc_urls = [server.url(p) for p in aeb[: max(96, n)]]
     conc_times: list[float] = []
+    conc_cpu = CpuMeter(daemon)
     started = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
         conc_times = [t for _, t in pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls)]
     conc_elapsed = time.perf_counter() - started
+    conc_cpu.stop(len(conc_urls))
     rows.append(("4. 8 concurrent clients, cold fetches (latency)", conc_times))
     (tmp / "always").mkdir()
     rendered_daemon = Daemon(tmp / "always", "always")
     try:
+        rendered_cpu = CpuMeter(rendered_daemon)
         rows.append(("6. every page rendered (render = always), one at a time",
                      [rendered_daemon.fetch(u, fresh=True)[1] for u in urls]))
+        rendered_cpu.stop(len(urls))
     finally:
         rendered_daemon.stop()
 
@@ -297,14 +374,25 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
         print(f"{name:56} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x "
               f"{med / summarize(limit)[0]:8.1f}x")
     pps = len(conc_urls) / conc_elapsed
+    cores = os.cpu_count() or 1
     print(f"{'4. 8 concurrent clients, cold fetches':56} {pps:9.2f} pages/s "
           f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; the static limit does "
           f"{1 / summarize(limit)[0]:.1f} pages/s on one core, row 1 {1 / base_med:.2f})", flush=True)
+    # CPU is the budget: on these cores no arrangement of the waits does more pages a second than
+    # cores / CPU seconds per page
+    print(f"\nCPU seconds per page (the {cores} cores' ceiling in pages/s beside each):")
+    for name, meter in (("2b. cold, one at a time", cold_cpu), ("4. 8 concurrent clients", conc_cpu),
+                        ("6. every page rendered", rendered_cpu)):
+        per_page = sum(meter.per_page)
+        print(f"  {name:30} {meter}  = {per_page * 1000:5.0f} ms  -> at most {cores / per_page:5.1f} pages/s")
+    print(f"  {'0. static limit':30} {limit_cpu * 1000:5.0f} ms (in-process)       -> at most "
+          f"{cores / limit_cpu:5.1f} pages/s", flush=True)
 
 
-def static_limit(server: CorpusServer, pages: list[dict]) -> list[float]:
+def static_limit(server: CorpusServer, pages: list[dict]) -> tuple[list[float], float]:
     """What one page costs with nothing but the work itself: a keep-alive HTTP GET from a warm process and
-    webfetch's extraction of the server's HTML, in-process, one page at a time."""
+    webfetch's extraction of the server's HTML, in-process, one page at a time; (the times, CPU seconds
+    per page)."""
     import http.client
     from urllib.parse import urlsplit
 
@@ -313,14 +401,17 @@ def static_limit(server: CorpusServer, pages: list[dict]) -> list[float]:
     host = urlsplit(server.url(pages[0]))
     conn = http.client.HTTPConnection(host.hostname or "127.0.0.1", host.port)
     times = []
-    for p in pages * 2:  # the first round warms the imports and the connection
+    for n, p in enumerate(pages * 2):  # the first round warms the imports and the connection
+        if n == len(pages):
+            cpu_started = time.process_time()
         started = time.perf_counter()
         conn.request("GET", urlsplit(server.url(p)).path)
         body = conn.getresponse().read()
         extract_html(body, server.url(p), "utf-8")
         times.append(time.perf_counter() - started)
+    cpu = (time.process_time() - cpu_started) / len(pages)  # the server thread's share included
     conn.close()
-    return times[len(pages):]
+    return times[len(pages):], cpu
 
 
 def browse(daemon: Daemon, rounds: int) -> None:
