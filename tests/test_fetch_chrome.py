@@ -245,6 +245,48 @@ async def test_disconnect_cancels_within_a_second_and_closes_the_tab(daemon, sit
     await _wait_no_new_tabs(daemon, before)
 
 
+# A short page (so it is rendered) whose script counts for as long as it runs.
+TICKING_PAGE = """<!doctype html><html><head><title>Ticking</title></head><body><article><p>%s</p></article>
+<script>window.ticks = 0; setInterval(function () { window.ticks++; }, 10);</script></body></html>"""
+
+
+async def _ticks(daemon, target_id: str) -> int:
+    """The ticking page's counter, read through a session of the test's own."""
+    conn = (await daemon.daemon.chrome.wait_browser()).conn
+    session = (await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}))["sessionId"]
+    try:
+        with trio.fail_after(5):
+            reply = await conn.call("Runtime.evaluate", {"expression": "window.ticks", "returnByValue": True},
+                                    session)
+        return reply["result"]["value"]
+    finally:
+        await conn.call("Target.detachFromTarget", {"sessionId": session})
+
+
+async def test_a_rendered_page_stops_at_its_answer_and_its_context_goes_once_no_fetch_loads(daemon, site,
+                                                                                             monkeypatch):
+    monkeypatch.setattr("webfetch.chrome.BACKGROUND_DEFER_S", 30.0)  # only "no fetch loads" disposes of it
+    site.html("/ticking", TICKING_PAGE % ARTICLE_TEXT[0])
+    c = await daemon.client()
+    await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})  # keeps a fetch loading
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    r = await daemon.fetch(site.url("/ticking"))
+    assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"], r
+    assert daemon.daemon.pipeline.renders == 2
+    # while a fetch loads, the answered page waits for its disposal frozen: its timers no longer run
+    target = next(t["targetId"] for t in await daemon.page_targets() if "/ticking" in t["url"])
+    first = await _ticks(daemon, target)
+    await trio.sleep(0.3)
+    assert first > 0 and await _ticks(daemon, target) == first
+    site.stall.set()
+    assert (await c.terminal("slow"))["type"] == "result"
+    with trio.fail_after(10):  # nothing loads now: its context is disposed of
+        while any("/ticking" in t["url"] for t in await daemon.page_targets()):
+            await trio.sleep(0.05)
+
+
 async def _wait_no_new_tabs(daemon, before: set[str]) -> None:
     # Pool tabs are created in the background; a used tab is one that was in `before` or got a URL.
     with trio.fail_after(3):

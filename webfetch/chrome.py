@@ -32,6 +32,11 @@ FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 TAB_CLOSE_TIMEOUT_S = 2.0
 MAX_TAB_USES = 100  # a recycled tab is retired after this many requests all the same
+# Background work (disposing of a context a page ran in, making pool tabs) costs Chrome hundreds of ms of
+# CPU, which a page loading meanwhile waits behind on a small machine: it waits up to this long for a
+# moment when no fetch is loading (bin/bench's row 2c, a fetch right after a rendered page).
+BACKGROUND_DEFER_S = 1.0
+MAX_FROZEN = 4  # used contexts frozen and waiting for disposal; beyond this they are disposed of at once
 
 BrowserState = Literal["starting", "ready", "restarting", "crash_loop"]
 
@@ -152,6 +157,9 @@ class Chrome:
         self._pool_wanted = trio.Event()
         self._to_close, _ = trio.open_memory_channel[Tab](0)
         self._to_close.close()
+        self._tabs_out = 0                # fetch tabs handed out and not yet given back
+        self._idle = trio.Event()         # set while no fetch tab is out
+        self._idle.set()
 
     # --- what the rest of the daemon sees ----------------------------------------------------------
 
@@ -199,11 +207,18 @@ class Chrome:
         if tab is None:
             tab = await self._new_tab(browser)
         tab.uses += 1
+        self._tabs_out += 1
+        if self._idle.is_set():
+            self._idle = trio.Event()
         try:
             yield tab
         finally:
+            self._tabs_out -= 1
+            if self._tabs_out == 0:
+                self._idle.set()
             # Disposing of a context takes Chrome tens to hundreds of milliseconds: the answer need not
-            # wait for it. The closer task does it at once, and only then refills the pool.
+            # wait for it. The closer task recycles or freezes the tab at once; disposal and refills wait
+            # for a quiet moment.
             try:
                 self._to_close.send_nowait(tab)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -292,23 +307,40 @@ class Chrome:
     async def _serve(self, browser: Browser) -> None:
         # Unbounded, but never larger than the number of requests that ran: each gives back one tab.
         self._to_close, to_close = trio.open_memory_channel[Tab](float("inf"))
+        to_dispose, disposals = trio.open_memory_channel[tuple[Tab, float]](float("inf"))
         with single_error():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._closer, to_close)
+                nursery.start_soon(self._closer, to_close, to_dispose)
+                nursery.start_soon(self._disposer, disposals)
                 if self.config.context_pool > 0:
                     nursery.start_soon(self._fill_pool, browser)
                 await browser.conn.closed.wait()
                 nursery.cancel_scope.cancel()
         self._to_close.close()
 
-    async def _closer(self, to_close: trio.MemoryReceiveChannel[Tab]) -> None:
+    async def _closer(self, to_close: trio.MemoryReceiveChannel[Tab],
+                      to_dispose: trio.MemorySendChannel[tuple[Tab, float]]) -> None:
         async for tab in to_close:
             if await self._recycle(tab):
                 continue
+            # A page that ran may still be working (timers, layout, its own requests): frozen, it costs
+            # nothing while its context waits to be disposed of.
+            await freeze_tab(tab)
+            to_dispose.send_nowait((tab, trio.current_time()))
+
+    async def _disposer(self, disposals: trio.MemoryReceiveChannel[tuple[Tab, float]]) -> None:
+        async for tab, frozen_at in disposals:
+            if disposals.statistics().current_buffer_used < MAX_FROZEN:
+                await self.wait_quiet(frozen_at + BACKGROUND_DEFER_S)
             await close_tab(tab)
             # Refill after a request, not when its tab was taken: creating a context and a renderer
             # while the request's page loads would compete with it for the CPU.
             self._pool_wanted.set()
+
+    async def wait_quiet(self, deadline: float) -> None:
+        """Until no fetch tab is out, or the (trio clock) deadline."""
+        with trio.move_on_at(deadline):
+            await self._idle.wait()
 
     async def _recycle(self, tab: Tab) -> bool:
         """Put a tab whose request ended before any document was committed (the server's HTML sufficed, an
@@ -334,6 +366,7 @@ class Chrome:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
         while True:
             while len(self._pool) < self.config.context_pool:
+                await self.wait_quiet(trio.current_time() + BACKGROUND_DEFER_S)
                 try:
                     tab = await self._new_tab(browser)
                 except (BrowserCrashed, CDPError) as e:
@@ -421,6 +454,16 @@ async def _close_when_exits(proc: ChildProcess, conn: CDPConnection) -> None:
     await proc.wait()
     log.warning("Chrome (pid %d) exited with code %s", proc.pid, proc.returncode)
     conn.abort(f"Chrome exited with code {proc.returncode}")
+
+
+async def freeze_tab(tab: Tab) -> None:
+    """Stop the tab's page from running (its timers, tasks and rendering), bounded in time; a tab that
+    cannot be frozen is simply disposed of a little later."""
+    with trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
+        try:
+            await tab.call("Page.setWebLifecycleState", {"state": "frozen"})
+        except (CDPClosed, CDPError) as e:
+            log.debug("could not freeze a used tab: %s", e)
 
 
 async def close_tab(tab: Tab) -> None:

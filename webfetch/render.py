@@ -165,7 +165,7 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
 SETTLE_SCRIPT = r"""
 (() => {
   if (window.__webfetchSettle) return;
-  const st = {timers: new Set(), inflight: 0, lastMutation: performance.now()};
+  const st = {timers: new Map(), inflight: 0, lastMutation: performance.now()};  // timer id -> when due
   const oSet = window.setTimeout, oClear = window.clearTimeout;
   window.setTimeout = function (fn, ms, ...args) {
     const delay = Number(ms) || 0;
@@ -176,7 +176,7 @@ SETTLE_SCRIPT = r"""
       return typeof fn === "function" ? fn.apply(this, arguments) : (0, eval)(String(fn));
     };
     id = oSet.call(this, wrapped, ms, ...args);
-    st.timers.add(id);
+    st.timers.set(id, performance.now() + delay);
     return id;
   };
   window.clearTimeout = function (id) { st.timers.delete(id); return oClear.call(this, id); };
@@ -219,8 +219,11 @@ SETTLE_SCRIPT = r"""
         const loading = st.inflight > 0 || document.readyState === "loading";
         const quiet = now - st.lastMutation;
         // A short timer may be about to show the content, but one still pending after the DOM has been
-        // quiet this long (nothing loading either) is a page polling, animating or counting down.
-        const waitTimers = st.timers.size > 0 && quiet < timersQuietMs;
+        // quiet this long (nothing loading either) is a page polling, animating or counting down; unless
+        // a timer is overdue: then the page's scripts are behind (a busy machine), not idle.
+        let overdue = false;
+        for (const due of st.timers.values()) if (due < now - quietMs) { overdue = true; break; }
+        const waitTimers = st.timers.size > 0 && (quiet < timersQuietMs || overdue);
         if (!loading && !waitTimers && quiet >= quietMs) return resolve("settled");
         if (now - start >= capMs) return resolve(loading || st.timers.size > 0 ? "busy" : "changing");
         oSet(check, 25);
