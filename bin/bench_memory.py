@@ -3,11 +3,12 @@ its own, so that what the other rows left behind (cache, tabs) is not counted:
 1. soak: N mixed fetches (default 2 000) from 6 client threads: cold fetches of distinct corpus pages (then
    the same pages again with `fresh`), cache hits, script-built pages that must be rendered, a 404, an image
    (unsupported content type), and fetches given up on (a `cancel` op, or the connection closed) while the
-   server holds the page. Readings at baseline, after the first 200 and after all N, each taken once no
-   request is in flight and SETTLE_S more seconds have passed (the closer disposes of contexts, the pool
-   refills, Chrome reaps its renderers): RSS of the daemon, RSS of its Chrome processes summed, and the
-   counts that show a leak: Chrome processes, page targets and browser contexts (asked of Chrome itself
-   over CDP), the daemon's open fds and threads, and the cache's size (which grows by design).
+   server holds the page. Readings at baseline, after the first 200, after 500, 1 000 and 1 500 (to tell a
+   pool that grew to the load from steady growth) and after all N, each taken once no request is in flight
+   and SETTLE_S more seconds have passed (the closer disposes of contexts, the pool refills, Chrome reaps
+   its renderers): RSS of the daemon, RSS and PSS of its Chrome processes summed, and the counts that show
+   a leak: Chrome processes, page targets and browser contexts (asked of Chrome itself over CDP), the
+   daemon's open fds and threads, and the cache's size (which grows by design).
 2. peak PSS with 8 clients: 8 concurrent clients on 96 distinct cold pages; the PSS of the daemon and of its
    Chrome processes (/proc/PID/smaps_rollup) summed every ~50 ms; the peak next to Crawl4AI's.
 
@@ -36,7 +37,9 @@ from webfetch.client import Client, connect
 
 SETTLE_S = 5.0          # quiet seconds before each reading, once nothing is in flight
 SOAK_CLIENTS = 6
-CHECKPOINT = 200        # the issue compares the resources after 2 000 fetches with those after the first 200
+# The issue compares the resources after 2 000 fetches with those after the first 200; the readings in
+# between tell a plateau (a pool that grew to the load) from steady growth (a leak).
+CHECKPOINTS = (200, 500, 1000, 1500)
 FLAT_RATIO = 1.10       # the issue's bound: RSS after 2 000 within 10 % of after 200
 PEAK_CLIENTS = 8
 PEAK_PAGES = 96
@@ -144,19 +147,22 @@ def devtools_url(daemon_pid: int) -> str | None:
     return None
 
 
-def chrome_targets(daemon_pid: int) -> tuple[int, int]:
-    """(page targets, browser contexts) as Chrome itself lists them, over a CDP connection of our own
-    (read-only calls: it creates nothing). Contexts do not count the default one, which holds Chrome's first
-    blank tab; (-1, -1) when the browser cannot be reached."""
+def chrome_targets(daemon_pid: int) -> tuple[int, int, int]:
+    """(page targets, browser contexts, contexts without a page) as Chrome itself lists them, over a CDP
+    connection of our own (read-only calls: it creates nothing). Contexts do not count the default one, which
+    holds Chrome's first blank tab. Every fetch context holds a tab, so one without is one nobody will
+    dispose of. (-1, -1, -1) when the browser cannot be reached."""
     url = devtools_url(daemon_pid)
     if url is None:
-        return -1, -1
+        return -1, -1, -1
 
-    async def ask() -> tuple[int, int]:
+    async def ask() -> tuple[int, int, int]:
         async with open_cdp(url) as conn:
             targets = (await conn.call("Target.getTargets"))["targetInfos"]
             contexts = (await conn.call("Target.getBrowserContexts"))["browserContextIds"]
-        return sum(t["type"] == "page" for t in targets), len(contexts)
+        pages = [t for t in targets if t["type"] == "page"]
+        with_page = {t.get("browserContextId") for t in pages}
+        return len(pages), len(contexts), sum(c not in with_page for c in contexts)
     return trio.run(ask)
 
 
@@ -177,10 +183,12 @@ def settle(sock: Path) -> None:
 class Reading:
     daemon_rss_kb: int
     chrome_rss_kb: int
+    chrome_pss_kb: int
     chrome_processes: int
     other_children: int
     page_targets: int
     contexts: int
+    empty_contexts: int
     fds: int
     threads: int
     cache_entries: int
@@ -193,11 +201,12 @@ def reading(daemon: Any) -> Reading:
     pid = daemon.proc.pid
     below = descendants(pid)
     chrome = [p for p in below if is_chrome(p)]
-    pages, contexts = chrome_targets(pid)
+    pages, contexts, empty = chrome_targets(pid)
     cache = status(daemon.sock)["cache"]
-    return Reading(status_field(pid, "VmRSS"), sum(status_field(p, "VmRSS") for p in chrome), len(chrome),
-                   len(below) - len(chrome), pages, contexts, len(os.listdir(f"/proc/{pid}/fd")),
-                   status_field(pid, "Threads"), cache["entries"], cache["bytes"])
+    return Reading(status_field(pid, "VmRSS"), sum(status_field(p, "VmRSS") for p in chrome),
+                   sum(pss_kb(p) for p in chrome), len(chrome), len(below) - len(chrome), pages, contexts, empty,
+                   len(os.listdir(f"/proc/{pid}/fd")), status_field(pid, "Threads"), cache["entries"],
+                   cache["bytes"])
 
 
 # --- the soak ----------------------------------------------------------------------------------------------
@@ -288,7 +297,7 @@ def soak(daemon: Any, server: Any, site: Site, corpora: dict[str, list[dict]], n
     random.Random(14).shuffle(pages)  # both corpora in every stretch of the run, not one after the other
     load = SoakLoad(daemon.sock, server, site, pages)
     plan = load.plan(n)
-    first = min(CHECKPOINT, n)
+    marks = sorted({m for m in CHECKPOINTS if m < n} | {n})
     print(f"\nmemory soak: {n} mixed fetches from {SOAK_CLIENTS} client threads, one daemon; "
           f"{len(pages)} distinct corpus pages, then again with fresh; mix "
           + ", ".join(f"{kind} {share:.1%}" for kind, share in MIX), flush=True)
@@ -299,14 +308,15 @@ def soak(daemon: Any, server: Any, site: Site, corpora: dict[str, list[dict]], n
     try:
         readings = [reading(daemon)]
         with ThreadPoolExecutor(SOAK_CLIENTS) as pool:
-            for part in (plan[:first], plan[first:]):
-                outcomes.update(pool.map(load.one, part))
+            for start, end in zip([0, *marks], marks, strict=False):
+                outcomes.update(pool.map(load.one, plan[start:end]))
                 readings.append(reading(daemon))
+                print(f"   ... {end} fetches done after {time.monotonic() - started:.0f} s", flush=True)
     finally:
         site.stall.set()
         daemon.stop()
     elapsed = time.monotonic() - started
-    print_soak(readings, [0, first, n])
+    print_soak(readings, [0, *marks])
     unexpected = {f"{k} -> {o}": c for (k, o), c in outcomes.items() if EXPECTED[k] != o}
     print(f"{n} fetches in {elapsed:.0f} s (readings included); {load.rendered} rendered by Chrome; "
           f"{load.hits_missed} cache hits missed; unexpected outcomes: {unexpected or 'none'}")
@@ -318,13 +328,15 @@ def soak(daemon: Any, server: Any, site: Site, corpora: dict[str, list[dict]], n
 
 def print_soak(readings: list[Reading], after: list[int]) -> None:
     heads = ["baseline" if a == 0 else f"after {a}" for a in after]
-    print(f"{'resource':30}" + "".join(f"{h:>12}" for h in heads) + f"{'last/200':>10}")
+    print(f"{'resource':26}" + "".join(f"{h:>11}" for h in heads) + f"{'last/' + str(after[1]):>10}")
     rows = [("daemon RSS, MiB", lambda r: r.daemon_rss_kb / MIB),
             ("Chrome RSS summed, MiB", lambda r: r.chrome_rss_kb / MIB),
+            ("Chrome PSS summed, MiB", lambda r: r.chrome_pss_kb / MIB),
             ("Chrome processes", lambda r: r.chrome_processes),
             ("other child processes", lambda r: r.other_children),
             ("page targets (tabs)", lambda r: r.page_targets),
             ("browser contexts", lambda r: r.contexts),
+            ("  of them without a tab", lambda r: r.empty_contexts),
             ("daemon open fds", lambda r: r.fds),
             ("daemon threads", lambda r: r.threads),
             ("cache entries", lambda r: r.cache_entries),
@@ -333,7 +345,7 @@ def print_soak(readings: list[Reading], after: list[int]) -> None:
         cells = [value(r) for r in readings]
         ratio = cells[-1] / cells[1] if len(cells) > 2 and cells[1] else float("nan")
         flag = "  over 10 %" if "RSS" in name and ratio > FLAT_RATIO else ""
-        print(f"{name:30}" + "".join(f"{c:12.1f}" if isinstance(c, float) else f"{c:12d}" for c in cells)
+        print(f"{name:26}" + "".join(f"{c:11.1f}" if isinstance(c, float) else f"{c:11d}" for c in cells)
               + f"{ratio:9.3f}x{flag}")
 
 
