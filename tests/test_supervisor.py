@@ -1,6 +1,7 @@
 """Layer 1: the Chrome actor's supervisor on the mock clock, with browsers that a script starts, fails
 and kills: backoff while a browser cannot start, at once after a healthy run, a crash loop that makes
-requests fail fast, and recovery from it."""
+requests fail fast, and recovery from it; and a tab request cancelled while Chrome makes its context
+leaves no context behind."""
 
 from __future__ import annotations
 
@@ -120,3 +121,42 @@ def test_the_restart_policy_backs_off_doubles_caps_and_resets():
     fresh.after_down(0.0, None, 0.1)
     fresh.after_down(1.0, None, 1.1)
     assert fresh.after_down(2.0, None, 70.0)[1] == 0.5
+
+
+class SlowContextConnection(FakeConnection):
+    """A browser that takes a second to make a browser context, and keeps account of the contexts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.contexts: set[str] = set()
+        self.made = 0
+
+    async def call(self, method: str, params: dict | None = None, session_id: str | None = None) -> dict:
+        await trio.lowlevel.checkpoint()  # as a real call does
+        if method == "Target.createBrowserContext":
+            await trio.sleep(1.0)
+            self.made += 1
+            self.contexts.add(f"ctx{self.made}")
+            return {"browserContextId": f"ctx{self.made}"}
+        if method == "Target.disposeBrowserContext":
+            self.contexts.discard(params["browserContextId"])
+        return {"targetId": "t", "sessionId": "s"}
+
+
+async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_context(autojump_clock, nursery):
+    conn = SlowContextConnection()
+
+    @asynccontextmanager
+    async def one_browser(generation: int) -> AsyncIterator[Browser]:
+        yield Browser(conn, "Scripted/1.0", generation)  # type: ignore[arg-type]
+        await conn.closed.wait()
+
+    chrome = Chrome(BrowserConfig(endpoint="ws://127.0.0.1:9/devtools/browser/x", context_pool=0), AddressPolicy(),
+                    opener=one_browser)
+    await nursery.start(chrome.run)
+    with trio.move_on_after(0.1) as cancelled:
+        async with chrome.open_tab():
+            pass
+    assert cancelled.cancelled_caught
+    await trio.sleep(5)  # the context Chrome made after the cancel, and its disposal
+    assert conn.made == 1 and conn.contexts == set()

@@ -9,6 +9,7 @@ its action: the session and its tabs stay usable.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
@@ -144,10 +145,15 @@ class Browse:
         browser, context = await self.chrome.open_context()
         session = Session(name, browser, context)
         try:
-            await browser.conn.call("Browser.setDownloadBehavior", {"behavior": "deny", "browserContextId": context})
-        except CDPError:
-            pass
-        await self._nursery.start(self._session_main, session)
+            with contextlib.suppress(CDPError):
+                await browser.conn.call("Browser.setDownloadBehavior",
+                                        {"behavior": "deny", "browserContextId": context})
+            await self._nursery.start(self._session_main, session)
+        except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+                with contextlib.suppress(CDPClosed, CDPError):
+                    await browser.conn.call("Target.disposeBrowserContext", {"browserContextId": context})
+            raise
         self.sessions[name] = session
         await self._watch(browser)
         return session
