@@ -73,6 +73,21 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid(int(p)) == pid]
 
 
+def renderers(pid: int) -> list[int]:
+    """Chrome's renderer processes: those below its process `pid` started with --type=renderer."""
+    found, todo = [], children(pid)
+    while todo:
+        p = todo.pop()
+        todo += children(p)
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"--type=renderer" in f.read():  # zygote children rewrite theirs as one string
+                    found.append(p)
+        except OSError:
+            pass
+    return found
+
+
 def gone(pids: list[int], timeout: float = 10.0) -> bool:
     """True once none of `pids` is alive, False if one still is after `timeout` seconds."""
     deadline = time.monotonic() + timeout

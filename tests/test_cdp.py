@@ -169,5 +169,6 @@ def test_feature_flags_are_merged_because_chrome_honours_only_the_last():
     disabled = [a for a in cmd if a.startswith("--disable-features=")]
     assert len(disabled) == 1
     assert disabled[0].split("=", 1)[1].split(",") == [
-        "Translate", "MediaRouter", "OptimizationHints", "IsolateOrigins", "site-per-process", "Foo"]
+        "Translate", "MediaRouter", "OptimizationHints", "IsolateOrigins", "site-per-process", "WebUIOmniboxPopup",
+        "WebUIOmniboxAimPopup", "Foo"]
     assert "--enable-features=Bar" in cmd and "--proxy-server=x" in cmd and cmd[-1] == "about:blank"

@@ -12,7 +12,7 @@ import trio
 from webfetch.config import BrowserConfig, Config, FetchConfig
 
 from .conftest import make_config
-from .helpers import pid_alive
+from .helpers import pid_alive, renderers
 from .site import ARTICLE_TEXT, CYRILLIC, simple_page
 
 
@@ -285,6 +285,21 @@ async def test_a_rendered_page_stops_at_its_answer_and_its_context_goes_once_no_
     with trio.fail_after(10):  # nothing loads now: its context is disposed of
         while any("/ticking" in t["url"] for t in await daemon.page_targets()):
             await trio.sleep(0.05)
+
+
+async def test_a_fetch_tab_costs_chrome_one_renderer_process(start_daemon, site):
+    d = await start_daemon(make_config(browser=BrowserConfig(context_pool=0)))  # no tabs made ahead
+    chrome = (await d.daemon.chrome.wait_browser()).pid
+    before = renderers(chrome)
+    c = await d.client()
+    await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})  # its tab stays open
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    await trio.sleep(0.5)  # a second renderer (the address bar's popup, which Chrome preloads) would be up
+    assert len(set(renderers(chrome)) - set(before)) == 1
+    site.stall.set()
+    assert (await c.terminal("slow"))["type"] == "result"
 
 
 async def _wait_no_new_tabs(daemon, before: set[str]) -> None:
