@@ -57,6 +57,7 @@ class ScriptedTab:
         self.uses = 1
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.reuse_allowed = False
+        self.shown = False               # the window was restored for a page to render
         self.navigated: list[str] = []   # documents committed, in order
         self.failed: list[tuple[str, str]] = []  # (url, reason) of requests failed by the renderer
         self._events = _Events()
@@ -73,6 +74,9 @@ class ScriptedTab:
 
     def connect_failure(self, host: str) -> None:
         return None
+
+    async def show(self) -> None:
+        self.shown = True
 
     def allow_reuse(self) -> None:
         self.reuse_allowed = True

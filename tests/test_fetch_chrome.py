@@ -44,6 +44,24 @@ async def test_javascript_rendered_content_is_captured(daemon, site):
     assert "Loading" not in r["content"]
 
 
+# A page that writes its text in an animation frame, as frameworks do: a hidden page gets none.
+FRAME_PAGE = """<!doctype html><html><head><title>Frames</title></head><body><main id="m"></main><script>
+requestAnimationFrame(function () {
+  document.getElementById("m").innerHTML = "<p>%s</p><p>The page was " + document.visibilityState + ".</p>";
+});
+</script></body></html>"""
+
+
+async def test_a_page_renders_in_a_visible_window(daemon, site):
+    # fetch tabs wait minimized (Chrome then repaints nothing while a navigation runs); before a page is
+    # rendered in one its window is restored, so the page sees what a person's browser shows it
+    site.html("/frames", FRAME_PAGE % ARTICLE_TEXT[0])
+    await daemon.fetch(site.url("/article"))  # a pooled tab, used and recycled without rendering
+    r = await daemon.fetch(site.url("/frames"))
+    assert r["type"] == "result", r
+    assert ARTICLE_TEXT[0] in r["content"] and "The page was visible." in r["content"], r["content"]
+
+
 # Content that arrives in three parts 300 ms apart, then a timer that polls for ever and changes nothing
 # (as analytics and carousels do).
 POLLING_PAGE = """<!doctype html><html><head><title>Polling</title></head><body><main id="m"></main><script>

@@ -72,9 +72,31 @@ class Tab:
         self.session_id = session_id
         self.uses = 0                 # requests served so far
         self._reuse_allowed = False
+        self.minimized_window: int | None = None  # the tab's window, while it is minimized
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.browser.conn.call(method, params, self.session_id)
+
+    async def minimize(self) -> None:
+        """Minimize the tab's window while no page runs in it: Chrome then stops repainting the window's
+        toolbar and tab during each navigation, ~18 ms of its CPU per fetch that is never rendered."""
+        try:
+            window = (await self.browser.conn.call("Browser.getWindowForTarget",
+                                                   {"targetId": self.target_id}))["windowId"]
+            await self.browser.conn.call("Browser.setWindowBounds",
+                                         {"windowId": window, "bounds": {"windowState": "minimized"}})
+        except CDPError as e:
+            log.debug("could not minimize a tab's window: %s", e)
+        else:
+            self.minimized_window = window
+
+    async def show(self) -> None:
+        """Restore the tab's window before a page renders in it: in a minimized window the page is hidden
+        (no animation frames, no intersection observers), as it would be for a person."""
+        window, self.minimized_window = self.minimized_window, None
+        if window is not None:
+            await self.browser.conn.call("Browser.setWindowBounds",
+                                         {"windowId": window, "bounds": {"windowState": "normal"}})
 
     @contextmanager
     def subscribe(self) -> Iterator[Subscription]:
@@ -392,6 +414,7 @@ class Chrome:
                                            {"targetId": target, "flatten": True}))["sessionId"]
                 tab = Tab(browser, ctx, target, session)
                 await self._set_up(tab)
+                await tab.minimize()
             except BaseException:
                 with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
                     try:

@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(config: Config, path: Path, args: argparse.Namespace) -> int:
     import trio
 
-    from .daemon import DaemonError, serve
+    from .daemon import DaemonError, limit_malloc_arenas, serve
 
+    limit_malloc_arenas()  # before any thread exists
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

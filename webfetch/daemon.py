@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import logging
 import os
@@ -216,6 +217,23 @@ class Daemon:
         with trio.move_on_after(1.0):
             await self.server.wait_no_requests()
             await self.server.wait_flushed()  # the `shutting_down` frames reach their clients
+
+
+# glibc's mallopt parameter for the number of malloc arenas.
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas() -> None:
+    """Let the daemon's threads share two malloc arenas instead of glibc's up to 8 per core: each thread
+    that extracts a page, resolves a name or reads a file would otherwise get an arena of its own, and
+    fragments of freed pages kept in many arenas make the RSS creep. Measured with bin/bench_memory (1 000
+    mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB by default, 131 -> 158 MiB with two
+    arenas (the cache holding 5.6 MiB of it). A no-op where the C library is not glibc."""
+    try:
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):
+        pass
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:

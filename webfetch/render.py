@@ -544,6 +544,7 @@ class _Render:
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
         kept = [h for h in headers if h.get("name", "").lower() not in
                 ("content-encoding", "content-length", "transfer-encoding")]
+        await self.tab.show()
         await self.tab.call("Fetch.fulfillRequest", {
             "requestId": rid, "responseCode": status, "responseHeaders": kept,
             "body": base64.b64encode(body).decode()})
