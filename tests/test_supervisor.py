@@ -1,7 +1,7 @@
 """Layer 1: the Chrome actor's supervisor on the mock clock, with browsers that a script starts, fails
 and kills: backoff while a browser cannot start, at once after a healthy run, a crash loop that makes
-requests fail fast, and recovery from it; and a tab request cancelled while Chrome makes its context
-leaves no context behind."""
+requests fail fast, and recovery from it; and the tabs it hands out: a request cancelled while Chrome
+makes its context leaves no context behind, and recycled tabs beyond the pool go after a quiet while."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ class SlowContextConnection(FakeConnection):
             return {"browserContextId": f"ctx{self.made}"}
         if method == "Target.disposeBrowserContext":
             self.contexts.discard(params["browserContextId"])
-        return {"targetId": "t", "sessionId": "s"}
+        return {"targetId": "t", "sessionId": "s", "windowId": 1}
 
 
 async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_context(autojump_clock, nursery):
@@ -160,3 +160,30 @@ async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_conte
     assert cancelled.cancelled_caught
     await trio.sleep(5)  # the context Chrome made after the cancel, and its disposal
     assert conn.made == 1 and conn.contexts == set()
+
+
+async def test_recycled_tabs_beyond_the_pool_are_disposed_of_after_a_quiet_while(autojump_clock, nursery):
+    conn = SlowContextConnection()
+
+    @asynccontextmanager
+    async def one_browser(generation: int) -> AsyncIterator[Browser]:
+        yield Browser(conn, "Scripted/1.0", generation)  # type: ignore[arg-type]
+        await conn.closed.wait()
+
+    config = BrowserConfig(endpoint="ws://127.0.0.1:9/devtools/browser/x", context_pool=1, max_renders=4)
+    chrome = Chrome(config, AddressPolicy(), opener=one_browser)
+    await nursery.start(chrome.run)
+    await trio.sleep(2)  # the pool's one tab is made
+
+    async def fetch_without_a_page() -> None:
+        async with chrome.open_tab() as tab:
+            await trio.sleep(1)
+            tab.allow_reuse()  # its request ended at the server's answer: the tab is recycled
+
+    async with trio.open_nursery() as fetches:
+        for _ in range(4):
+            fetches.start_soon(fetch_without_a_page)
+    await trio.sleep(5)
+    assert len(chrome.idle_tabs) == 4 and len(conn.contexts) == 4  # kept while fetches come
+    await trio.sleep(30)
+    assert len(chrome.idle_tabs) == 1 and len(conn.contexts) == 1  # back to context_pool

@@ -38,6 +38,9 @@ MAX_TAB_USES = 100  # a recycled tab is retired after this many requests all the
 # moment when no fetch is loading (bin/bench's row 2c, a fetch right after a rendered page).
 BACKGROUND_DEFER_S = 1.0
 MAX_FROZEN = 4  # used contexts frozen and waiting for disposal; beyond this they are disposed of at once
+# Recycled tabs beyond context_pool (one per page that may load at once) are kept while fetches come; after
+# this long without one they are disposed of, giving their renderer processes' memory back.
+POOL_SHRINK_S = 30.0
 
 BrowserState = Literal["starting", "ready", "restarting", "crash_loop"]
 
@@ -183,6 +186,7 @@ class Chrome:
         self._tabs_out = 0                # fetch tabs handed out and not yet given back
         self._idle = trio.Event()         # set while no fetch tab is out
         self._idle.set()
+        self._busy = trio.Event()         # set while one is
 
     # --- what the rest of the daemon sees ----------------------------------------------------------
 
@@ -231,13 +235,15 @@ class Chrome:
             tab = await self._new_tab(browser)
         tab.uses += 1
         self._tabs_out += 1
-        if self._idle.is_set():
+        if self._tabs_out == 1:
             self._idle = trio.Event()
+            self._busy.set()
         try:
             yield tab
         finally:
             self._tabs_out -= 1
             if self._tabs_out == 0:
+                self._busy = trio.Event()
                 self._idle.set()
             # Disposing of a context takes Chrome tens to hundreds of milliseconds: the answer need not
             # wait for it. The closer task recycles or freezes the tab at once; disposal and refills wait
@@ -335,6 +341,7 @@ class Chrome:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._closer, to_close, to_dispose)
                 nursery.start_soon(self._disposer, disposals)
+                nursery.start_soon(self._shrink_when_idle)
                 if self.config.context_pool > 0:
                     nursery.start_soon(self._fill_pool, browser)
                 await browser.conn.closed.wait()
@@ -359,6 +366,19 @@ class Chrome:
             # Refill after a request, not when its tab was taken: creating a context and a renderer
             # while the request's page loads would compete with it for the CPU.
             self._pool_wanted.set()
+
+    async def _shrink_when_idle(self) -> None:
+        while True:
+            await self._idle.wait()
+            busy = self._busy
+            with trio.move_on_after(POOL_SHRINK_S) as quiet:
+                await busy.wait()
+            if quiet.cancelled_caught:
+                keep = self.config.context_pool
+                surplus, self._pool = self._pool[:len(self._pool) - keep], self._pool[len(self._pool) - keep:]
+                for tab in surplus:
+                    await close_tab(tab)
+                await busy.wait()  # until the next fetch
 
     async def wait_quiet(self, deadline: float) -> None:
         """Until no fetch tab is out, or the (trio clock) deadline."""
