@@ -13,7 +13,7 @@ import trio
 
 from webfetch.errors import BrowserCrashed
 from webfetch.extractor import Extracted
-from webfetch.render import DCL_GRACE_S, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from webfetch.render import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from webfetch.urls import AddressPolicy, IPAddress
 
 from .scripted_browser import Page, ScriptedTab
@@ -100,8 +100,8 @@ async def test_a_dom_content_loaded_that_never_fires_is_waited_for_a_bounded_tim
     outcome = await run(tab, f"{BASE}/stuck")
     waited = trio.current_time() - start
     assert isinstance(outcome, RenderedDom)
-    # the grace for DOMContentLoaded, then settle_s for the load event, and no longer
-    assert waited == pytest.approx(max(SETTLE_S, DCL_GRACE_S) + SETTLE_S, abs=0.1)
+    # settle_s from the commit for the whole document (DOMContentLoaded, load, settle), and no longer
+    assert waited == pytest.approx(SETTLE_S, abs=0.01)
     assert ("Page.stopLoading", {}) in tab.calls
     assert any("stopped loading after waiting 2 s" in n for n in outcome.response.notes)
 

@@ -37,7 +37,7 @@ SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending
 # second is polling or animating (analytics, carousels, countdowns), not about to show the content;
 # waiting it out cost such pages the whole settle_s (2 s) in bin/bench's rendered row.
 SETTLE_TIMERS_QUIET_MS = 500
-DCL_GRACE_S = 5.0            # after the document arrived, how long a stalled parser may hold it back
+SETTLE_MIN_S = 0.1           # the quiet check a document gets even when loading used its whole budget
 META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
 IO_CHUNK = 1 << 20
 
@@ -640,21 +640,23 @@ class _Render:
     async def _read_document(self, doc: _Document, nursery: trio.Nursery) -> bool:
         """DOMContentLoaded → load → settle → capture → meta refresh, for one committed document.
         False when it was replaced on the way (the caller follows the new one)."""
-        # A parser-blocking script that never arrives holds DOMContentLoaded back for ever; the
-        # document parsed so far is still worth reading.
-        with trio.move_on_after(max(self.settle_s, DCL_GRACE_S)):
+        # The document's whole budget from its commit is settle_s: a parser-blocking script that never
+        # arrives (no DOMContentLoaded), resources that hold the load event back and scripts that never
+        # settle all end there, with the document as it is then (what was parsed is worth reading).
+        deadline = trio.current_time() + self.settle_s
+        with trio.move_on_at(deadline):
             await doc.dom_ready.wait()
         if doc.gone.is_set():
             return False
         self.marks["dom"] = time.monotonic()
-        with trio.move_on_after(self.settle_s):
+        with trio.move_on_at(deadline):
             await doc.loaded.wait()
         if doc.gone.is_set():
             return False
         if not doc.loaded.is_set():
             await self._stop_loading()
         self.marks["load"] = time.monotonic()
-        self.settle_state = await self._settle()
+        self.settle_state = await self._settle(max(deadline - trio.current_time(), SETTLE_MIN_S))
         self.marks["settle"] = time.monotonic()
         if doc.gone.is_set() or self.settle_state is None:
             return False
@@ -696,10 +698,10 @@ class _Render:
             return None
         return reply["result"].get("value")
 
-    async def _settle(self) -> str | None:
+    async def _settle(self, cap_s: float) -> str | None:
         """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
         state = await self._evaluate(
-            f"window.__webfetchSettle ? window.__webfetchSettle({self.settle_s * 1000:.0f}, "
+            f"window.__webfetchSettle ? window.__webfetchSettle({cap_s * 1000:.0f}, "
             f"{SETTLE_QUIET_MS}, {SETTLE_TIMERS_QUIET_MS}) : 'settled'", await_promise=True)
         return state if isinstance(state, str) else None
 
