@@ -154,3 +154,32 @@ def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
     out = extract_html(html, "http://site.test/article")
     assert all(s in out.markdown for s in ARTICLE_TEXT)
     assert "Another story about rivers" not in out.markdown
+
+
+GUIDE_SECTIONS = [
+    ("install", "Installing", "Frob installs from the package index with pip, into a virtual environment of its own "
+                              "so that its dependencies never clash with the system's packages."),
+    ("configure", "Configuring", "Frob reads its settings from a TOML file in the user's configuration directory when "
+                                 "it starts; the environment overrides any of them."),
+    ("run", "Running", "Start frob with the name of the widget to frobnicate: it writes its progress to standard "
+                       "error and the frobnicated widget to standard output.")]
+
+
+def _guide(head: str) -> str:
+    body = "".join(f'<h2 id="{anchor}"><a href="#{anchor}">{title}</a><a class="headerlink" href="#{anchor}">¶</a>'
+                   f"</h2><p>{text}</p>" for anchor, title, text in GUIDE_SECTIONS)
+    return (f"<!doctype html><html><head><title>Frob guide</title>{head}</head><body>"
+            f'<nav><a href="/">Home</a> <a href="/docs">Docs</a></nav>'
+            f"<article><h1>The frob guide</h1>{body}</article><footer>Frob project</footer></body></html>")
+
+
+@pytest.mark.parametrize("head", ["", '<meta property="og:type" content="article">'
+                                      '<meta property="article:published_time" content="2026-01-05">'])
+def test_headings_that_link_to_their_own_section_keep_their_title_as_text(head: str):
+    """Documentation makes every heading a link to itself, with a "¶" permalink beside it: trafilatura took
+    such headings for links (the precise cut dropped them as navigation); the reader gets the titles."""
+    out = extract_html(_guide(head), "http://site.test/guide")
+    assert out.markdown.startswith("# The frob guide")
+    for _, title, text in GUIDE_SECTIONS:
+        assert f"## {title}\n\n{text}" in out.markdown
+    assert "¶" not in out.markdown and "#install" not in out.markdown

@@ -280,6 +280,23 @@ def _parsed(html: str | bytes) -> lxml.html.HtmlElement | None:
         return None
 
 
+# A link inside a heading to a place on the same page: a section's permalink ("#options"), or the heading
+# made a link to itself. Documentation pages have one on every heading.
+_SECTION_LINKS = "|".join(f"//h{level}//a[starts-with(@href, '#')]" for level in range(1, 7))
+
+
+def _unlink_section_headings(doc: lxml.html.HtmlElement) -> None:
+    """Headings keep their text without the links to their own section: to trafilatura such a heading is
+    a link, which its link-density rule drops as navigation (in its precise mode most of all), and the
+    section loses its title. A link without words (a "¶" or "#" permalink) goes; a linked title stays as
+    text. In a page's text these links lead nowhere."""
+    for link in doc.xpath(_SECTION_LINKS):
+        if _WORD.search(link.text_content()):
+            link.drop_tag()
+        else:
+            link.drop_tree()
+
+
 def _qa_answers(doc: lxml.html.HtmlElement, main: str, cues: Cues) -> str | None:
     """A Q&A page: readability's answers under the page's heading, when they hold at least QA_MIN_SHARE
     of trafilatura's text `main` (trafilatura keeps the question and drops most answers)."""
@@ -328,6 +345,7 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
     cues = page_cues(doc)
     if doc is None:
         return _main_or_fallback("", doc, cues, title)
+    _unlink_section_headings(doc)
     main = trafilatura_markdown(doc, url).strip()
     answers = _qa_answers(doc, main, cues)
     if answers is not None:
