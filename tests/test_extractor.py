@@ -143,13 +143,25 @@ def test_a_product_page_keeps_its_name_price_and_spec_table():
     assert "Customers also bought" not in out.markdown and "Free shipping" not in out.markdown
 
 
+def test_a_product_page_that_a_theme_marks_as_an_article_is_still_read_as_a_product():
+    """og:type "article" on an undated page is a site-wide default, not a statement: the page is read as a
+    page of its own type (recall mode), its name and spec heading kept. Dated, it would be an article, and
+    the article's cut would drop both."""
+    page = PRODUCT_PAGE.replace('content="product"', 'content="article"')
+    assert extract_html(page, "http://site.test/p/lumen-14").markdown == \
+        extract_html(PRODUCT_PAGE, "http://site.test/p/lumen-14").markdown
+    dated = page.replace("</head>", '<meta property="article:published_time" content="2026-01-05"></head>')
+    assert "# Lumen 14 laptop" not in extract_html(dated, "http://site.test/p/lumen-14").markdown
+
+
 def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
-    """og:type article: trafilatura's precise mode drops the related-links block its default keeps, and
-    readability, which keeps no such block either, agrees with the cut."""
+    """og:type article on a dated page: trafilatura's precise mode drops the related-links block its default
+    keeps, and readability, which keeps no such block either, agrees with the cut."""
     related = "".join(f"<li><a href='/more/{i}'>Another story about rivers and their wildlife, part {i}</a></li>"
                       for i in range(6))
     html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
-                                 'content="article">').replace(
+                                 'content="article"><meta property="article:published_time" '
+                                 'content="2026-01-05T08:00:00Z">').replace(
         "</article>", f"<div class='related-stories'><h3>Read next</h3><ul>{related}</ul></div></article>")
     out = extract_html(html, "http://site.test/article")
     assert all(s in out.markdown for s in ARTICLE_TEXT)

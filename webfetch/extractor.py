@@ -51,6 +51,17 @@ QA_MIN_SHARE = 0.5
 ARTICLE_TYPES = frozenset({"Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "TechArticle",
                            "OpinionNewsArticle", "AnalysisNewsArticle", "ReviewNewsArticle", "LiveBlogPosting",
                            "SocialMediaPosting"})
+# og:type "article" is also what Open Graph plugins and themes put on every page of a site that is not its
+# home page (a product, a service, a documentation page): it counts as the article cue on a page that
+# carries a date, which articles do: Open Graph's article:published_time, schema.org's datePublished
+# (microdata or JSON-LD), an HTML time element. A schema.org article type is a statement about the page
+# and counts alone. Chosen on the "choose" half (bin/bench's `half`): F1 0.884 -> 0.887 on its wcxb pages
+# (documentation, forum and service pages marked as articles had got the article's cut), aeb's unchanged;
+# requiring a date beside schema.org types too cost aeb's choose half 0.0025 (an article dated only in a
+# script) and gained nothing on wcxb's.
+_DATED = ('//meta[@property="article:published_time" or @name="article:published_time"]'
+          ' | //*[@itemprop="datePublished"] | //time')
+_LD_SCRIPTS = '//script[@type="application/ld+json"]/text()'
 _LD_TYPE = re.compile(r'"@type"\s*:\s*(?:"([^"]+)"|\[([^\]]*)\])')
 _QUOTED = re.compile(r'"([^"]+)"')
 _WORD = re.compile(r"\w+")
@@ -87,18 +98,23 @@ def _title(doc: lxml.html.HtmlElement | None) -> str | None:
 class Cues:
     """What a page says about its own type, in its markup (never its address or site)."""
 
-    article: bool  # og:type "article" or a schema.org article type
+    article: bool  # a schema.org article type, or og:type "article" on a dated page
     qa_page: bool  # a schema.org QAPage: a question with its answers
 
 
 def schema_types(doc: lxml.html.HtmlElement) -> set[str]:
     """The schema.org types a page declares, in JSON-LD (@type, also inside @graph) and in microdata."""
     types: set[str] = set()
-    for script in doc.xpath('//script[@type="application/ld+json"]/text()'):
+    for script in doc.xpath(_LD_SCRIPTS):
         for one, many in _LD_TYPE.findall(script):
             types.update([one] if one else _QUOTED.findall(many))
     types.update(t.rstrip("/").rsplit("/", 1)[-1] for t in doc.xpath("//@itemtype") for t in t.split())
     return {t.rsplit(":", 1)[-1] for t in types}
+
+
+def dated(doc: lxml.html.HtmlElement) -> bool:
+    """Whether the page gives a date for itself (see _DATED)."""
+    return bool(doc.xpath(_DATED)) or any('"datePublished"' in script for script in doc.xpath(_LD_SCRIPTS))
 
 
 def page_cues(doc: lxml.html.HtmlElement | None) -> Cues:
@@ -106,7 +122,8 @@ def page_cues(doc: lxml.html.HtmlElement | None) -> Cues:
         return Cues(article=False, qa_page=False)
     types = schema_types(doc)
     og_type = " ".join(doc.xpath('//meta[@property="og:type"]/@content')).strip().lower()
-    return Cues(article=og_type == "article" or bool(types & ARTICLE_TYPES), qa_page="QAPage" in types)
+    article = bool(types & ARTICLE_TYPES) or (og_type == "article" and dated(doc))
+    return Cues(article=article, qa_page="QAPage" in types)
 
 
 def marked_main(doc: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
