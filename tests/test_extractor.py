@@ -168,6 +168,23 @@ def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
     assert "Another story about rivers" not in out.markdown
 
 
+
+def test_the_precise_cut_may_take_away_more_than_it_keeps_when_readability_agrees():
+    """A short dated article with more teaser headlines under it than article: the precise cut drops them,
+    half the text and more, and readability, which keeps no teaser either, agrees; the reader gets the
+    article alone."""
+    teasers = "".join(f"<p><a href='/story/{i}'>Otters, beavers and kingfishers: story {i} from the valley's "
+                      f"rivers</a></p>" for i in range(8))
+    html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
+                                 'content="article"><meta property="article:published_time" '
+                                 'content="2026-01-05T08:00:00Z">').replace(
+        "</article>", f"<div class='more'><h3>More from the valley</h3>{teasers}</div></article>")
+    out = extract_html(html, "http://site.test/article")
+    assert out.markdown.startswith("# Otters return to the valley")
+    assert all(s in out.markdown for s in ARTICLE_TEXT)
+    assert "from the valley's rivers" not in out.markdown and "More from the valley" not in out.markdown
+
+
 GUIDE_SECTIONS = [
     ("install", "Installing", "Frob installs from the package index with pip, into a virtual environment of its own "
                               "so that its dependencies never clash with the system's packages."),
