@@ -143,14 +143,72 @@ def test_a_product_page_keeps_its_name_price_and_spec_table():
     assert "Customers also bought" not in out.markdown and "Free shipping" not in out.markdown
 
 
+def test_a_product_page_that_a_theme_marks_as_an_article_is_still_read_as_a_product():
+    """og:type "article" on an undated page is a site-wide default, not a statement: the page is read as a
+    page of its own type (recall mode), its name and spec heading kept. Dated, it would be an article, and
+    the article's cut would drop both."""
+    page = PRODUCT_PAGE.replace('content="product"', 'content="article"')
+    assert extract_html(page, "http://site.test/p/lumen-14").markdown == \
+        extract_html(PRODUCT_PAGE, "http://site.test/p/lumen-14").markdown
+    dated = page.replace("</head>", '<meta property="article:published_time" content="2026-01-05"></head>')
+    assert "# Lumen 14 laptop" not in extract_html(dated, "http://site.test/p/lumen-14").markdown
+
+
 def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
-    """og:type article: trafilatura's precise mode drops the related-links block its default keeps, and
-    readability, which keeps no such block either, agrees with the cut."""
+    """og:type article on a dated page: trafilatura's precise mode drops the related-links block its default
+    keeps, and readability, which keeps no such block either, agrees with the cut."""
     related = "".join(f"<li><a href='/more/{i}'>Another story about rivers and their wildlife, part {i}</a></li>"
                       for i in range(6))
     html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
-                                 'content="article">').replace(
+                                 'content="article"><meta property="article:published_time" '
+                                 'content="2026-01-05T08:00:00Z">').replace(
         "</article>", f"<div class='related-stories'><h3>Read next</h3><ul>{related}</ul></div></article>")
     out = extract_html(html, "http://site.test/article")
     assert all(s in out.markdown for s in ARTICLE_TEXT)
     assert "Another story about rivers" not in out.markdown
+
+
+
+def test_the_precise_cut_may_take_away_more_than_it_keeps_when_readability_agrees():
+    """A short dated article with more teaser headlines under it than article: the precise cut drops them,
+    half the text and more, and readability, which keeps no teaser either, agrees; the reader gets the
+    article alone."""
+    teasers = "".join(f"<p><a href='/story/{i}'>Otters, beavers and kingfishers: story {i} from the valley's "
+                      f"rivers</a></p>" for i in range(8))
+    html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
+                                 'content="article"><meta property="article:published_time" '
+                                 'content="2026-01-05T08:00:00Z">').replace(
+        "</article>", f"<div class='more'><h3>More from the valley</h3>{teasers}</div></article>")
+    out = extract_html(html, "http://site.test/article")
+    assert out.markdown.startswith("# Otters return to the valley")
+    assert all(s in out.markdown for s in ARTICLE_TEXT)
+    assert "from the valley's rivers" not in out.markdown and "More from the valley" not in out.markdown
+
+
+GUIDE_SECTIONS = [
+    ("install", "Installing", "Frob installs from the package index with pip, into a virtual environment of its own "
+                              "so that its dependencies never clash with the system's packages."),
+    ("configure", "Configuring", "Frob reads its settings from a TOML file in the user's configuration directory when "
+                                 "it starts; the environment overrides any of them."),
+    ("run", "Running", "Start frob with the name of the widget to frobnicate: it writes its progress to standard "
+                       "error and the frobnicated widget to standard output.")]
+
+
+def _guide(head: str) -> str:
+    body = "".join(f'<h2 id="{anchor}"><a href="#{anchor}">{title}</a><a class="headerlink" href="#{anchor}">¶</a>'
+                   f"</h2><p>{text}</p>" for anchor, title, text in GUIDE_SECTIONS)
+    return (f"<!doctype html><html><head><title>Frob guide</title>{head}</head><body>"
+            f'<nav><a href="/">Home</a> <a href="/docs">Docs</a></nav>'
+            f"<article><h1>The frob guide</h1>{body}</article><footer>Frob project</footer></body></html>")
+
+
+@pytest.mark.parametrize("head", ["", '<meta property="og:type" content="article">'
+                                      '<meta property="article:published_time" content="2026-01-05">'])
+def test_headings_that_link_to_their_own_section_keep_their_title_as_text(head: str):
+    """Documentation makes every heading a link to itself, with a "¶" permalink beside it: trafilatura took
+    such headings for links (the precise cut dropped them as navigation); the reader gets the titles."""
+    out = extract_html(_guide(head), "http://site.test/guide")
+    assert out.markdown.startswith("# The frob guide")
+    for _, title, text in GUIDE_SECTIONS:
+        assert f"## {title}\n\n{text}" in out.markdown
+    assert "¶" not in out.markdown and "#install" not in out.markdown

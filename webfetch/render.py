@@ -527,18 +527,8 @@ class _Render:
             response = self.facts.response()
             self._end(TextBody(response, body) if kind == "text" else PdfBody(response, body))
             return
-        if self.read_server_html is not None and self.server_decides:
-            read = await self.read_server_html(body, self.facts.charset, url)
-            self.server = read.extracted
-            if read.holds_content and read.extracted is not None:
-                await self._fail(rid)
-                self._end(ServerHtml(self.facts.response(), read.extracted, body))
-                return
-        elif self.read_server_html is not None and self._aside is not None:
-            # The page is rendered whatever its server HTML holds: extract that (for comparison) while
-            # Chrome runs the page, not before.
-            self.server_read_done = trio.Event()
-            self._aside.start_soon(self._read_server_aside, self.read_server_html, self.server_read_done, body, url)
+        if await self._server_html_holds_content(rid, body, url):
+            return
         self.server_body = body
         self.progress("render", f"running the page's scripts ({url})")
         # Hand Chrome exactly what we read (cut at the size cap), decoded: drop the transfer headers.
@@ -549,6 +539,26 @@ class _Render:
             "requestId": rid, "responseCode": status, "responseHeaders": kept,
             "body": base64.b64encode(body).decode()})
         self.marks.setdefault("fulfilled", time.monotonic())
+
+    async def _server_html_holds_content(self, rid: str, body: bytes, url: str) -> bool:
+        """Read the server's HTML; True when that held the content, which ends the render (ServerHtml)
+        before Chrome parses the page. When it does not decide (render = always), it is read beside the
+        rendering instead, for the comparison, not before."""
+        if self.read_server_html is None:
+            return False
+        if not self.server_decides:
+            if self._aside is not None:
+                self.server_read_done = trio.Event()
+                self._aside.start_soon(self._read_server_aside, self.read_server_html, self.server_read_done,
+                                       body, url)
+            return False
+        read = await self.read_server_html(body, self.facts.charset, url)
+        self.server = read.extracted
+        if read.holds_content and read.extracted is not None:
+            await self._fail(rid)
+            self._end(ServerHtml(self.facts.response(), read.extracted, body))
+            return True
+        return False
 
     async def _read_server_aside(self, read_server_html: ReadServerHtml, done: trio.Event, body: bytes,
                                  url: str) -> None:
