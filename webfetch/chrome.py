@@ -98,8 +98,11 @@ class Tab:
         (no animation frames, no intersection observers), as it would be for a person."""
         window, self.minimized_window = self.minimized_window, None
         if window is not None:
-            await self.browser.conn.call("Browser.setWindowBounds",
-                                         {"windowId": window, "bounds": {"windowState": "normal"}})
+            try:
+                await self.browser.conn.call("Browser.setWindowBounds",
+                                             {"windowId": window, "bounds": {"windowState": "normal"}})
+            except CDPError as e:  # the page then renders hidden: worse than shown, better than not at all
+                log.warning("could not restore a tab's window before rendering: %s", e)
 
     @contextmanager
     def subscribe(self) -> Iterator[Subscription]:
@@ -361,7 +364,7 @@ class Chrome:
     async def _disposer(self, disposals: trio.MemoryReceiveChannel[tuple[Tab, float]]) -> None:
         async for tab, frozen_at in disposals:
             if disposals.statistics().current_buffer_used < MAX_FROZEN:
-                await self.wait_quiet(frozen_at + BACKGROUND_DEFER_S)
+                await self._wait_quiet(frozen_at + BACKGROUND_DEFER_S)
             await close_tab(tab)
             # Refill after a request, not when its tab was taken: creating a context and a renderer
             # while the request's page loads would compete with it for the CPU.
@@ -380,7 +383,7 @@ class Chrome:
                     await close_tab(tab)
                 await busy.wait()  # until the next fetch
 
-    async def wait_quiet(self, deadline: float) -> None:
+    async def _wait_quiet(self, deadline: float) -> None:
         """Until no fetch tab is out, or the (trio clock) deadline."""
         with trio.move_on_at(deadline):
             await self._idle.wait()
@@ -409,7 +412,7 @@ class Chrome:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
         while True:
             while len(self._pool) < self.config.context_pool:
-                await self.wait_quiet(trio.current_time() + BACKGROUND_DEFER_S)
+                await self._wait_quiet(trio.current_time() + BACKGROUND_DEFER_S)
                 try:
                     tab = await self._new_tab(browser)
                 except (BrowserCrashed, CDPError) as e:
