@@ -308,6 +308,10 @@ async def test_a_rendered_page_stops_at_its_answer_and_its_context_goes_once_no_
 async def test_a_fetch_tab_costs_chrome_one_renderer_process(start_daemon, site):
     d = await start_daemon(make_config(browser=BrowserConfig(context_pool=0)))  # no tabs made ahead
     chrome = (await d.daemon.chrome.wait_browser()).pid
+    with trio.fail_after(10):  # the browser's own first page gets its renderer a moment after start
+        while not renderers(chrome):
+            await trio.sleep(0.05)
+    await trio.sleep(0.5)
     before = renderers(chrome)
     c = await d.client()
     await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})  # its tab stays open
