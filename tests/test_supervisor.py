@@ -143,16 +143,21 @@ class SlowContextConnection(FakeConnection):
         return {"targetId": "t", "sessionId": "s", "windowId": 1}
 
 
-async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_context(autojump_clock, nursery):
-    conn = SlowContextConnection()
-
+def chrome_over(conn: SlowContextConnection, **config: int) -> Chrome:
+    """The Chrome actor on one scripted browser that stays up until `conn` closes."""
     @asynccontextmanager
     async def one_browser(generation: int) -> AsyncIterator[Browser]:
         yield Browser(conn, "Scripted/1.0", generation)  # type: ignore[arg-type]
         await conn.closed.wait()
 
-    chrome = Chrome(BrowserConfig(endpoint="ws://127.0.0.1:9/devtools/browser/x", context_pool=0), AddressPolicy(),
-                    opener=one_browser)
+    return Chrome(BrowserConfig(endpoint="ws://127.0.0.1:9/devtools/browser/x", **config), AddressPolicy(),
+                  opener=one_browser)
+
+
+async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_context(autojump_clock, nursery):
+    conn = SlowContextConnection()
+
+    chrome = chrome_over(conn, context_pool=0)
     await nursery.start(chrome.run)
     with trio.move_on_after(0.1) as cancelled:
         async with chrome.open_tab():
@@ -165,13 +170,7 @@ async def test_a_fetch_cancelled_while_its_context_is_being_made_leaves_no_conte
 async def test_recycled_tabs_beyond_the_pool_are_disposed_of_after_a_quiet_while(autojump_clock, nursery):
     conn = SlowContextConnection()
 
-    @asynccontextmanager
-    async def one_browser(generation: int) -> AsyncIterator[Browser]:
-        yield Browser(conn, "Scripted/1.0", generation)  # type: ignore[arg-type]
-        await conn.closed.wait()
-
-    config = BrowserConfig(endpoint="ws://127.0.0.1:9/devtools/browser/x", context_pool=1, max_renders=4)
-    chrome = Chrome(config, AddressPolicy(), opener=one_browser)
+    chrome = chrome_over(conn, context_pool=1, max_renders=4)
     await nursery.start(chrome.run)
     await trio.sleep(2)  # the pool's one tab is made
 
