@@ -252,15 +252,20 @@ async def test_tools_follow_the_daemon_search_listed_with_a_backend_browser_not_
     assert tools["web_search"].input_schema["required"] == ["query"]
 
 
-def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site):
-    setup = mcp_setup()
-    lines = [
+def raw_session(tool: str, arguments: dict, extra: dict | None = None) -> list[dict]:
+    """The JSON-RPC lines of a client that starts a session by hand and calls one tool (id 2)."""
+    return [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "web_fetch", "arguments": {"url": site.url("/article")}, "_meta": {"progressToken": "p"}}},
+            "name": tool, "arguments": arguments, **(extra or {})}},
     ]
+
+
+def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site):
+    setup = mcp_setup()
+    lines = raw_session("web_fetch", {"url": site.url("/article")}, {"_meta": {"progressToken": "p"}})
     proc = subprocess.Popen([sys.executable, *setup.argv("--log-level", "info")], env=setup.env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -425,13 +430,7 @@ async def test_the_browser_tool_logs_in_and_saves_a_profile_the_server_records_a
 
 async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_setup, app):
     setup = mcp_setup()
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "agent_browser", "arguments": {"action": "open", "url": app.url("/login")}}},
-    ]
+    lines = raw_session("agent_browser", {"action": "open", "url": app.url("/login")})
     proc = await trio.lowlevel.open_process([sys.executable, *setup.argv()], env=setup.env,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
