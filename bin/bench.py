@@ -155,8 +155,9 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
-    """CPU seconds (user + system) spent so far by a daemon and by its Chrome: (the daemon process, every
-    process below it, including those that exited: the daemon's and Chrome's reaped children count)."""
+    """CPU seconds (user + system) spent so far: (the daemon with its parser worker processes, its Chrome).
+    Processes that exited count too: a retired worker in the daemon's children's time, Chrome's reaped
+    renderers in the browser's."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -165,17 +166,25 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
             except OSError:
                 pass
     own = _stat(pid)
-    total = (int(own[13]) + int(own[14])) / CLOCK_TICKS  # reaped children of the daemon
-    todo = list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        try:
-            st = _stat(p)
-        except OSError:
-            continue
-        total += sum(int(x) for x in st[11:15]) / CLOCK_TICKS
-        todo += children.get(p, [])
-    return (int(own[11]) + int(own[12])) / CLOCK_TICKS, total
+    sides = [sum(int(x) for x in own[11:15]) / CLOCK_TICKS, 0.0]
+    for child in children.get(pid, []):
+        side = 1 if _is_chrome(child) else 0
+        todo = [child]
+        while todo:
+            p = todo.pop()
+            try:
+                sides[side] += sum(int(x) for x in _stat(p)[11:15]) / CLOCK_TICKS
+            except OSError:
+                continue
+            todo += children.get(p, [])
+    return sides[0], sides[1]
+
+
+def _is_chrome(pid: int) -> bool:
+    try:
+        return "chrom" in Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:
+        return False
 
 
 def _stat(pid: int) -> list[str]:
@@ -185,8 +194,9 @@ def _stat(pid: int) -> list[str]:
 
 
 class CpuMeter:
-    """CPU seconds per page of a daemon and of its Chrome from now to `stop`, background work after the
-    last answer included (context disposal, pool refill: it is paid for all the same)."""
+    """CPU seconds per page of a daemon (its parser workers included) and of its Chrome from now to `stop`,
+    background work after the last answer included (context disposal, pool refill: it is paid for all the
+    same)."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.pid = daemon.proc.pid

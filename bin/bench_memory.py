@@ -6,14 +6,17 @@ its own, so that what the other rows left behind (cache, tabs) is not counted:
    server holds the page. Readings at baseline, after the first 200, after 500, 1 000 and 1 500 (to tell a
    pool that grew to the load from steady growth) and after all N, each taken once no request is in flight
    and SETTLE_S more seconds have passed (the closer disposes of contexts, the pool refills, Chrome reaps
-   its renderers): RSS of the daemon, RSS and PSS of its Chrome processes summed, and the counts that show
+   its renderers): RSS of the daemon and of its parser workers, RSS and PSS of its Chrome processes summed,
+   and the counts that show
    a leak: Chrome processes, page targets and browser contexts (asked of Chrome itself over CDP), the
    daemon's open fds and threads, and the cache's size (which grows by design).
-2. peak PSS with 8 clients: 8 concurrent clients on 96 distinct cold pages; the PSS of the daemon and of its
-   Chrome processes (/proc/PID/smaps_rollup) summed every ~50 ms; the peak next to Crawl4AI's.
+2. peak PSS with 8 clients: 8 concurrent clients on 96 distinct cold pages; the PSS of the daemon, its
+   parser workers and its Chrome processes (/proc/PID/smaps_rollup) summed every ~50 ms; the peak next to
+   Crawl4AI's.
 
 A Chrome process is a descendant of the daemon whose executable's name contains "chrom" (the browser, its
-zygotes, renderers and utility processes, the crash handler); any other descendant is listed apart."""
+zygotes, renderers and utility processes, the crash handler); every other descendant is a parser worker
+(webfetch/workers.py), on the daemon's side of the sums."""
 
 from __future__ import annotations
 
@@ -182,6 +185,7 @@ def settle(sock: Path) -> None:
 @dataclass
 class Reading:
     daemon_rss_kb: int
+    workers_rss_kb: int  # the daemon's parser worker processes (its children that are not Chrome), summed
     chrome_rss_kb: int
     chrome_pss_kb: int
     chrome_processes: int
@@ -203,7 +207,9 @@ def reading(daemon: Any) -> Reading:
     chrome = [p for p in below if is_chrome(p)]
     pages, contexts, empty = chrome_targets(pid)
     cache = status(daemon.sock)["cache"]
-    return Reading(status_field(pid, "VmRSS"), sum(status_field(p, "VmRSS") for p in chrome),
+    workers = [p for p in below if not is_chrome(p)]
+    return Reading(status_field(pid, "VmRSS"), sum(status_field(p, "VmRSS") for p in workers),
+                   sum(status_field(p, "VmRSS") for p in chrome),
                    sum(pss_kb(p) for p in chrome), len(chrome), len(below) - len(chrome), pages, contexts, empty,
                    len(os.listdir(f"/proc/{pid}/fd")), status_field(pid, "Threads"), cache["entries"],
                    cache["bytes"])
@@ -332,10 +338,11 @@ def print_soak(readings: list[Reading], after: list[int]) -> None:
     rows = [("daemon RSS, MiB", lambda r: r.daemon_rss_kb / MIB),
             # the cache keeps every page for 15 minutes by design: its growth is not a leak
             ("  less the cache, MiB", lambda r: r.daemon_rss_kb / MIB - r.cache_bytes / MIB / MIB),
+            ("parser workers' RSS summed, MiB", lambda r: r.workers_rss_kb / MIB),
             ("Chrome RSS summed, MiB", lambda r: r.chrome_rss_kb / MIB),
             ("Chrome PSS summed, MiB", lambda r: r.chrome_pss_kb / MIB),
             ("Chrome processes", lambda r: r.chrome_processes),
-            ("other child processes", lambda r: r.other_children),
+            ("parser worker processes", lambda r: r.other_children),
             ("page targets (tabs)", lambda r: r.page_targets),
             ("browser contexts", lambda r: r.contexts),
             ("  of them without a tab", lambda r: r.empty_contexts),
@@ -355,14 +362,14 @@ def print_soak(readings: list[Reading], after: list[int]) -> None:
 
 
 class PssSampler:
-    """Samples, every SAMPLE_S until stopped, the PSS of the daemon plus its Chrome processes; keeps the peak
-    sum and the most processes seen."""
+    """Samples, every SAMPLE_S until stopped, the PSS of the daemon, its parser workers and its Chrome
+    processes; keeps the peak sum and the most processes seen."""
 
     def __init__(self, daemon_pid: int) -> None:
         self.pid = daemon_pid
         self.peak_kb = self.peak_daemon_kb = self.peak_processes = self.samples = 0
         self.busy_s = 0.0  # time spent reading /proc: on a loaded machine it, not SAMPLE_S, sets the pace
-        self.others = 0   # most non-Chrome descendants seen (not in the sum)
+        self.others = 0   # most parser workers seen
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -371,7 +378,8 @@ class PssSampler:
             started = time.monotonic()
             below = descendants(self.pid)
             chrome = [p for p in below if is_chrome(p)]
-            daemon_kb = pss_kb(self.pid)
+            # the daemon with its parser worker processes (every descendant that is not Chrome)
+            daemon_kb = pss_kb(self.pid) + sum(pss_kb(p) for p in below if not is_chrome(p))
             total = daemon_kb + sum(pss_kb(p) for p in chrome)
             if total > self.peak_kb:
                 self.peak_kb, self.peak_daemon_kb = total, daemon_kb
@@ -398,7 +406,7 @@ def peak_pss(daemon: Any, urls: list[str]) -> None:
 
     try:
         settle(daemon.sock)
-        idle = pss_kb(daemon.proc.pid) + sum(pss_kb(p) for p in descendants(daemon.proc.pid) if is_chrome(p))
+        idle = pss_kb(daemon.proc.pid) + sum(pss_kb(p) for p in descendants(daemon.proc.pid))
         started = time.monotonic()
         with PssSampler(daemon.proc.pid) as sampler, ThreadPoolExecutor(PEAK_CLIENTS) as pool:
             outcomes = Counter(pool.map(one, urls))
@@ -407,14 +415,15 @@ def peak_pss(daemon: Any, urls: list[str]) -> None:
         daemon.stop()
     peak = sampler.peak_kb
     print(f"\npeak memory: {PEAK_CLIENTS} concurrent clients, {len(urls)} distinct cold pages (fresh), a daemon "
-          f"of its own; PSS of the daemon + its Chrome processes summed every {SAMPLE_S * 1000:.0f} ms "
+          f"of its own; PSS of the daemon + its parser workers + its Chrome processes summed every "
+          f"{SAMPLE_S * 1000:.0f} ms "
           f"({sampler.samples} samples in {elapsed:.1f} s, a pass over /proc taking "
           f"{sampler.busy_s / max(1, sampler.samples) * 1000:.0f} ms on average; outcomes {dict(outcomes)})")
     print(f"{'idle before, PSS':44} {idle / MIB:8.0f} MiB")
-    print(f"{'peak PSS, daemon + Chrome':44} {peak / MIB:8.0f} MiB = {peak / MIB / MIB:.2f} GiB "
-          f"(the daemon {sampler.peak_daemon_kb / MIB:.0f} MiB of it)")
+    print(f"{'peak PSS, daemon + workers + Chrome':44} {peak / MIB:8.0f} MiB = {peak / MIB / MIB:.2f} GiB "
+          f"(the daemon and its parser workers {sampler.peak_daemon_kb / MIB:.0f} MiB of it)")
     print(f"{'peak processes, daemon + Chrome':44} {sampler.peak_processes:8d}"
-          + (f" (and up to {sampler.others} others, not summed)" if sampler.others else ""))
+          + f" (and up to {sampler.others} parser workers)")
     print(f"{'Crawl4AI 0.9.5, quoted from issue 14':44} {CRAWL4AI_PEAK_GIB * 1024:8.0f} MiB = "
           f"{CRAWL4AI_PEAK_GIB:.2f} GiB (not measured here: it needs playwright's own browser download); "
           f"webfetch/Crawl4AI {peak / MIB / MIB / CRAWL4AI_PEAK_GIB:.2f}x", flush=True)

@@ -78,3 +78,9 @@ def test_the_render_cap_is_sized_for_the_machine():
     assert [default_max_renders(n) for n in (1, 2, 3, 4, 8, 64)] == [4, 8, 12, 16, 16, 16]
     assert Config().browser.max_renders is None  # unset: sized at start
     assert parse_config(b"[browser]\nmax_renders = 3\n").browser.max_renders == 3
+
+
+def test_the_extract_threads_key_of_older_configs_still_sets_the_workers():
+    assert parse_config(b"").extract.worker_count() == 2
+    assert parse_config(b"[extract]\nthreads = 3\n").extract.worker_count() == 3
+    assert parse_config(b"[extract]\nthreads = 3\nworkers = 1\n").extract.worker_count() == 1

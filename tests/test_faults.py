@@ -1,11 +1,18 @@
-"""Faults in the browser: a renderer crash in one tab, the CDP websocket dropped with Chrome alive."""
+"""Faults in the browser (a renderer crash in one tab, the CDP websocket dropped with Chrome alive) and
+in the parsers (a worker process crashing under a page, a cancel mid-parse)."""
+
+import contextlib
+import os
+import signal
 
 import trio
 
 from webfetch.cdp import CDPError
 from webfetch.config import FetchConfig
+from webfetch.daemon import Daemon, bind_socket
 
 from .conftest import make_config
+from .helpers import children
 from .site import ARTICLE_TEXT, simple_page
 
 CHURN = simple_page("Churning page", *ARTICLE_TEXT).replace("</body>", """<script>
@@ -71,4 +78,141 @@ async def test_a_dropped_websocket_is_detected_and_the_browser_replaced(start_da
     from .helpers import pid_alive
     with trio.fail_after(10):
         while pid_alive(old_pid):  # the orphaned browser was closed, not left running
+            await trio.sleep(0.05)
+
+
+# A page whose extraction takes seconds (about 2 MB of paragraphs): long enough to act while a parser
+# worker process is inside it.
+LONG_PAGE = simple_page("A long page", *(
+    f"Paragraph {i} tells of the river, the mill and the {i % 97} lanterns along the towpath at dusk."
+    for i in range(20_000)))
+
+
+def _parser_workers() -> list[int]:
+    """The daemon's parser worker processes (the daemon runs in this test process)."""
+    found = []
+    for pid in children(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def _reaped(pid: int) -> bool:
+    """Gone from the process table: not running, and not left a zombie."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _kill(pids: list[int], sig: int = signal.SIGSEGV) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+async def _fetch_while(d, url: str, act) -> dict:
+    """Fetch `url`; once the daemon is extracting it (and a little later: inside the parser), run `act`
+    beside the request until the answer is there."""
+    progress: list = []
+    answer: dict = {}
+
+    async def fetch() -> None:
+        answer.update(await d.request({"id": "long", "op": "fetch", "url": url}, progress))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(fetch)
+        with trio.fail_after(30):
+            while not any(p["stage"] == "extract" for p in progress):
+                await trio.sleep(0.01)
+        await trio.sleep(0.3)
+        nursery.start_soon(act)
+        with trio.fail_after(60):
+            while not answer:
+                await trio.sleep(0.02)
+        nursery.cancel_scope.cancel()
+    return answer
+
+
+async def test_a_parser_crash_costs_its_page_a_retry_not_the_daemon(start_daemon, site, caplog):
+    site.html("/long", LONG_PAGE)
+    d = await start_daemon()
+    killed: list[int] = []
+
+    async def crash_the_parsers() -> None:
+        killed.extend(_parser_workers())
+        _kill(killed)
+
+    r = await _fetch_while(d, site.url("/long"), crash_the_parsers)
+    assert killed, "the daemon extracts in worker processes"
+    assert r["type"] == "result" and "Paragraph 500 tells of the river" in r["content"], r
+    assert r["total_chars"] > 1_800_000  # the whole page, read in the fresh worker
+    assert "a worker process died running extract_html (killed by SIGSEGV), attempt 1 of 2" in caplog.text
+    with trio.fail_after(5):
+        while not all(_reaped(pid) for pid in killed):
+            await trio.sleep(0.05)
+    neighbour = await d.fetch(site.url("/article"))
+    assert neighbour["type"] == "result" and ARTICLE_TEXT[0] in neighbour["content"]
+
+
+async def test_a_page_the_parser_keeps_crashing_on_is_a_clear_error(start_daemon, site):
+    site.html("/long", LONG_PAGE)
+    d = await start_daemon()
+
+    async def keep_crashing() -> None:
+        # A worker past a second of CPU is inside the parse (starting one takes ~0.4 s): crash it there, as
+        # a page that always crashes the parser would, each time it is tried.
+        while True:
+            _kill([pid for pid in _parser_workers() if _cpu_seconds(pid) > 1.0])
+            await trio.sleep(0.02)
+
+    r = await _fetch_while(d, site.url("/long"), keep_crashing)
+    assert r["type"] == "error" and r["code"] == "extraction_failed", r
+    assert r["message"].startswith("the parser crashed on this document twice (killed by SIGSEGV); the daemon "
+                                   "is fine and serves other requests"), r
+    after = await d.fetch(site.url("/article"))
+    assert after["type"] == "result" and ARTICLE_TEXT[0] in after["content"]
+
+
+async def test_a_cancel_stops_the_parser_at_once(daemon, site):
+    site.html("/long", LONG_PAGE)
+    c = await daemon.client()
+    progress: list = []
+    await c.send({"id": "long", "op": "fetch", "url": site.url("/long")})
+    with trio.fail_after(30):
+        while not any(p["stage"] == "extract" for p in progress):
+            progress.append(await c.receive())
+    await trio.sleep(0.3)  # inside the parser
+    working = _parser_workers()
+    await c.send({"id": "c", "op": "cancel", "target": "long"})
+    with trio.fail_after(1.0):  # the worker is killed, not left to finish its seconds of parsing
+        while all(not _reaped(pid) for pid in working):
+            await trio.sleep(0.02)
+    await c.aclose()
+    r = await daemon.fetch(site.url("/article"))
+    assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"]
+
+
+async def test_the_parser_workers_end_with_the_daemon(short_tmp):
+    d = Daemon(make_config())
+    sock = bind_socket(short_tmp / "wf.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(d.run, sock)
+        with trio.fail_after(30):
+            while len(_parser_workers()) < 2:  # warmed at start
+                await trio.sleep(0.05)
+        workers = _parser_workers()
+        nursery.cancel_scope.cancel()
+    with trio.fail_after(10):
+        while not all(_reaped(pid) for pid in workers):
             await trio.sleep(0.05)

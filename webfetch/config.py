@@ -62,7 +62,14 @@ class CacheConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    threads: Annotated[int, Meta(ge=1, le=64)] = 2
+    workers: Annotated[int, Meta(ge=1, le=64)] | None = None  # parser processes (extractions at once); 2
+    worker_idle_s: Positive = 300.0   # an unused worker process exits after this long
+    # The old name of `workers` (when extraction ran in threads), still read so that a config file
+    # written then keeps working: it counts when `workers` is not given.
+    threads: Annotated[int, Meta(ge=1, le=64)] | None = None
+
+    def worker_count(self) -> int:
+        return self.workers or self.threads or 2
 
 
 class SubagentConfig(Struct, forbid_unknown_fields=True, kw_only=True):

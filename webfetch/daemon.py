@@ -106,7 +106,7 @@ class Daemon:
         self.chrome = Chrome(config.browser, policy, FETCH_TAB)
         self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
-        self.extractor = Extractor(config.extract.threads)
+        self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         self.subagent = Subagent(config.subagent)
         self.search = Search(config.search)
         self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
@@ -150,6 +150,7 @@ class Daemon:
             with trio.CancelScope() as serving:
                 if signals is not None:
                     nursery.start_soon(self._stop_on_signal, signals, serving)
+                await nursery.start(self.extractor.run)
                 await nursery.start(self.chrome.run)
                 await nursery.start(self.cache.run)
                 await nursery.start(self.subagent.run)

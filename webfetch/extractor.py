@@ -1,14 +1,16 @@
-"""The extractor actor: trafilatura to markdown in worker threads, arbitrated by what the page says it is
+"""The extractor actor: trafilatura to markdown in worker processes, arbitrated by what the page says it is
 (its schema.org types and og:type: `page_cues`), a whole-page fallback, raw text bodies."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 from collections import Counter
 from copy import deepcopy
 from dataclasses import dataclass
+from typing import Any
 
 import lxml.html
 import markdownify
@@ -17,6 +19,10 @@ import trio
 from readability import Document
 
 from .errors import ExtractionFailed
+from .flags import Flag
+from .flags import detect as detect_flags
+from .pdf import PdfText, extract_pdf
+from .workers import Workers
 
 log = logging.getLogger("webfetch.extractor")
 
@@ -398,15 +404,25 @@ def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted
 
 
 class Extractor:
-    """Runs extraction in worker threads, at most `threads` at once, so the event loop never blocks."""
+    """The extractor actor: every parse of a page's HTML, text or PDF, and the flags judged on it, runs in
+    its worker processes (webfetch/workers.py), so the event loop never blocks and a parser's crash is
+    the page's error, not the daemon's end."""
 
-    def __init__(self, threads: int) -> None:
-        self.limiter = trio.CapacityLimiter(threads)
+    def __init__(self, workers: int, idle_s: float = 300.0) -> None:
+        self.workers = Workers(workers, idle_s)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.workers.run(task_status=task_status)
 
     async def html(self, html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
-        return await trio.to_thread.run_sync(extract_html, html, url, charset, limiter=self.limiter,
-                                             abandon_on_cancel=True)
+        return await self.workers.call(extract_html, html, url, charset)
 
     async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:
-        return await trio.to_thread.run_sync(extract_raw, body, mime, charset, limiter=self.limiter,
-                                             abandon_on_cancel=True)
+        return await self.workers.call(extract_raw, body, mime, charset)
+
+    async def pdf(self, body: bytes, cut: bool) -> PdfText:
+        return await self.workers.call(extract_pdf, body, cut)
+
+    async def flags(self, **page: Any) -> list[Flag]:
+        """webfetch/flags.py's `detect` on a page, keyword for keyword."""
+        return await self.workers.call(functools.partial(detect_flags, **page))

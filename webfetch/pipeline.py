@@ -19,9 +19,7 @@ from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
 from .flags import Flag
-from .flags import detect as detect_flags
 from .paging import paginate
-from .pdf import extract_pdf
 from .protocol import FetchRequest, FetchResult, ReportProgress
 from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
@@ -216,8 +214,7 @@ class Pipeline:
             return _Read(await self.extractor.raw(outcome.body, r.content_type, r.charset), "text body")
         if isinstance(outcome, PdfBody):
             progress("extract", "extracting the PDF's text")
-            text = await trio.to_thread.run_sync(extract_pdf, outcome.body, outcome.response.truncated,
-                                                 limiter=self.extractor.limiter, abandon_on_cancel=True)
+            text = await self.extractor.pdf(outcome.body, outcome.response.truncated)
             return _Read(Extracted(text.markdown, "pdf", text.title), "PDF", notes=list(text.notes))
         if isinstance(outcome, ServerHtml):
             return _Read(outcome.extracted, "not rendered (the server's HTML held the content)",
@@ -245,10 +242,9 @@ class Pipeline:
         if isinstance(html, bytes):
             html = decode_text(html, r.charset)
         truncated_note = next((n for n in notes if "was cut there" in n), None)
-        return await trio.to_thread.run_sync(functools.partial(
-            detect_flags, status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
-            final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note),
-            limiter=self.extractor.limiter, abandon_on_cancel=True)
+        return await self.extractor.flags(
+            status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
+            final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
 
 
 @dataclass
