@@ -16,7 +16,8 @@ its own, so that what the other rows left behind (cache, tabs) is not counted:
 
 A Chrome process is a descendant of the daemon whose executable's name contains "chrom" (the browser, its
 zygotes, renderers and utility processes, the crash handler); every other descendant is a parser worker
-(webfetch/workers.py), on the daemon's side of the sums."""
+(webfetch/workers.py) or multiprocessing's resource tracker that spawning them starts, on the daemon's side
+of the sums."""
 
 from __future__ import annotations
 
@@ -342,7 +343,7 @@ def print_soak(readings: list[Reading], after: list[int]) -> None:
             ("Chrome RSS summed, MiB", lambda r: r.chrome_rss_kb / MIB),
             ("Chrome PSS summed, MiB", lambda r: r.chrome_pss_kb / MIB),
             ("Chrome processes", lambda r: r.chrome_processes),
-            ("parser worker processes", lambda r: r.other_children),
+            ("parser workers (+ mp tracker)", lambda r: r.other_children),
             ("page targets (tabs)", lambda r: r.page_targets),
             ("browser contexts", lambda r: r.contexts),
             ("  of them without a tab", lambda r: r.empty_contexts),

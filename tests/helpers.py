@@ -88,6 +88,20 @@ def renderers(pid: int) -> list[int]:
     return found
 
 
+def parser_workers(pid: int) -> list[int]:
+    """The parser worker processes (webfetch/workers.py) of the daemon in process `pid`: its children
+    started by multiprocessing's spawn."""
+    found = []
+    for child in children(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    found.append(child)
+        except OSError:
+            pass
+    return found
+
+
 def gone(pids: list[int], timeout: float = 10.0) -> bool:
     """True once none of `pids` is alive, False if one still is after `timeout` seconds."""
     deadline = time.monotonic() + timeout

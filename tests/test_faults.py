@@ -12,7 +12,7 @@ from webfetch.config import FetchConfig
 from webfetch.daemon import Daemon, bind_socket
 
 from .conftest import make_config
-from .helpers import children
+from .helpers import parser_workers
 from .site import ARTICLE_TEXT, simple_page
 
 CHURN = simple_page("Churning page", *ARTICLE_TEXT).replace("</body>", """<script>
@@ -88,19 +88,6 @@ LONG_PAGE = simple_page("A long page", *(
     for i in range(20_000)))
 
 
-def _parser_workers() -> list[int]:
-    """The daemon's parser worker processes (the daemon runs in this test process)."""
-    found = []
-    for pid in children(os.getpid()):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"spawn_main" in f.read():
-                    found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
 def _reaped(pid: int) -> bool:
     """Gone from the process table: not running, and not left a zombie."""
     return not os.path.exists(f"/proc/{pid}")
@@ -150,7 +137,7 @@ async def test_a_parser_crash_costs_its_page_a_retry_not_the_daemon(start_daemon
     killed: list[int] = []
 
     async def crash_the_parsers() -> None:
-        killed.extend(_parser_workers())
+        killed.extend(parser_workers(os.getpid()))
         _kill(killed)
 
     r = await _fetch_while(d, site.url("/long"), crash_the_parsers)
@@ -173,7 +160,7 @@ async def test_a_page_the_parser_keeps_crashing_on_is_a_clear_error(start_daemon
         # A worker past a second of CPU is inside the parse (starting one takes ~0.4 s): crash it there, as
         # a page that always crashes the parser would, each time it is tried.
         while True:
-            _kill([pid for pid in _parser_workers() if _cpu_seconds(pid) > 1.0])
+            _kill([pid for pid in parser_workers(os.getpid()) if _cpu_seconds(pid) > 1.0])
             await trio.sleep(0.02)
 
     r = await _fetch_while(d, site.url("/long"), keep_crashing)
@@ -193,7 +180,7 @@ async def test_a_cancel_stops_the_parser_at_once(daemon, site):
         while not any(p["stage"] == "extract" for p in progress):
             progress.append(await c.receive())
     await trio.sleep(0.3)  # inside the parser
-    working = _parser_workers()
+    working = parser_workers(os.getpid())
     await c.send({"id": "c", "op": "cancel", "target": "long"})
     with trio.fail_after(1.0):  # the worker is killed, not left to finish its seconds of parsing
         while all(not _reaped(pid) for pid in working):
@@ -209,9 +196,9 @@ async def test_the_parser_workers_end_with_the_daemon(short_tmp):
     async with trio.open_nursery() as nursery:
         await nursery.start(d.run, sock)
         with trio.fail_after(30):
-            while len(_parser_workers()) < 2:  # warmed at start
+            while len(parser_workers(os.getpid())) < 2:  # warmed at start
                 await trio.sleep(0.05)
-        workers = _parser_workers()
+        workers = parser_workers(os.getpid())
         nursery.cancel_scope.cancel()
     with trio.fail_after(10):
         while not all(_reaped(pid) for pid in workers):

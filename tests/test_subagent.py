@@ -174,7 +174,8 @@ async def test_a_cli_that_crashes_at_start_has_no_version_and_a_problem_that_nam
 
 def _pi_processes() -> list[int]:
     """Live processes of the sub-agent: the daemon runs in this test process, and pi (which renames
-    itself to `pi`) runs as its child in a process group of its own, with whatever it starts."""
+    itself to `pi`) runs as its child in a process group of its own, with whatever it starts; the
+    daemon's other children are Chrome, the parser workers and multiprocessing's resource tracker."""
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -185,7 +186,7 @@ def _pi_processes() -> list[int]:
                 continue
             stats[int(entry)] = (fields[0], int(fields[1]), int(fields[2]), cmd)
     leaders = {pid for pid, (state, ppid, pgid, cmd) in stats.items()
-               if ppid == os.getpid() and b"chrom" not in cmd}
+               if ppid == os.getpid() and b"chrom" not in cmd and b"multiprocessing" not in cmd}
     return [pid for pid, (state, ppid, pgid, cmd) in stats.items()
             if state != "Z" and (pid in leaders or pgid in leaders)]
 
