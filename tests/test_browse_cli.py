@@ -40,7 +40,7 @@ def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
     assert f"{shot}: 1280x800 PNG" in browse("screenshot", "-o", str(shot))
     assert shot.read_bytes().startswith(b"\x89PNG")
     status = run_cli("status", env=env)
-    assert "browse:   1 session" in status.stdout and "by-hand: 1 tab(s)" in status.stdout
+    assert "browse:   enabled, 1 session\n" in status.stdout and "by-hand: 1 tab(s)" in status.stdout
     doctor = run_cli("doctor", env=env, timeout=120)
     assert f"1 browse session(s) open; by-hand (1 tab(s) at {app.url('/app')}" in doctor.stdout, doctor.stdout
     assert "session by-hand closed" in browse("close")

@@ -1,5 +1,6 @@
 """The daemon's socket file rules and the CLI, run as real processes."""
 
+import json
 import os
 import signal
 import socket
@@ -100,6 +101,7 @@ def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
     status = run_cli("status", "--config", str(cfg), env=env)
     assert status.returncode == 0, status.stderr
     assert "browser:  ready" in status.stdout and "cache:    1 pages" in status.stdout
+    assert "\nbrowse:   enabled, 0 sessions\n" in status.stdout
     err = run_cli("fetch", "--config", str(cfg), site.url("/missing-page"), env=env)
     assert err.returncode == 1 and err.stdout == ""
     assert err.stderr.startswith("webfetch: http_error: ")
@@ -111,13 +113,29 @@ def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
     assert "idle for 2 s; exiting" in log
 
 
+def test_status_says_when_browse_is_disabled_in_text_and_json(short_tmp):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[browse]\nenabled = false\n[server]\nidle_exit_s = 1\n")
+    path = short_tmp / "wf.sock"
+    env = {"WEBFETCH_SOCKET": str(path), "WEBFETCH_CONFIG": str(cfg)}
+    text = run_cli("status", env=env)
+    assert text.returncode == 0, text.stderr
+    assert "\nbrowse:   disabled (browse.enabled = false in the config)\n" in text.stdout, text.stdout
+    as_json = run_cli("status", "--json", env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["browse_enabled"] is False
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists(), "the daemon the status started exits when idle"
+
+
 def test_fetch_json_prints_frames(short_tmp, site):
     cfg = short_tmp / "c.toml"
     cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 1\n")
     r = run_cli("fetch", "--json", "--config", str(cfg), site.url("/data.json"),
                 env={"WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
     assert r.returncode == 0, r.stderr
-    import json
     frames = [json.loads(line) for line in r.stdout.splitlines()]
     assert frames[-1]["type"] == "result" and frames[-1]["extractor"] == "raw"
     assert all(f["type"] == "progress" for f in frames[:-1])

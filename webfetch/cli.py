@@ -205,6 +205,15 @@ def _search(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _browse_state(status: dict[str, Any]) -> str:
+    """The browse line of `webfetch status`: whether the op serves, then its open sessions one a line."""
+    if not status.get("browse_enabled", True):  # a daemon older than the field serves browse
+        return "disabled (browse.enabled = false in the config)"
+    sessions = status.get("browse") or []
+    return f"enabled, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
+        f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions)
+
+
 def _status(client: Client, args: argparse.Namespace) -> int:
     for frame in client.request("status"):
         if frame.get("type") == "error":
@@ -221,9 +230,7 @@ def _status(client: Client, args: argparse.Namespace) -> int:
         print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
-        sessions = frame.get("browse") or []
-        print(f"browse:   {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
-            f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions))
+        print(f"browse:   {_browse_state(frame)}")
         for problem in frame.get("problems", []):
             print(f"problem:  {problem}")
         return 1 if frame.get("problems") else 0

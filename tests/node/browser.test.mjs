@@ -99,6 +99,21 @@ test("pi's model logs in through agent_browser by refs; the server gets the form
 	assert.deepEqual(status.browse, []);
 });
 
+test("a daemon with browse.enabled = false: pi's model is not offered a browser tool that could only fail", async () => {
+	const off = await startDaemon({ extra: "[browse]\nenabled = false\n" });
+	try {
+		llm.requests.length = 0;
+		llm.reply = () => "No browser, then.";
+		const run = await runPi(["-e", EXTENSION, "--model", "fake/fake-1", "log in as ann"], { ...env(), WEBFETCH_SOCKET: off.socket });
+		assert.equal(run.code, 0, run.stderr);
+		const names = (llm.requests[0].tools ?? []).map((t) => t.function?.name ?? t.name);
+		assert.ok(names.includes("web_fetch"), JSON.stringify(names));
+		assert.ok(!names.some((n) => /browser/.test(n)), JSON.stringify(names));
+	} finally {
+		await off.stop();
+	}
+});
+
 test("Escape (the abort signal) ends a browser action at once; the session answers the next one", async () => {
 	const agentDir2 = tempDir("wf-agent");
 	const saved = process.env.WEBFETCH_SOCKET;

@@ -314,6 +314,33 @@ describe("session_start", () => {
 		}
 	});
 
+	test("offers the browser tool only when the daemon can browse; every tool when the daemon cannot be asked", async () => {
+		const off = await startDaemon({ extra: "[browse]\nenabled = false\n" });
+		const dir = tempDir("wf-none");
+		const tools = async (env, hasUI) => {
+			const ext = await loadExtension();
+			const ctx = { hasUI, ui: { notify() {} } };
+			await withEnv(env, async () => {
+				for (const handler of ext.handlers.get("session_start")) await handler({ type: "session_start" }, ctx);
+			});
+			return [...ext.tools.keys()];
+		};
+		try {
+			for (const hasUI of [true, false]) {
+				assert.deepEqual(await tools({ WEBFETCH_SOCKET: off.socket }, hasUI), ["web_fetch", "web_search"], `hasUI ${hasUI}`);
+				assert.deepEqual(await tools({}, hasUI), ["web_fetch", "web_search", "agent_browser"], `hasUI ${hasUI}`);
+			}
+			// no daemon listens: without a UI none is started (no log next to the socket), with one it cannot start
+			const none = { WEBFETCH_SOCKET: path.join(dir, "s.sock"), WEBFETCH_BIN: "/nonexistent/webfetch" };
+			assert.deepEqual(await tools(none, false), ["web_fetch", "web_search", "agent_browser"]);
+			assert.equal(fs.existsSync(path.join(dir, "webfetch.log")), false, "no daemon started without a UI");
+			assert.deepEqual(await tools(none, true), ["web_fetch", "web_search", "agent_browser"]);
+		} finally {
+			await off.stop();
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	});
+
 	test("says what to run when the daemon cannot be started", async () => {
 		const dir = tempDir("wf-none");
 		try {

@@ -136,6 +136,8 @@ interface StatusResultFrame {
 	op: "status";
 	problems?: string[];
 	subagent?: { command: string; available: boolean; version: string | null };
+	/** false when `browse.enabled` is off: every browse action would fail with browse_disabled */
+	browse_enabled?: boolean;
 }
 
 interface PageInfo {
@@ -432,12 +434,13 @@ function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 	});
 }
 
-async function connect(s: Settings, signal?: AbortSignal): Promise<net.Socket> {
+async function connect(s: Settings, signal?: AbortSignal, start = true): Promise<net.Socket> {
 	try {
 		return await connectOnce(s.socket);
 	} catch (caught) {
 		const e = errnoOf(caught);
 		if (!NOT_LISTENING.has(e.code ?? "")) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
+		if (!start) throw new Error(`no webfetch daemon listens on ${s.socket}`);
 	}
 	const child = await startDaemon(s);
 	const deadline = Date.now() + START_TIMEOUT_MS;
@@ -476,16 +479,17 @@ function logTail(file: string): string {
 /**
  * Send one request and wait for its terminal frame. `progress` frames go to onProgress; an `error` frame
  * rejects with the daemon's message. Aborting sends `cancel` and closes the connection, so the daemon
- * closes the request's tab and kills its sub-agent; the promise rejects at once.
+ * closes the request's tab and kills its sub-agent; the promise rejects at once. `start: false`: no daemon
+ * is started for it (it rejects when none listens; a socket-activated one listens).
  */
 export async function request<B extends RequestBody>(
 	body: B,
-	opts: { signal?: AbortSignal; onProgress?: (f: ProgressFrame) => void; settings?: Settings } = {},
+	opts: { signal?: AbortSignal; onProgress?: (f: ProgressFrame) => void; settings?: Settings; start?: boolean } = {},
 ): Promise<ResultOf<B>> {
 	const s = opts.settings ?? settings();
 	const { signal, onProgress } = opts;
 	if (signal?.aborted) throw abortError(signal);
-	const conn = await connect(s, signal);
+	const conn = await connect(s, signal, opts.start ?? true);
 	const id = "1";
 	return new Promise((resolve, reject) => {
 		let buffer = "";
@@ -836,7 +840,7 @@ export function searchTool(name: string): ToolDefinition<SearchParams, SearchDet
 // ---- browser automation (the browse op) ------------------------------------------------------------
 // A self-contained block: its own tool, bound to the pi session (one daemon browse session per pi
 // session, closed on session_shutdown), registered once the other extensions are loaded, under another
-// name when pi-agent-browser-native already owns `agent_browser`.
+// name when pi-agent-browser-native already owns `agent_browser`, and only when the daemon can browse.
 
 const BROWSER_ACTIONS: BrowseAction[] = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
 	"wait", "dialog", "tabs", "read", "screenshot", "nav", "close"];
@@ -961,18 +965,16 @@ export function browserTool(name: string, used: Set<string>): ToolDefinition<Bro
 	};
 }
 
-export function registerBrowser(pi: ExtensionAPI): void {
+/** The browser tool, offered at each session start until it is registered (pi cannot take a tool back). */
+export interface BrowserOffer {
+	readonly registered: boolean;
+	/** Register the tool unless the daemon's status says it cannot browse; null (it could not be asked): register. */
+	offer(ctx: ToolContext | undefined, status: StatusResultFrame | null): void;
+}
+
+export function registerBrowser(pi: ExtensionAPI): BrowserOffer {
 	const used = new Set<string>();
-	let browserName: string | null = null;
-	pi.on("session_start", async (_event, ctx) => {
-		if (browserName !== null) return;
-		const taken = toolNames(pi).includes("agent_browser");
-		browserName = taken ? "webfetch_browser" : "agent_browser";
-		pi.registerTool(browserTool(browserName, used));
-		if (taken && ctx?.hasUI) {
-			ctx.ui?.notify("webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info");
-		}
-	});
+	let registered = false;
 	pi.on("session_shutdown", async () => {
 		// the daemon would close them after browse.idle_s anyway; closing now frees the browser at once
 		const sessions = [...used];
@@ -980,6 +982,21 @@ export function registerBrowser(pi: ExtensionAPI): void {
 		await Promise.all(sessions.map((session) =>
 			request({ op: "browse", session, action: "close" }, { signal: AbortSignal.timeout(5000) }).catch(() => undefined)));
 	});
+	return {
+		get registered() {
+			return registered;
+		},
+		offer(ctx, status) {
+			// A tool that can only fail (browse_disabled) would cost the model a turn; as `webfetch mcp` does
+			if (registered || status?.browse_enabled === false) return;
+			registered = true;
+			const taken = toolNames(pi).includes("agent_browser");
+			pi.registerTool(browserTool(taken ? "webfetch_browser" : "agent_browser", used));
+			if (taken && ctx?.hasUI) {
+				ctx.ui?.notify("webfetch: another extension already provides agent_browser; webfetch's browser is webfetch_browser", "info");
+			}
+		},
+	};
 }
 
 // ---- the extension -------------------------------------------------------------------------------
@@ -994,6 +1011,25 @@ function statusProblems(s: StatusResultFrame): string[] {
 		);
 	}
 	return problems;
+}
+
+/**
+ * The daemon's status and what it lacks. `start`: start a daemon when none listens (there is a user to
+ * tell what is missing, and its Chrome is then warm for the first fetch); else only a listening one is
+ * asked. A daemon that cannot be asked gives null and the reason as the problem.
+ */
+async function askStatus(start: boolean): Promise<{ status: StatusResultFrame | null; problems: string[] }> {
+	try {
+		const status = await request({ op: "status" }, { signal: AbortSignal.timeout(STATUS_TIMEOUT_MS), start });
+		return { status, problems: statusProblems(status) };
+	} catch (e) {
+		const problem = e instanceof RequestFailed && e.code === "timeout" && !e.fromDaemon
+			? `the webfetch daemon did not answer within ${STATUS_TIMEOUT_MS / 1000} s; see ${settings().log}`
+			: e instanceof Error
+				? e.message
+				: String(e);
+		return { status: null, problems: [problem] };
+	}
 }
 
 function toolNames(pi: ExtensionAPI): string[] {
@@ -1066,6 +1102,7 @@ export default function webfetch(pi: ExtensionAPI): void {
 	if (process.env[SUBAGENT_ENV]) return; // we are the daemon's sub-agent: no web access from here
 
 	pi.registerTool(fetchTool(pi));
+	const browser = registerBrowser(pi);
 
 	// web_search may belong to another extension already (pi-web-access has one), and two tools of one name
 	// make pi exit: register it once the other extensions are loaded, under another name if need be.
@@ -1079,22 +1116,12 @@ export default function webfetch(pi: ExtensionAPI): void {
 				ctx.ui?.notify("webfetch: another extension already provides web_search; webfetch's search is webfetch_search", "info");
 			}
 		}
-		if (!ctx?.hasUI) return; // nobody to tell (print/json mode): do not start a daemon for nothing
-		let problems: string[];
-		try {
-			const signal = AbortSignal.timeout(STATUS_TIMEOUT_MS);
-			problems = statusProblems(await request({ op: "status" }, { signal }));
-		} catch (e) {
-			problems = [
-				e instanceof RequestFailed && e.code === "timeout" && !e.fromDaemon
-					? `the webfetch daemon did not answer within ${STATUS_TIMEOUT_MS / 1000} s; see ${settings().log}`
-					: e instanceof Error
-						? e.message
-						: String(e),
-			];
-		}
-		if (problems.length) ctx.ui?.notify(`webfetch: ${problems.join("; ")}`, "error");
+		// Without a UI (print/json mode) there is nobody to tell: a daemon is not started for nothing, and one
+		// that listens (a socket-activated one too) is asked only whether the browser tool can serve.
+		const ui = !!ctx?.hasUI;
+		if (!ui && browser.registered) return;
+		const { status, problems } = await askStatus(ui);
+		if (ui && problems.length) ctx.ui?.notify(`webfetch: ${problems.join("; ")}`, "error");
+		browser.offer(ctx, status);
 	});
-
-	registerBrowser(pi);
 }
