@@ -376,6 +376,8 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     (tmp / "always").mkdir()
     rendered_daemon = Daemon(tmp / "always", "always")
     try:
+        # measured warm, as the first daemon is by then: its parser workers started, Chrome's first renderer up
+        rendered_daemon.fetch(server.url(aeb[-1]), fresh=True)
         rendered_cpu = CpuMeter(rendered_daemon)
         rows.append(("6. every page rendered (render = always), one at a time",
                      [rendered_daemon.fetch(u, fresh=True)[1] for u in urls]))
