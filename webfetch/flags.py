@@ -200,8 +200,9 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
                                 "@type='tel' or @type='url' or @type='number']|//textarea"))
     empty_root = _empty_app_root(doc)
     _drop_invisible(doc)
-    headings = [" ".join(h.text_content().split()) for h in doc.xpath("//h1|//h2")]
-    h1 = " ".join((doc.xpath("//h1") or [doc])[0].text_content().split()) if doc.xpath("//h1") else ""
+    heads = doc.xpath("//h1|//h2")
+    headings = [" ".join(h.text_content().split()) for h in heads]
+    h1 = next((text for h, text in zip(heads, headings, strict=True) if h.tag == "h1"), "")
     body = doc.find("body")
     visible = " ".join((body if body is not None else doc).text_content().split())
     main_chars = _text_chars(markdown)
