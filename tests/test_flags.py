@@ -10,10 +10,10 @@ import trio
 from webfetch.config import FetchConfig
 from webfetch.errors import ExtractionFailed
 from webfetch.extractor import extract_html
-from webfetch.flags import FLAG_NAMES, detect
+from webfetch.flags import FLAG_NAMES, detect, reads_document
 
 from .conftest import make_config
-from .flag_pages import CASES, Case, article
+from .flag_pages import CASES, PARAS, Case, article
 from .helpers import run_cli
 
 WHAT_TO_DO = ("another source", "search", "ask the user", "public source", "api")
@@ -95,6 +95,19 @@ async def test_flags_through_the_daemon(daemon, site):
     login = results["login-page"]
     assert login["final_url"].endswith("/login?return_to=%2Faccount%2Forders")
     assert "redirected to /login" in next(n for n in login["notes"] if n.startswith("login_wall"))
+
+
+async def test_a_long_article_is_judged_on_its_text_alone_with_the_same_flags(daemon, site):
+    # The daemon judges a long text without parsing its page (in its own process, no worker): a
+    # subscription prompt at the end is still a paywall, an ordinary long article still no flag.
+    prompt = ("<p>Subscribe to continue reading. You have reached your limit of free articles.</p>"
+              "<a href='/subscribe'>Subscribe now</a>")
+    site.html("/long-paywalled", article("The long read", body=PARAS * 3 + prompt))
+    site.html("/long-free", article("The long read, free", body=PARAS * 3))
+    for path, flags in (("/long-paywalled", ["paywall"]), ("/long-free", [])):
+        r = await daemon.fetch(site.url(path))
+        assert not reads_document(r["content"], r["final_url"]), "the text alone decides"
+        assert r["type"] == "result" and r["flags"] == flags, (path, r["flags"], r["notes"])
 
 
 async def test_a_page_without_text_is_a_flagged_result_only_when_a_flag_explains_it(daemon, site):

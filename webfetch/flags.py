@@ -153,7 +153,7 @@ def detect(*, status: int | None, title: str | None, html: str | bytes | None, m
     """The flags for one loaded page, each with its note; empty for an ordinary page."""
     flags: list[Flag] = []
     main_chars = _text_chars(markdown)
-    if html and main_chars >= PAYWALL_MAX_CHARS and not LOGIN_PATH.search(_path(final_url)):
+    if html and not _reads_document(main_chars, final_url):
         # A long text is no wall, no shell and no error page; only a paywall's prompt at its end can
         # still be there. Skipping the parse keeps ordinary pages cheap.
         flag = paywall(_Page(status, title or "", "", "", "", [], "", main_chars, markdown, 0, 0, False, False, 0,
@@ -171,6 +171,15 @@ def detect(*, status: int | None, title: str | None, html: str | bytes | None, m
         flags.append(Flag("truncated", truncated_note or "the response was larger than the size cap and was cut "
                                                           "there; the end of the content is missing"))
     return flags
+
+
+def reads_document(markdown: str, final_url: str) -> bool:
+    """Whether `detect` parses the page's HTML for these contents; when not, it judges the text alone."""
+    return _reads_document(_text_chars(markdown), final_url)
+
+
+def _reads_document(main_chars: int, final_url: str) -> bool:
+    return main_chars < PAYWALL_MAX_CHARS or bool(LOGIN_PATH.search(_path(final_url)))
 
 
 def explain_error_page(status: int, body: bytes, final_url: str) -> str:
