@@ -6,10 +6,11 @@ trafilatura's own tracker has the same crash, adbar/trafilatura#840 and #925). T
 thread takes its libxml2 string dictionary from the first parser it uses, trafilatura parses with one
 module-level parser, so all threads share one dictionary, which libxml2 does not lock, and parses, tree
 copies and XPath add names to it at once (8 crashes in 77 short 4-thread runs over the corpora, none
-single-threaded). PDFium is not thread-safe at all. A crash in a worker process costs that one page one retry, never the daemon and every
-other client's request. And the GIL made two extraction threads no faster than one (46.5 ms a page either
-way, 26-27 ms with two processes, measured side by side on corpus pages), so processes also give the
-daemon its second core. A cancel kills the worker at once, where an abandoned thread ran to its end.
+single-threaded). PDFium is not thread-safe at all. A crash in a worker process costs that one page one
+retry, never the daemon and every other client's request. And the GIL made two extraction threads no
+faster than one (46.5 ms a page either way, 26-27 ms with two processes, measured side by side on corpus
+pages), so processes also give the daemon its second core. A cancel kills the worker at once, where an
+abandoned thread ran to its end.
 
 trio-parallel (MIT/Apache-2.0) runs the processes: a trio-native pool (a cancel reaches the worker, a dead
 worker is an exception, idle workers retire) where multiprocessing's own pools block the event loop.
@@ -62,7 +63,6 @@ class Workers:
         self.count = count
         self.idle_s = idle_s
         self.limiter = trio.CapacityLimiter(count)
-        self.crashes = 0  # workers that died under a job, since start
         self._context: trio_parallel.WorkerContext | None = None
         self._started = trio.Event()
 
@@ -101,14 +101,18 @@ class Workers:
             try:
                 return cast(T, await context.run_sync(fn, *args, kill_on_cancel=True, limiter=self.limiter))
             except trio_parallel.BrokenWorkerError as e:
-                self.crashes += 1
                 how = _how_it_died(e)
-                log.warning("a worker process died running %s (%s), attempt %d of %d",
-                            getattr(fn, "__name__", fn), how, attempt, ATTEMPTS)
+                log.warning("a worker process died running %s (%s), attempt %d of %d", _job_name(fn), how,
+                            attempt, ATTEMPTS)
         raise ExtractionFailed(
             f"the parser crashed on this document twice ({how}); the daemon is fine and serves other "
             "requests, but this copy of the page cannot be read: try another copy of its content (a print "
             "or AMP version, the PDF)")
+
+
+def _job_name(fn: Callable[..., object]) -> str:
+    """The function's name, through a functools.partial (whose repr would carry the whole page)."""
+    return str(getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "a job"))
 
 
 def _how_it_died(e: trio_parallel.BrokenWorkerError) -> str:
