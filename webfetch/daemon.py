@@ -23,7 +23,7 @@ from .chrome import Chrome
 from .config import Config, default_socket_path
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
-from .pipeline import Page, Pipeline, page_size
+from .pipeline import Pipeline, page_size
 from .protocol import (
     BrowseRequest,
     BrowserStatus,
@@ -104,7 +104,7 @@ class Daemon:
         self.started = time.monotonic()
         policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
         self.chrome = Chrome(config.browser, policy, FETCH_TAB)
-        self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
+        self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         self.subagent = Subagent(config.subagent)
