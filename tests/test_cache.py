@@ -144,3 +144,18 @@ async def test_fresh_bypasses_the_read_and_refreshes(clock):
     value, age, cached = await c.get_or_load("k", load, fresh=True)
     assert (value, cached) == ("new", False)
     assert c.get("k")[0] == "new"
+
+
+def test_cached_pages_are_packed_and_sized_as_they_are_held():
+    # A str with one character beyond Latin-1 takes 2-4 bytes a character in memory (and a UTF-8 copy once
+    # pickled or encoded): the cache holds pages packed, so its byte count is what they really cost.
+    import sys
+
+    from webfetch.pipeline import Page, pack_page, page_size, unpack_page
+
+    page = Page(url="https://a.test/", final_url="https://a.test/", status=200, content_type="text/html",
+                title="It’s", markdown="Quotes’ and an emoji 😀\n" * 500, extractor="trafilatura",
+                truncated=False, redirect_url=None, notes=("a note",), flags=("soft_404",))
+    packed = pack_page(page)
+    assert unpack_page(packed) == page
+    assert sys.getsizeof(packed) <= page_size(packed) < sys.getsizeof(page.markdown) / 2

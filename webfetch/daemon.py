@@ -23,7 +23,7 @@ from .chrome import Chrome
 from .config import Config, default_socket_path
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
-from .pipeline import Page, Pipeline, page_size
+from .pipeline import Pipeline, page_size
 from .protocol import (
     BrowseRequest,
     BrowserStatus,
@@ -104,7 +104,7 @@ class Daemon:
         self.started = time.monotonic()
         policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
         self.chrome = Chrome(config.browser, policy, FETCH_TAB)
-        self.cache: Cache[Page] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
+        self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         self.subagent = Subagent(config.subagent)
@@ -157,6 +157,7 @@ class Daemon:
                 await nursery.start(self.search.run)
                 await nursery.start(self.browse.run)
                 await nursery.start(self.server.serve, listener)
+                nursery.start_soon(self._trim_when_idle)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)
                 if self.notifier is not None:
@@ -210,6 +211,22 @@ class Daemon:
             if not busy and trio.current_time() - self.server.last_activity >= idle_s:
                 return
 
+    async def _trim_when_idle(self) -> None:
+        """Give the C heap's free pages back to the system once requests stop for TRIM_IDLE_S (see
+        trim_malloc): once per busy spell, never while a request runs."""
+        while True:
+            await self.server.wait_some_requests()
+            while True:
+                await self.server.wait_no_requests()
+                with trio.move_on_after(TRIM_IDLE_S) as quiet:
+                    await self.server.wait_some_requests()
+                if quiet.cancelled_caught:
+                    break
+            started = time.perf_counter()
+            freed = trim_malloc()
+            log.debug("idle: malloc_trim gave back %d KiB in %.1f ms", freed // 1024,
+                      (time.perf_counter() - started) * 1000)
+
     async def _shutdown(self) -> None:
         """In-flight requests get a short grace period; the rest end with `shutting_down`."""
         with trio.move_on_after(SHUTDOWN_GRACE_S):
@@ -235,6 +252,33 @@ def limit_malloc_arenas() -> None:
         ctypes.CDLL(None).mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
     except (OSError, AttributeError):
         pass
+
+
+# Seconds without a request in flight before the daemon trims its C heap.
+TRIM_IDLE_S = 2.0
+
+
+def trim_malloc() -> int:
+    """Return the free pages of glibc's heaps to the system (malloc_trim(0)); the bytes of RSS given back.
+    Pages read, pickled, encoded and decoded whole leave megabytes of freed memory between live blocks,
+    which glibc keeps: bin/bench_memory's soak found 11-17 MiB free in the heap after each stretch of
+    fetches (mallinfo2), and with the trim the daemon's RSS less the cache after 2 000 fetches is 1.06x
+    that after 200 (1.13x without). A no-op returning 0 where the C library is not glibc."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return 0
+    before = _rss_bytes()
+    trim(0)
+    return max(0, before - _rss_bytes())
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:

@@ -280,6 +280,7 @@ class Server:
         self.served = 0
         self._no_requests = trio.Event()
         self._no_requests.set()
+        self._some_requests = trio.Event()
         self.last_activity = trio.current_time()
 
     async def serve(self, listener: trio.SocketListener, *,
@@ -331,17 +332,23 @@ class Server:
     def request_started(self) -> None:
         if self.in_flight == 0:
             self._no_requests = trio.Event()
+            self._some_requests.set()
         self.in_flight += 1
 
     def request_ended(self) -> None:
         self.in_flight -= 1
         self.served += 1
         if self.in_flight == 0:
+            self._some_requests = trio.Event()
             self._no_requests.set()
 
     async def wait_no_requests(self) -> None:
         """Until no request is in flight (bound it with a deadline)."""
         await self._no_requests.wait()
+
+    async def wait_some_requests(self) -> None:
+        """Until a request is in flight."""
+        await self._some_requests.wait()
 
     async def wait_flushed(self) -> None:
         """Until every connection's queued frames have been written (bound it with a deadline)."""
