@@ -19,9 +19,8 @@ import trio
 from readability import Document
 
 from .errors import ExtractionFailed
-from .flags import Flag
+from .flags import Flag, reads_document
 from .flags import detect as detect_flags
-from .flags import reads_document
 from .pdf import PdfText, extract_pdf
 from .workers import Workers
 
