@@ -126,6 +126,14 @@ class ServerRead:
 ReadServerHtml = Callable[[bytes, str | None, str], Awaitable[ServerRead]]
 
 
+def _is_page_commit(frame: dict[str, Any], target_id: str) -> bool:
+    """A document of the page committed in the tab's main frame. Chrome's own error page (chrome-error://,
+    shown after a request we failed) and about:blank are not the page: such a commit can also arrive late,
+    from the tab's previous fetch, and taken for this page's it made an image URL a "download started by
+    the page" and Chrome's error page ("ERR_BLOCKED_BY_CLIENT") the result."""
+    return frame.get("id") == target_id and str(frame.get("url", "")).startswith(("http://", "https://"))
+
+
 def classify(content_type: str | None, url: str = "") -> str:
     """'html', 'text', 'pdf' or 'other' for a Content-Type header value (and the URL, for untyped bodies)."""
     mime = _mime(content_type)
@@ -351,7 +359,7 @@ class _Render:
                     await self._paused_safely(params)  # main-document steps happen one after another
                 else:
                     nursery.start_soon(self._paused_safely, params)  # never hold up other events
-            elif method == "Page.frameNavigated" and params.get("frame", {}).get("id") == self.tab.target_id:
+            elif method == "Page.frameNavigated" and _is_page_commit(params.get("frame", {}), self.tab.target_id):
                 self.marks.setdefault("committed", time.monotonic())
                 self.committed_doc = self.doc
                 self.doc.reached("committed")
