@@ -19,8 +19,9 @@ import trio
 from readability import Document
 
 from .errors import ExtractionFailed
-from .flags import Flag, reads_document
+from .flags import Flag
 from .flags import detect as detect_flags
+from .flags import detect_on_text as detect_flags_on_text
 from .pdf import PdfText, extract_pdf
 from .workers import Workers
 
@@ -433,7 +434,8 @@ class Extractor:
         """webfetch/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its
         text alone (most: a long main text) is judged here: no parse, and no trip to a worker with the
         page's HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
-        markdown = page["markdown"]
-        if len(markdown) <= IN_PROCESS_FLAGS_MAX_CHARS and not reads_document(markdown, page["final_url"]):
-            return detect_flags(**page)
+        if len(page["markdown"]) <= IN_PROCESS_FLAGS_MAX_CHARS:
+            flags = detect_flags_on_text(**page)
+            if flags is not None:
+                return flags
         return await self.workers.call(functools.partial(detect_flags, **page))

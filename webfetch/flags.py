@@ -151,35 +151,42 @@ class _Page:
 def detect(*, status: int | None, title: str | None, html: str | bytes | None, markdown: str, url: str,
            final_url: str, truncated: bool = False, truncated_note: str | None = None) -> list[Flag]:
     """The flags for one loaded page, each with its note; empty for an ordinary page."""
-    flags: list[Flag] = []
+    flags = detect_on_text(status=status, title=title, html=html, markdown=markdown, url=url, final_url=final_url,
+                           truncated=truncated, truncated_note=truncated_note)
+    if flags is not None:
+        return flags
+    flags = []
+    page = _evidence(status, title, html or "", markdown, url, final_url)
+    for check in (challenge, js_shell, login_wall, cookie_wall, paywall, soft_404):
+        flag = check(page)
+        if flag is not None:
+            flags.append(flag)
+        if flag is not None and flag.name == "challenge":
+            break  # the rest of the page is the challenge's: nothing else on it means anything
+    return flags + _truncated(truncated, truncated_note)
+
+
+def detect_on_text(*, status: int | None, title: str | None, html: str | bytes | None, markdown: str, url: str,
+                   final_url: str, truncated: bool = False, truncated_note: str | None = None) -> list[Flag] | None:
+    """`detect`'s flags when they need no parse of the page's HTML (none to parse, or a long text not at a
+    sign-in URL); None when they do."""
+    if not html:
+        return _truncated(truncated, truncated_note)
     main_chars = _text_chars(markdown)
-    if html and not _reads_document(main_chars, final_url):
-        # A long text is no wall, no shell and no error page; only a paywall's prompt at its end can
-        # still be there. Skipping the parse keeps ordinary pages cheap.
-        flag = paywall(_Page(status, title or "", "", "", "", [], "", main_chars, markdown, 0, 0, False, False, 0,
-                             url, final_url))
-        flags += [flag] if flag else []
-    elif html:
-        page = _evidence(status, title, html, markdown, url, final_url)
-        for check in (challenge, js_shell, login_wall, cookie_wall, paywall, soft_404):
-            flag = check(page)
-            if flag is not None:
-                flags.append(flag)
-            if flag is not None and flag.name == "challenge":
-                break  # the rest of the page is the challenge's: nothing else on it means anything
-    if truncated:
-        flags.append(Flag("truncated", truncated_note or "the response was larger than the size cap and was cut "
-                                                          "there; the end of the content is missing"))
-    return flags
+    if main_chars < PAYWALL_MAX_CHARS or LOGIN_PATH.search(_path(final_url)):
+        return None
+    # A long text is no wall, no shell and no error page; only a paywall's prompt at its end can still be
+    # there. Skipping the parse keeps ordinary pages cheap.
+    flag = paywall(_Page(status, title or "", "", "", "", [], "", main_chars, markdown, 0, 0, False, False, 0,
+                         url, final_url))
+    return ([flag] if flag else []) + _truncated(truncated, truncated_note)
 
 
-def reads_document(markdown: str, final_url: str) -> bool:
-    """Whether `detect` parses the page's HTML for these contents; when not, it judges the text alone."""
-    return _reads_document(_text_chars(markdown), final_url)
-
-
-def _reads_document(main_chars: int, final_url: str) -> bool:
-    return main_chars < PAYWALL_MAX_CHARS or bool(LOGIN_PATH.search(_path(final_url)))
+def _truncated(truncated: bool, note: str | None) -> list[Flag]:
+    if not truncated:
+        return []
+    return [Flag("truncated", note or "the response was larger than the size cap and was cut there; the end of "
+                                      "the content is missing")]
 
 
 def explain_error_page(status: int, body: bytes, final_url: str) -> str:
