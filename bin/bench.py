@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_memory import is_chrome  # noqa: E402  (bin/, this script's own directory)
+
 from tests.site import QuietHTTPServer  # noqa: E402
 from webfetch.client import Client  # noqa: E402
 from webfetch.errors import ExtractionFailed  # noqa: E402
@@ -168,7 +170,7 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     own = _stat(pid)
     sides = [sum(int(x) for x in own[11:15]) / CLOCK_TICKS, 0.0]
     for child in children.get(pid, []):
-        side = 1 if _is_chrome(child) else 0
+        side = 1 if is_chrome(child) else 0
         todo = [child]
         while todo:
             p = todo.pop()
@@ -178,13 +180,6 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
                 continue
             todo += children.get(p, [])
     return sides[0], sides[1]
-
-
-def _is_chrome(pid: int) -> bool:
-    try:
-        return "chrom" in Path(os.readlink(f"/proc/{pid}/exe")).name
-    except OSError:
-        return False
 
 
 def _stat(pid: int) -> list[str]:
