@@ -11,7 +11,7 @@ import trio
 
 from webfetch.config import Config, FetchConfig, SubagentConfig
 from webfetch.daemon import Daemon, bind_socket
-from webfetch.urls import Resolver
+from webfetch.dns import Resolver
 
 from .fake_llm import FakeLLM
 from .helpers import LineClient

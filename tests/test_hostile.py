@@ -16,7 +16,7 @@ import trio
 
 from webfetch.chrome import PROXY_ENV
 from webfetch.config import BrowserConfig, FetchConfig
-from webfetch.urls import resolve
+from webfetch.dns import resolve
 
 from .conftest import make_config
 from .site import ARTICLE_TEXT, QuietHTTPServer, simple_page

@@ -6,8 +6,9 @@ import ipaddress
 import pytest
 import trio
 
+from webfetch.dns import resolve
 from webfetch.proxy import PolicyProxy
-from webfetch.urls import AddressPolicy, resolve
+from webfetch.urls import AddressPolicy
 
 from .site import ARTICLE_TEXT
 

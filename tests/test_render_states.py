@@ -11,10 +11,11 @@ import ipaddress
 import pytest
 import trio
 
+from webfetch.dns import IPAddress
 from webfetch.errors import BrowserCrashed
 from webfetch.extractor import Extracted
 from webfetch.render import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
-from webfetch.urls import AddressPolicy, IPAddress
+from webfetch.urls import AddressPolicy
 
 from .scripted_browser import Page, ScriptedTab
 

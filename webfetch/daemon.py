@@ -21,6 +21,7 @@ from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
 from .config import Config, default_socket_path
+from .dns import Resolver
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
 from .pipeline import Pipeline, page_size
@@ -44,7 +45,7 @@ from .search import Search
 from .server import Server
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
-from .urls import AddressPolicy, Resolver
+from .urls import AddressPolicy
 
 log = logging.getLogger("webfetch.daemon")
 

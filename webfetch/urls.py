@@ -3,41 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
-import socket
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import trio
-
+from .dns import HostCache, IPAddress, Resolver
 from .errors import BlockedUrl, InvalidUrl
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-async def resolve(host: str) -> list[IPAddress]:
-    """The addresses a host name stands for (the system resolver); [] when it does not resolve."""
-    try:
-        return [ipaddress.ip_address(host)]
-    except ValueError:
-        pass
-    try:
-        infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return []
-    out: list[IPAddress] = []
-    for info in infos:
-        addr = str(info[4][0]).split("%", 1)[0]
-        try:
-            out.append(ipaddress.ip_address(addr))
-        except ValueError:
-            continue
-    return out
-
-
-Resolver = Callable[[str], Awaitable[list[IPAddress]]]
 
 
 @dataclass(frozen=True)
@@ -45,8 +18,9 @@ class AddressPolicy:
     allow_private: bool = False
     allow_hosts: frozenset[str] = field(default_factory=frozenset)    # host names, let through whatever
     allow_networks: tuple[IPNetwork, ...] = ()                          # addresses and networks let through
-    # How host names become addresses: the system resolver; tests give a scripted one (DNS rebinding).
-    resolver: Resolver = field(default=resolve, compare=False, repr=False)
+    # How host names become addresses: the system resolver behind a cache (dns.py); tests give a scripted
+    # one (DNS rebinding), asked at every lookup.
+    resolver: Resolver = field(default_factory=HostCache, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, allow_private: bool, allow_hosts: list[str],
@@ -59,7 +33,7 @@ class AddressPolicy:
                 networks.append(ipaddress.ip_network(entry, strict=False))
             except ValueError:
                 names.add(entry)
-        return cls(allow_private, frozenset(names), tuple(networks), resolver or resolve)
+        return cls(allow_private, frozenset(names), tuple(networks), resolver or HostCache())
 
     def allows_address(self, ip: IPAddress) -> bool:
         return any(ip in network for network in self.allow_networks)
