@@ -4,6 +4,8 @@
 2. webfetch cold fetches (cache bypassed) through the socket,
 3. webfetch cache hits through the socket,
 4. 8 concurrent clients (pages per second),
+6. every page rendered, beside its limits: the same pages loaded by a bare Chrome tab and extracted
+   in-process (6a one warm tab, 6b a browser context per page, as the daemon isolates fetches),
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; and the browse op's rows on the local app of the tests
 (tests/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, and the
@@ -28,6 +30,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -368,6 +371,10 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     conc_elapsed = time.perf_counter() - started
     conc_cpu.stop(len(conc_urls))
     rows.append(("4. 8 concurrent clients, cold fetches (latency)", conc_times))
+    render_limit = rendered_limit(urls, context_per_page=False)
+    rows.append(("6a. rendered limit: one warm tab, DOM at load, extraction", render_limit))
+    isolated_limit = rendered_limit(urls, context_per_page=True)
+    rows.append(("6b. the same, a fresh browser context per page", isolated_limit))
     (tmp / "always").mkdir()
     rendered_daemon = Daemon(tmp / "always", "always")
     try:
@@ -386,6 +393,9 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
         med, p95 = summarize(times)
         print(f"{name:56} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x "
               f"{med / summarize(limit)[0]:8.1f}x")
+    rendered_med = summarize(dict(rows)["6. every page rendered (render = always), one at a time"])[0]
+    print(f"{'6. against its limits (rows 6a, 6b)':56} {rendered_med / summarize(render_limit)[0]:9.2f}x, "
+          f"{rendered_med / summarize(isolated_limit)[0]:.2f}x the median")
     pps = len(conc_urls) / conc_elapsed
     cores = os.cpu_count() or 1
     print(f"{'4. 8 concurrent clients, cold fetches':56} {pps:9.2f} pages/s "
@@ -425,6 +435,88 @@ def static_limit(server: CorpusServer, pages: list[dict]) -> tuple[list[float], 
     cpu = (time.process_time() - cpu_started) / len(pages)  # the server thread's share included
     conn.close()
     return times[len(pages):], cpu
+
+
+RENDER_REFUSED = ("Image", "Media", "Font", "Stylesheet")  # what the bench's daemons refuse (Daemon above)
+
+
+def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]:
+    """Row 6's limits: what a rendered page costs with nothing but the work itself. A Chrome tab (the
+    daemon's flags; no proxy, no request paused but documents and those of the types the daemon refuses,
+    frames refused as the daemon refuses them) navigated to each page one at a time, its DOM taken at the
+    load event (or at browser.settle_s's default, 2 s, with loading stopped, as the daemon caps a page)
+    and webfetch's extraction of it in-process. No settle wait: that is webfetch's judgment, not work.
+    One warm tab for every page (6a), or a tab in a browser context of its own per page, made before the
+    page's clock starts and disposed of after it stops, as the daemon's pool does (6b: the isolation the
+    daemon keeps between fetches, which starts a renderer process per page). The times."""
+    import trio
+
+    from webfetch.cdp import CDPConnection, open_cdp
+    from webfetch.config import BrowserConfig
+    from webfetch.launch import launch_chrome
+
+    chrome = find_chrome()
+    assert chrome is not None
+    cap_s = BrowserConfig().settle_s
+
+    async def refuse(conn: CDPConnection, target: str, session: str, sub: Any, loaded: list[trio.Event],
+                     nursery: trio.Nursery) -> None:
+        while True:
+            event = await sub.receive()
+            if event.get("method") == "Fetch.requestPaused":
+                paused = event["params"]
+                if paused.get("resourceType") == "Document" and paused.get("frameId") == target:
+                    nursery.start_soon(conn.call, "Fetch.continueRequest", {"requestId": paused["requestId"]},
+                                       session)
+                else:  # a refused type, or a frame's document (the daemon loads no frames either)
+                    nursery.start_soon(conn.call, "Fetch.failRequest", {
+                        "requestId": paused["requestId"], "errorReason": "BlockedByClient"}, session)
+            elif event.get("method") == "Page.loadEventFired":
+                loaded[-1].set()
+
+    async def load(conn: CDPConnection, session: str, loaded: list[trio.Event], url: str) -> float:
+        started = time.perf_counter()
+        loaded.append(trio.Event())
+        await conn.call("Page.navigate", {"url": url}, session)
+        with trio.move_on_after(cap_s):
+            await loaded[-1].wait()
+        if not loaded[-1].is_set():
+            await conn.call("Page.stopLoading", None, session)
+        reply = await conn.call("Runtime.evaluate", {
+            "expression": "document.documentElement.outerHTML", "returnByValue": True}, session)
+        try:
+            extract_html(reply["result"]["value"], url)
+        except ExtractionFailed:
+            pass
+        return time.perf_counter() - started
+
+    async def in_tab(conn: CDPConnection, context: str | None, urls: list[str]) -> list[float]:
+        params = {"url": "about:blank"} | ({"browserContextId": context} if context else {})
+        target = (await conn.call("Target.createTarget", params))["targetId"]
+        session = (await conn.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
+        loaded = [trio.Event()]
+        with conn.subscribe(session) as sub:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(refuse, conn, target, session, sub, loaded, nursery)
+                await conn.call("Page.enable", None, session)
+                await conn.call("Fetch.enable", {"patterns": [
+                    {"urlPattern": "*", "resourceType": t} for t in (*RENDER_REFUSED, "Document")]}, session)
+                times = [await load(conn, session, loaded, url) for url in urls]
+                nursery.cancel_scope.cancel()
+        return times
+
+    async def run() -> list[float]:
+        times: list[float] = []
+        async with launch_chrome(chrome, [RESOLVER]) as (ws_url, _), open_cdp(ws_url) as conn:
+            if not context_per_page:
+                return (await in_tab(conn, None, pages_urls * 2))[len(pages_urls):]  # round 1 warms up
+            for n, url in enumerate(pages_urls * 2):
+                context = (await conn.call("Target.createBrowserContext"))["browserContextId"]
+                times += (await in_tab(conn, context, [url])) if n >= len(pages_urls) else []
+                await conn.call("Target.disposeBrowserContext", {"browserContextId": context})
+        return times
+
+    return trio.run(run)
 
 
 def browse(daemon: Daemon, rounds: int) -> None:
