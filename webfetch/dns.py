@@ -22,8 +22,9 @@ import trio
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], Awaitable[list[IPAddress]]]
 
-# Chrome keeps a system lookup's answer for 60 s; a name that did not resolve is asked again soon, but
-# not by every connection of the same page load (Chrome itself asks once per load for it).
+# Chrome keeps a system lookup's answer for 60 s. A name that did not resolve is asked again soon: its
+# failure is kept only as long as one page load's requests to it take to arrive (the render's check and
+# Chrome's connections through the proxy ask within milliseconds of each other).
 ANSWER_TTL_S = 60.0
 FAILURE_TTL_S = 2.0
 # Chrome's cap on concurrent system lookups ("some routers (or resolvers) appear to start to provide
