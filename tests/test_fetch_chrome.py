@@ -13,7 +13,7 @@ from webfetch.config import BrowserConfig, Config, FetchConfig
 
 from .conftest import make_config
 from .helpers import pid_alive, renderers
-from .site import ARTICLE_TEXT, CYRILLIC, simple_page
+from .site import ARTICLE_TEXT, CYRILLIC, free_port, simple_page
 
 
 async def test_noisy_article_becomes_clean_markdown(daemon, site):
@@ -121,6 +121,42 @@ async def test_redirect_loops_end_in_an_error(daemon, site, path):
     assert r["type"] == "error", r
     assert r["code"] == "network_error"
     assert "ERR_TOO_MANY_REDIRECTS" in r["message"]
+
+
+# Navigations a page starts once it has committed that bring no document. Chrome shows its own error page
+# (or, for a 204 or 205, stays where it was), so no page of the site ever commits: the fetch waited for one
+# until its timeout (a corpus page that sends http visitors to https did so on bin/bench's http server).
+DEAD_ENDS = {
+    "tls-on-http": ("<script>location.href = location.href.replace('http:', 'https:');</script>",
+                    "failed to load"),
+    "closed-port": ("<script>location.href = 'http://127.0.0.1:{closed}/x';</script>",
+                    "failed to load (net::ERR_CONNECTION_REFUSED)"),
+    "meta-refresh": ('<meta http-equiv="refresh" content="0; url=http://127.0.0.1:{closed}/x">',
+                     "failed to load (net::ERR_CONNECTION_REFUSED)"),
+    "no-content": ("<script>location.href = '/no-content';</script>", None),
+    "no-content-later": ("<script>setTimeout(() => { location.href = '/no-content'; }, 300);</script>", None),
+}
+
+
+@pytest.mark.parametrize("case", list(DEAD_ENDS))
+async def test_a_navigation_that_brings_no_document_leaves_the_page_as_it_was(start_daemon, site, case):
+    leap, failure = DEAD_ENDS[case]
+    closed = free_port()
+    site.route("/no-content", lambda h: (h.send_response(204), h.end_headers()))
+    leap = leap.replace("{closed}", str(closed))
+    site.html("/leap", simple_page("Leap", *ARTICLE_TEXT).replace("<p>", leap + "<p>", 1))
+    d = await start_daemon(make_config(fetch=FetchConfig(render="always", allow_private=True, timeout_s=10)))
+    r = await d.fetch(site.url("/leap"))
+    assert r["type"] == "result", r  # before: a timeout error, 10 s later
+    assert r["title"] == "Leap" and all(sentence in r["content"] for sentence in ARTICLE_TEXT), r
+    assert r["final_url"] == site.url("/leap")
+    target = (site.url("/leap").replace("http:", "https:") if case == "tls-on-http"
+              else f"http://127.0.0.1:{closed}/x")
+    expected = [] if failure is None else [
+        f"the page navigated to {target}, which {failure}; the content is the page as it was before"]
+    assert r["notes"] == expected
+    if failure is None:
+        assert site.hits.get("/no-content", 0) == 1
 
 
 @pytest.mark.parametrize("path,ctype", [("/image.png", "image/png")])  # PDFs: tests/test_pdf.py

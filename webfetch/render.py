@@ -40,6 +40,9 @@ SETTLE_TIMERS_QUIET_MS = 500
 SETTLE_MIN_S = 0.1           # the quiet check a document gets even when loading used its whole budget
 META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
 IO_CHUNK = 1 << 20
+DOCUMENT_PHASES = ("Page.frameNavigated", "Page.domContentEventFired", "Page.loadEventFired",
+                   "Page.frameStoppedLoading")
+NO_CONTENT = (204, 205)       # a navigation answered so brings no document: the browser stays where it was
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 PDF_TYPES = ("application/pdf", "application/x-pdf")
@@ -336,6 +339,7 @@ class _Render:
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
         self._hosts: dict[str, bool] = {}             # the address policy's verdict per host, for this page
+        self.dead_ends: set[str] = set()              # URLs the page navigated to that brought no document
 
     def _end(self, outcome: Outcome | None = None, failure: BaseException | None = None) -> None:
         if not self.ended.is_set():
@@ -359,19 +363,33 @@ class _Render:
                     await self._paused_safely(params)  # main-document steps happen one after another
                 else:
                     nursery.start_soon(self._paused_safely, params)  # never hold up other events
-            elif method == "Page.frameNavigated" and _is_page_commit(params.get("frame", {}), self.tab.target_id):
-                self.marks.setdefault("committed", time.monotonic())
-                self.committed_doc = self.doc
-                self.doc.reached("committed")
-            elif method == "Page.domContentEventFired" and self.committed_doc is not None:
-                self.committed_doc.reached("dom_ready")
-            elif method == "Page.loadEventFired" and self.committed_doc is not None:
-                self.committed_doc.reached("dom_ready")
-                self.committed_doc.reached("loaded")
+            elif method in DOCUMENT_PHASES:
+                self._document_phase(method, params)
             elif method == "Page.javascriptDialogOpening":
                 await self._answer_dialog(params.get("type") == "beforeunload")
             elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
                 self._end(failure=BrowserCrashed("the page's renderer process crashed"))
+
+    def _document_phase(self, method: str, params: dict[str, Any]) -> None:
+        """A main-frame document's progress: its commit, DOMContentLoaded, load."""
+        if method == "Page.frameNavigated":
+            if _is_page_commit(params.get("frame", {}), self.tab.target_id):
+                self.marks.setdefault("committed", time.monotonic())
+                self.committed_doc = self.doc
+                self.doc.reached("committed")
+            return
+        doc = self.committed_doc
+        if doc is None:
+            return
+        if method == "Page.domContentEventFired":
+            doc.reached("dom_ready")
+        elif method == "Page.loadEventFired" or (
+                params.get("frameId") == self.tab.target_id and doc is self.doc):
+            # Page.frameStoppedLoading: the frame has nothing more to load. After a load event that says
+            # nothing new; for a document whose load a navigation aborted (one we then refused) it is the
+            # only word.
+            doc.reached("dom_ready")
+            doc.reached("loaded")
 
     async def _answer_dialog(self, accept: bool) -> None:
         # Nobody reads the page's alerts; leaving one open would block its scripts for ever.
@@ -479,7 +497,13 @@ class _Render:
         headers = p.get("responseHeaders") or []
         location = _header(headers, "location")
         ctype = _header(headers, "content-type")
-        if status is None:  # a network failure; Page.navigate reports it by name
+        if self.committed_doc is not None and (status is None or status in NO_CONTENT):
+            # A navigation after the page had committed (its script, or its meta refresh) that brings no
+            # document: Chrome would commit its own error page, or (204, 205) none at all, and the render
+            # would wait for a commit of the page that never comes. Stay on the page as it was.
+            await self._stay_on_page(rid, url, self._failed_load(url, p.get("responseErrorReason"))
+                                     if status is None else None)
+        elif status is None:  # the first document's network failure; Page.navigate reports it by name
             await self._continue(rid)
         elif 300 <= status < 400 and location:
             await self._redirect_hop(rid, status, urljoin(url, location))
@@ -510,6 +534,30 @@ class _Render:
         it, never to disk, and go on reading the page that started it."""
         log.info("refused a download or navigation of %s to %s (%s)", self.url, url, _mime(ctype))
         await self._fail(rid, "BlockedByClient")
+        self._back_to_committed()
+
+    async def _stay_on_page(self, rid: str, url: str, why: str | None) -> None:
+        """A later navigation of the page that brings no document (`why` it failed; None for a 204 or
+        205, which a browser answers by staying where it was): end it with ERR_ABORTED, which Chrome
+        answers by keeping the page it shows, and go on reading that page."""
+        log.info("the navigation of %s to %s brought no document (%s)", self.url, url, why or "no content")
+        await self._fail(rid)
+        self.dead_ends.add(url)
+        if why is not None:
+            self.facts.notes.append(f"the page navigated to {url}, which {why}; the content is the page as "
+                                    f"it was before")
+        self._back_to_committed()
+
+    def _failed_load(self, url: str, reason: str | None) -> str:
+        """How a navigation failed, in Chrome's words when the proxy knows them (the ErrorReason a paused
+        request carries says "Failed" for most)."""
+        failure = self.tab.connect_failure(host_of(url))
+        if failure is not None:
+            return f"failed to load ({failure.message})"
+        return "failed to load" if reason in (None, "Failed") else f"failed to load ({reason})"
+
+    def _back_to_committed(self) -> None:
+        """The navigation under way was refused: the committed document is the current one again."""
         if self.committed_doc is not None and self.doc is not self.committed_doc:
             pending, self.doc = self.doc, self.committed_doc.restored()
             self.committed_doc = self.doc
@@ -685,7 +733,7 @@ class _Render:
         if doc.gone.is_set():
             return False
         refresh = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
-        if refresh:
+        if refresh and refresh not in self.dead_ends:  # a refresh that led nowhere is not tried again
             nursery.start_soon(self.navigate, refresh)
             await doc.gone.wait()
             return False
