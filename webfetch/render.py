@@ -381,13 +381,13 @@ class _Render:
         doc = self.committed_doc
         if doc is None:
             return
+        # Page.frameStoppedLoading: the frame has nothing more to load. After a load event that says nothing
+        # new; for a document whose load a navigation aborted (one we then refused) it is the only word.
+        stopped = (method == "Page.frameStoppedLoading" and params.get("frameId") == self.tab.target_id
+                   and doc is self.doc)
         if method == "Page.domContentEventFired":
             doc.reached("dom_ready")
-        elif method == "Page.loadEventFired" or (
-                params.get("frameId") == self.tab.target_id and doc is self.doc):
-            # Page.frameStoppedLoading: the frame has nothing more to load. After a load event that says
-            # nothing new; for a document whose load a navigation aborted (one we then refused) it is the
-            # only word.
+        elif method == "Page.loadEventFired" or stopped:
             doc.reached("dom_ready")
             doc.reached("loaded")
 
