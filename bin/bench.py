@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 from bench_memory import is_chrome  # noqa: E402  (bin/, this script's own directory)
 
 from tests.site import QuietHTTPServer  # noqa: E402
-from webfetch.client import Client  # noqa: E402
 from webfetch.errors import ExtractionFailed  # noqa: E402
 from webfetch.extractor import extract_html, trafilatura_markdown  # noqa: E402
+from webfetch.frontends.client import Client  # noqa: E402
 from webfetch.launch import find_chrome  # noqa: E402
 
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"

@@ -37,7 +37,7 @@ import trio
 
 from tests.site import Site
 from webfetch.cdp import open_cdp
-from webfetch.client import Client, connect
+from webfetch.frontends.client import Client, connect
 
 SETTLE_S = 5.0          # quiet seconds before each reading, once nothing is in flight
 SOAK_CLIENTS = 6

@@ -307,7 +307,7 @@ async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
 
 
 def test_a_screenshot_in_a_result_is_image_content():
-    from webfetch.mcp_server import text_result
+    from webfetch.frontends.mcp_server import text_result
 
     r = text_result("a tab", {"image": "iVBORw0KGgo=", "width": 1, "height": 1})
     assert [c.type for c in r.content] == ["text", "image"]
@@ -457,9 +457,9 @@ async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_
 
 def test_the_browser_tool_has_the_pi_tools_wording():
     # two languages, one wording: the model reads the same tool in pi and over MCP
-    from webfetch.mcp_server import BROWSER_ACTIONS, BROWSER_DESCRIPTION, BROWSER_SCHEMA
+    from webfetch.frontends.mcp_server import BROWSER_ACTIONS, BROWSER_DESCRIPTION, BROWSER_SCHEMA
 
-    ts = (Path(__file__).parent.parent / "webfetch" / "pi_extension" / "index.ts").read_text()
+    ts = (Path(__file__).parent.parent / "webfetch" / "frontends" / "pi_extension" / "index.ts").read_text()
 
     def between(start: str, end: str) -> str:
         at = ts.index(start)
@@ -475,7 +475,7 @@ def test_the_browser_tool_has_the_pi_tools_wording():
 
 
 def test_a_browse_result_reads_as_in_pi():
-    from webfetch.tool_text import browse_text
+    from webfetch.frontends.tool_text import browse_text
 
     r = {"action": "click", "session": "s", "page": {"tab": "t2", "url": "http://h/a", "title": ""},
          "change": "dom", "refs_reset": False, "snapshot": "[t2] — http://h/a\n- button \"Go\" [ref=e3]",

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from webfetch.client import Client
-from webfetch.installation import webfetch_command
+from webfetch.frontends.client import Client
+from webfetch.frontends.installation import webfetch_command
 
 from .helpers import children, gone, run_cli
 from .site import ARTICLE_TEXT
@@ -276,9 +276,10 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     wheel = next(out.glob("webfetch-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        for f in ("webfetch/pi_extension/index.ts", "webfetch/pi_extension/package.json",
-                  "webfetch/units/webfetch.socket", "webfetch/units/webfetch.service"):
+        for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
+                  "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
-        assert z.read("webfetch/units/webfetch.service") == (ROOT / "systemd" / "webfetch.service").read_bytes()
+        unit = z.read("webfetch/frontends/units/webfetch.service")
+        assert unit == (ROOT / "systemd" / "webfetch.service").read_bytes()
         entry = next(n for n in names if n.endswith("entry_points.txt"))
-        assert "webfetch = webfetch.cli:main" in z.read(entry).decode()
+        assert "webfetch = webfetch.frontends.cli:main" in z.read(entry).decode()

@@ -365,7 +365,7 @@ async def test_the_answer_carries_the_sub_agents_usage(start_daemon, site, llm, 
 
 
 def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(short_tmp):
-    from webfetch.doctor import FAIL, OK, check_subagent
+    from webfetch.frontends.doctor import FAIL, OK, check_subagent
     missing = check_subagent(sub_config(command="/nonexistent/pi"))
     assert missing.level == FAIL and missing.detail == "`/nonexistent/pi` not found"
     assert missing.fix.startswith("install pi (npm install -g @earendil-works/pi-coding-agent; it needs Node.js "

@@ -1,6 +1,6 @@
 """Layer 1: the text a model reads from web_fetch over MCP: the facts line, and a page cut to one tool result."""
 
-from webfetch.tool_text import MAX_BYTES, MAX_LINES, fetch_text
+from webfetch.frontends.tool_text import MAX_BYTES, MAX_LINES, fetch_text
 
 
 def frame(content: str, **fields) -> dict:

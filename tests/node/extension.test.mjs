@@ -375,9 +375,9 @@ test("with no daemon running, the tool starts one and gets its answer", async ()
 });
 
 test("loaded in place from an installed webfetch, it starts the daemon with that environment's webfetch", async () => {
-	// the layout pip gives: <env>/lib/pythonX.Y/site-packages/webfetch/pi_extension and <env>/bin/webfetch
+	// the layout pip gives: <env>/lib/pythonX.Y/site-packages/webfetch/frontends/pi_extension and <env>/bin/webfetch
 	const env = tempDir("wf-env");
-	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "pi_extension");
+	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "frontends", "pi_extension");
 	fs.mkdirSync(here, { recursive: true });
 	for (const name of ["index.ts", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
 	fs.mkdirSync(path.join(env, "bin"));

@@ -46,7 +46,7 @@ export async function piModule() {
 	const entry = pkg.exports?.["."]?.import ?? pkg.main;
 	return import(pathToFileURL(path.join(dir, entry)).href);
 }
-export const EXTENSION = path.join(ROOT, "webfetch", "pi_extension");
+export const EXTENSION = path.join(ROOT, "webfetch", "frontends", "pi_extension");
 
 /** A short temporary directory (Unix socket paths are limited to ~100 bytes). */
 export function tempDir(tag = "wf") {

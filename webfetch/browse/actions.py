@@ -11,9 +11,8 @@ from typing import Any
 
 import trio
 
-from .browse_tab import BrowseTab
-from .cdp import CDPError
-from .errors import (
+from ..cdp import CDPError
+from ..errors import (
     BadRequest,
     BlockedUrl,
     Covered,
@@ -24,7 +23,8 @@ from .errors import (
     NotVisible,
     Timeout,
 )
-from .urls import host_of
+from ..urls import host_of
+from .tab import BrowseTab
 
 PREPARE_CLICK = """
   const r = this.getBoundingClientRect();

@@ -346,9 +346,10 @@ export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HE
 }
 
 /**
- * The webfetch this extension came with, when pi loads it in place: a checkout's bin/webfetch (two levels
- * up: webfetch/pi_extension), or the `webfetch` script of the Python environment it is installed in
- * (<env>/lib/pythonX.Y/site-packages/webfetch/pi_extension → <env>/bin/webfetch; /usr's is one level less).
+ * The webfetch this extension came with, when pi loads it in place: a checkout's bin/webfetch (three levels
+ * up: webfetch/frontends/pi_extension), or the `webfetch` script of the Python environment it is installed in
+ * (<env>/lib/pythonX.Y/site-packages/webfetch/frontends/pi_extension → <env>/bin/webfetch, six levels up;
+ * /usr's is one level less).
  */
 export function ownWebfetch(here: string): string[] | undefined {
 	let dir = here;

@@ -7,10 +7,10 @@ import os
 import shutil
 from pathlib import Path
 
-from . import __version__
-from .config import Config
+from .. import __version__
+from ..config import Config
+from ..subagent import pi_agent_dir
 from .installation import package_file, webfetch_command
-from .subagent import pi_agent_dir
 
 SOURCE = package_file("pi_extension")
 FILES = ("index.ts", "package.json")

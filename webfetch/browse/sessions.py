@@ -19,17 +19,25 @@ from typing import Any, NamedTuple
 
 import trio
 
+from ..cdp import CDPClosed, CDPError
+from ..chrome import Browser, Chrome
+from ..config import Config
+from ..errors import (
+    BadRequest,
+    BlockedUrl,
+    BrowseDisabled,
+    BrowserCrashed,
+    BrowserUnavailable,
+    NoSuchTab,
+    WebfetchError,
+)
+from ..extractor import Extractor
+from ..paging import paginate
+from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
+from ..urls import AddressPolicy, prepare_url
 from . import actions
-from .browse_tab import BrowseTab, Marks, now_ms
-from .cdp import CDPClosed, CDPError
-from .chrome import Browser, Chrome
-from .config import Config
-from .errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, BrowserUnavailable, NoSuchTab, WebfetchError
-from .extractor import Extractor
-from .paging import paginate
-from .protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from .snapshot import diff, page
-from .urls import AddressPolicy, prepare_url
+from .tab import BrowseTab, Marks, now_ms
 
 log = logging.getLogger("webfetch.browse")
 

@@ -27,9 +27,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from . import __version__
+from .. import __version__
+from ..protocol import decode_frame
 from .client import ClientError, start_daemon
-from .protocol import decode_frame
 from .tool_text import browse_text, fetch_text, search_text
 
 log = logging.getLogger("webfetch.mcp")

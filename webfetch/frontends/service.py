@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .config import config_home
+from ..config import config_home
 from .installation import package_file, webfetch_command
 
 UNITS = ("webfetch.socket", "webfetch.service")

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .config import Config, load_config, socket_path
-from .errors import ConfigError
+from .. import __version__
+from ..config import Config, load_config, socket_path
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .client import Client
-from .protocol import THINKING_LEVELS
+from ..protocol import THINKING_LEVELS
 
 
 def thinking_level(text: str) -> str:
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(config: Config, path: Path, args: argparse.Namespace) -> int:
     import trio
 
-    from .daemon import DaemonError, limit_malloc_arenas, serve
+    from ..daemon import DaemonError, limit_malloc_arenas, serve
 
     limit_malloc_arenas()  # before any thread exists
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .protocol import decode_frame
+from ..protocol import decode_frame
 
 START_TIMEOUT_S = 30.0
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import trio
 
-from .config import Config
-from .errors import WebfetchError
+from ..config import Config
+from ..errors import WebfetchError
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
@@ -52,8 +52,8 @@ def check_packages() -> Check:
 
 
 async def _browser_version(config: Config) -> str:
-    from .cdp import open_cdp
-    from .launch import find_chrome, launch_chrome
+    from ..cdp import open_cdp
+    from ..launch import find_chrome, launch_chrome
 
     with trio.fail_after(45):
         if config.browser.endpoint:
@@ -67,7 +67,7 @@ async def _browser_version(config: Config) -> str:
 
 
 def check_chrome(config: Config) -> Check:
-    from .launch import INSTALL_HINT, find_chrome
+    from ..launch import INSTALL_HINT, find_chrome
 
     where = config.browser.endpoint
     if not where:
@@ -86,7 +86,7 @@ def check_chrome(config: Config) -> Check:
 
 
 def check_extractor() -> Check:
-    from .extractor import extract_html
+    from ..extractor import extract_html
 
     try:
         md = extract_html(TINY_PAGE, "https://doctor.invalid/").markdown
@@ -101,7 +101,7 @@ def check_extractor() -> Check:
 
 
 def check_subagent(config: Config) -> Check:
-    from .subagent import INSTALL_HINT, Subagent
+    from ..subagent import INSTALL_HINT, Subagent
 
     command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
@@ -122,7 +122,7 @@ def check_subagent(config: Config) -> Check:
 
 def check_subagent_model(config: Config) -> Check:
     """MCP clients send no model with a prompt: without one here, their prompts get pages, not answers."""
-    from .subagent import model_settings, pi_agent_dir
+    from ..subagent import model_settings, pi_agent_dir
 
     model, thinking = model_settings(config.subagent.model, config.subagent.thinking)
     if model is None:
@@ -180,7 +180,7 @@ def check_daemon(path: Path) -> list[Check]:
 
 
 def check_address_policy(config: Config) -> Check:
-    from .chrome import proxy_off_reason
+    from ..chrome import proxy_off_reason
 
     f = config.fetch
     allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
@@ -196,7 +196,7 @@ def check_address_policy(config: Config) -> Check:
 
 
 def check_search(config: Config) -> Check:
-    from .search import HOW_TO_CONFIGURE, NAMES, Search
+    from ..search import HOW_TO_CONFIGURE, NAMES, Search
 
     search = Search(config.search)
     if not search.configured:

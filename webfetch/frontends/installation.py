@@ -18,5 +18,5 @@ def webfetch_command() -> list[str]:
 
 
 def package_file(*parts: str) -> Path:
-    """A file shipped inside the package (the pi extension, the systemd units)."""
-    return Path(str(resources.files("webfetch").joinpath(*parts)))
+    """A file shipped inside webfetch.frontends (the pi extension, the systemd units)."""
+    return Path(str(resources.files("webfetch.frontends").joinpath(*parts)))

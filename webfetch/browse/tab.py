@@ -12,13 +12,13 @@ from typing import Any
 
 import trio
 
-from ._trio import single_error
-from .cdp import CDPClosed, CDPError, Subscription
-from .chrome import Browser
-from .errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
-from .render import classify
+from .._trio import single_error
+from ..cdp import CDPClosed, CDPError, Subscription
+from ..chrome import Browser
+from ..errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
+from ..render import classify
+from ..urls import AddressPolicy, admit_host, parse_url
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
-from .urls import AddressPolicy, admit_host, parse_url
 
 log = logging.getLogger("webfetch.browse")
 
