@@ -26,7 +26,7 @@ from .extractor import Extracted
 from .flags import explain_error_page
 from .pdf import is_pdf
 from .protocol import ReportProgress
-from .urls import AddressPolicy, admit_host, host_of, parse_url, same_host
+from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -252,12 +252,12 @@ CAPTURE_SCRIPT = r"""
 })()
 """
 
-# Every request the page makes is paused once, at the request stage, for the address policy; the main
-# document also at the response stage. A paused request costs one CDP round trip, and only rendered pages
-# make subresource requests at all (server HTML first).
+# Every request the page makes is paused once, at the request stage, for the host gate (urls.py); the main
+# document also at the response stage, to read it before Chrome renders it. A paused request costs one CDP
+# round trip, and only rendered pages make subresource requests at all (server HTML first).
 FETCH_TAB = TabSetup(
     scripts=(SETTLE_SCRIPT,),
-    fetch_patterns=({"urlPattern": "*", "requestStage": "Request"},
+    fetch_patterns=(GATE_FETCH_PATTERN,
                     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}))
 
 
@@ -338,7 +338,7 @@ class _Render:
         self.main_aborted = False                     # we ended the main document's request ourselves
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
-        self._hosts: dict[str, bool] = {}             # the address policy's verdict per host, for this page
+        self.gate = HostGate(policy)                  # the address policy for the page's requests
         self.dead_ends: set[str] = set()              # URLs the page navigated to that brought no document
 
     def _end(self, outcome: Outcome | None = None, failure: BaseException | None = None) -> None:
@@ -439,30 +439,11 @@ class _Render:
         # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
         if rtype in self.block_types or rtype == "Document" or response_stage:
             await self._fail(rid, "BlockedByClient")
-        elif not await self._address_allowed(url):
-            log.info("blocked a %s request of %s to %s (address policy)", rtype, self.url, url)
+        elif (why := await self.gate.check(url)) is not None:
+            log.info("blocked a %s request of %s to %s: %s", rtype, self.url, url, why)
             await self._fail(rid, "BlockedByClient")
         else:
             await self._continue(rid)
-
-    async def _address_allowed(self, url: str) -> bool:
-        """The address policy for a request the page makes (script, fetch, XHR, beacon, …); one DNS
-        lookup per host and page."""
-        if self.policy.allow_private:
-            return True
-        if url.startswith(("ws://", "wss://")):
-            url = "http" + url[2:]  # a websocket's handshake is an HTTP request to the same host
-        try:
-            host = parse_url(url)[1]
-        except WebfetchError:
-            return False  # not an http(s) URL with a host: nothing a page needs to load
-        if host not in self._hosts:
-            try:
-                await admit_host(host, self.policy)
-                self._hosts[host] = True
-            except BlockedUrl:
-                self._hosts[host] = False
-        return self._hosts[host]
 
     async def _main_request(self, rid: str, url: str, headers: dict[str, str]) -> None:
         self.marks.setdefault("req", time.monotonic())

@@ -34,7 +34,7 @@ from ..errors import (
 from ..extractor import Extractor
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy, prepare_url
+from ..urls import AddressPolicy, HostGate, prepare_url
 from . import actions
 from .snapshot import diff, page
 from .tab import BrowseTab, Marks, now_ms
@@ -65,7 +65,7 @@ SHOWN_HTML = """(function shown(root) {
 
 
 class Session:
-    def __init__(self, name: str, browser: Browser, context_id: str) -> None:
+    def __init__(self, name: str, browser: Browser, context_id: str, gate: HostGate) -> None:
         self.name = name
         self.browser = browser
         self.context_id = context_id
@@ -74,7 +74,7 @@ class Session:
         self.lock = trio.Lock()
         self.last_used = trio.current_time()
         self.numbers = itertools.count(1)
-        self.hosts: dict[str, str | None] = {}
+        self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
         self.scope = trio.CancelScope()
         self.done = trio.Event()
         self.nursery: trio.Nursery | None = None
@@ -151,7 +151,7 @@ class Browse:
                              f"(action close) or wait for an idle one to expire")
         assert self._nursery is not None
         browser, context = await self.chrome.open_context()
-        session = Session(name, browser, context)
+        session = Session(name, browser, context, HostGate(self.policy))
         try:
             with contextlib.suppress(CDPError):
                 await browser.conn.call("Browser.setDownloadBehavior",
@@ -198,7 +198,7 @@ class Browse:
     async def _new_tab(self, session: Session, target_id: str) -> BrowseTab:
         conn = session.browser.conn
         sid = (await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}))["sessionId"]
-        tab = BrowseTab(f"t{next(session.numbers)}", session.browser, target_id, sid, self.policy, session.hosts)
+        tab = BrowseTab(f"t{next(session.numbers)}", session.browser, target_id, sid, session.gate)
         assert session.nursery is not None
         await session.nursery.start(self._tab_main, session, tab)
         await tab.setup()

@@ -15,19 +15,18 @@ import trio
 from .._trio import single_error
 from ..cdp import CDPClosed, CDPError, Subscription
 from ..chrome import Browser
-from ..errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
+from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
 from ..render import classify
-from ..urls import AddressPolicy, admit_host, parse_url
+from ..urls import GATE_FETCH_PATTERN, HostGate
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
 
 QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-# Every request is paused once for the address policy; documents again at the response stage, where
+# Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
-FETCH_PATTERNS = [{"urlPattern": "*", "requestStage": "Request"},
-                  {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
 
 
 @dataclass
@@ -60,8 +59,7 @@ class BrowseTab:
     browser: Browser
     target_id: str
     session_id: str
-    policy: AddressPolicy
-    hosts: dict[str, str | None]    # the session's address-policy verdicts by host: None, or why refused
+    gate: HostGate                  # the session's: the address policy for every request of the page
     url: str = "about:blank"
     frames: dict[str, FrameInfo] = field(default_factory=dict)
     refs: dict[str, RefInfo] = field(default_factory=dict)
@@ -236,33 +234,14 @@ class BrowseTab:
                 self.status = status
             await self.call("Fetch.continueRequest", {"requestId": rid})
             return
-        allowed, why = await self._allowed(url)
-        if not allowed:
+        why = await self.gate.check(url)
+        if why is not None:
             log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
             if main:
                 self.blocked = why
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
         await self.call("Fetch.continueRequest", {"requestId": rid})
-
-    async def _allowed(self, url: str) -> tuple[bool, str]:
-        """The address policy for one request of the page (documents, frames, scripts, fetch, …)."""
-        if url.startswith(("ws://", "wss://")):
-            url = "http" + url[2:]
-        try:
-            host = parse_url(url)[1]
-        except WebfetchError:
-            return False, f"{url.split(':', 1)[0]}: URLs are not followed"
-        if self.policy.allow_private:
-            return True, ""
-        if host not in self.hosts:
-            try:
-                await admit_host(host, self.policy)
-                self.hosts[host] = None
-            except BlockedUrl as e:
-                self.hosts[host] = e.message
-        why = self.hosts[host]
-        return why is None, why or ""
 
     # --- script in the page, without ever hanging on a dialog ------------------------------------
 
