@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from .browse_app import App
-from .helpers import run_cli
+from .support.browse_app import App
+from .support.client import run_cli
 
 
 @pytest.fixture

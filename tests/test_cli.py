@@ -13,8 +13,9 @@ import pytest
 
 from webfetch.daemon import DaemonError, bind_socket
 
-from .helpers import children, gone, pid_alive, run_cli
-from .site import ARTICLE_TEXT
+from .support.client import run_cli
+from .support.procs import children, gone, pid_alive
+from .support.site import ARTICLE_TEXT
 
 
 def test_socket_and_directory_permissions(short_tmp):

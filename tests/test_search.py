@@ -15,9 +15,9 @@ from webfetch.config import Config, SearchConfig
 from webfetch.protocol import SearchRequest
 from webfetch.search import Search
 
-from .conftest import make_config
-from .helpers import run_cli
-from .site import Site
+from .support.client import run_cli
+from .support.daemon import make_config
+from .support.site import Site
 
 KEY = "kagi-SECRET-key-0123456789"
 BRAVE_KEY = "brave-SECRET-key-9876543210"

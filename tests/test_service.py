@@ -21,8 +21,9 @@ import pytest
 from webfetch.frontends.client import Client
 from webfetch.frontends.installation import webfetch_command
 
-from .helpers import children, gone, run_cli
-from .site import ARTICLE_TEXT
+from .support.client import run_cli
+from .support.procs import children, environ, gone, is_chrome
+from .support.site import ARTICLE_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,12 +50,6 @@ def wait_until(what, predicate, timeout=30.0):
         time.sleep(0.05)
 
 
-def environ_of(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        items = [kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv]
-    return {k.decode(): v.decode(errors="replace") for k, v in items}
-
-
 def serve(path: Path, cfg: Path, env: dict | None = None, prefix: list[str] | None = None):
     return subprocess.Popen([*(prefix or []), sys.executable, "-m", "webfetch", "serve", "--socket", str(path),
                              "--config", str(cfg)],
@@ -72,9 +67,9 @@ def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answe
         assert answer["type"] == "result", answer
         assert ARTICLE_TEXT[0] in answer["content"]
         # systemd-socket-activate execs the daemon in its own process: the daemon is proc.pid
-        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        chrome = [p for p in children(proc.pid) if is_chrome(p)]
         assert chrome, "the daemon's browser"
-        env = environ_of(chrome[0])
+        env = environ(chrome[0])
         assert not {"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"} & env.keys()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.stderr.read()
@@ -106,8 +101,8 @@ def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp
         status = request(path, {"op": "status"})
         assert status["browser"]["state"] == "ready" and status["problems"] == []
         assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
-        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
-        assert "NOTIFY_SOCKET" not in environ_of(chrome[0])
+        chrome = [p for p in children(proc.pid) if is_chrome(p)]
+        assert "NOTIFY_SOCKET" not in environ(chrome[0])
         # the status line follows the cache
         wait_until("STATUS with the cached page",
                    lambda: "STATUS=ready, 1 cached page," in notify_socket.recv(4096).decode(), 15)
@@ -148,7 +143,7 @@ def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(sh
             s.connect(str(path))
             s.sendall(json.dumps({"id": "slow", "op": "fetch", "url": site.url("/hang")}).encode() + b"\n")
             wait_until("the page request", lambda: site.hits.get("/hang"))
-            chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+            chrome = [p for p in children(proc.pid) if is_chrome(p)]
             assert chrome
             proc.send_signal(signal.SIGTERM)
             frames = [json.loads(line) for line in s.makefile("rb")]
