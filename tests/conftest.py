@@ -13,6 +13,20 @@ from .support.daemon import Harness
 from .support.fake_llm import FakeLLM
 from .support.site import Site
 
+# Fixtures that start a real Chromium or the real pi: a test that uses one carries the matching mark, which
+# `bin/test --fast` (-m "not chromium and not pi") deselects.
+CHROMIUM_FIXTURES = {"start_daemon", "daemon", "mcp_setup"}
+PI_FIXTURES = {"pi_home"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & CHROMIUM_FIXTURES:
+            item.add_marker(pytest.mark.chromium)
+        if used & PI_FIXTURES:
+            item.add_marker(pytest.mark.pi)
+
 
 @pytest.fixture
 def site():

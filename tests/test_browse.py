@@ -324,6 +324,7 @@ async def test_a_vanished_client_ends_its_action_and_the_session_stays(daemon, a
     assert '- textbox "Username"' in snap["snapshot"]
 
 
+@pytest.mark.chromium
 async def test_daemon_stop_closes_every_session(short_tmp, app):
     import functools
 

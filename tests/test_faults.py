@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 
+import pytest
 import trio
 
 from webfetch.cdp import CDPError
@@ -176,6 +177,7 @@ async def test_a_cancel_stops_the_parser_at_once(daemon, site):
     assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"]
 
 
+@pytest.mark.chromium
 async def test_the_parser_workers_end_with_the_daemon(short_tmp):
     d = Daemon(make_config())
     sock = bind_socket(short_tmp / "wf.sock")

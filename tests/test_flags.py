@@ -148,6 +148,7 @@ async def test_an_ordinary_page_has_an_empty_flags_list(daemon, site):
     assert r["flags"] == [] and r["notes"] == []
 
 
+@pytest.mark.chromium
 def test_cli_shows_flags_on_stderr(short_tmp, site):
     case = next(c for c in CASES if c.name == "cloudflare-js")
     _serve(site, case)

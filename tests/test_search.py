@@ -315,6 +315,7 @@ async def test_daemon_search_op(start_daemon, api):
     assert empty["code"] == "bad_request" and empty["message"].startswith("the query is empty")
 
 
+@pytest.mark.chromium
 def test_cli_search(short_tmp, api):
     api.answers["/search"] = (200, SEARXNG_RESULTS, {})
     cfg = short_tmp / "c.toml"

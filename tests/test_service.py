@@ -57,6 +57,7 @@ def serve(path: Path, cfg: Path, env: dict | None = None, prefix: list[str] | No
                             env={**os.environ, **(env or {})})
 
 
+@pytest.mark.chromium
 def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answer(short_tmp, site):
     path = short_tmp / "act.sock"
     proc = serve(path, write_config(short_tmp), prefix=["systemd-socket-activate", "-l", str(path)])
@@ -91,6 +92,7 @@ def notify_socket(short_tmp):
     sock.close()
 
 
+@pytest.mark.chromium
 def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp, site, notify_socket):
     path = short_tmp / "wf.sock"
     proc = serve(path, write_config(short_tmp), env={"NOTIFY_SOCKET": notify_socket.getsockname()})
@@ -118,6 +120,7 @@ def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp
             proc.wait()
 
 
+@pytest.mark.chromium
 @pytest.mark.parametrize("target", ["/nonexistent/notify", "@webfetch-test-nobody-listens"])
 def test_a_dead_notify_socket_is_ignored(short_tmp, site, target):
     path = short_tmp / "wf.sock"
@@ -133,6 +136,7 @@ def test_a_dead_notify_socket_is_ignored(short_tmp, site, target):
             proc.wait()
 
 
+@pytest.mark.chromium
 def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(short_tmp, site):
     path = short_tmp / "wf.sock"
     proc = serve(path, write_config(short_tmp))
@@ -219,6 +223,8 @@ def test_doctor_names_a_broken_chrome_and_exits_non_zero(short_tmp):
     assert any(line.startswith("ok    extractor") for line in lines)
 
 
+@pytest.mark.chromium
+@pytest.mark.pi
 def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     pi = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
     cfg = write_config(short_tmp, "")

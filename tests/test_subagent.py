@@ -363,6 +363,7 @@ async def test_the_answer_carries_the_sub_agents_usage(start_daemon, site, llm, 
     assert "usage" not in page or page["usage"] is None
 
 
+@pytest.mark.pi
 def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(short_tmp):
     from webfetch.frontends.doctor import FAIL, OK, check_subagent
     missing = check_subagent(sub_config(command="/nonexistent/pi"))
