@@ -22,8 +22,8 @@ from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.dns import HostCache, IPAddress, resolve
 from webfetch.urls import AddressPolicy, HostGate
 
-from .conftest import make_config
-from .site import QuietHTTPServer
+from .support.daemon import make_config
+from .support.site import QuietHTTPServer
 from .test_hostile import CHROME_LNA_OFF
 
 PAGE_HOST = "page.test"   # the page under test, allowed by name in every policy (never resolved)
