@@ -280,6 +280,9 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
         for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
                   "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
+        # the scripts that run in pages, every one of them (a missing one fails at import)
+        scripts = {f"webfetch/js/{p.name}" for p in (ROOT / "webfetch" / "js").glob("*.js")}
+        assert scripts and scripts <= names, scripts - names
         unit = z.read("webfetch/frontends/units/webfetch.service")
         assert unit == (ROOT / "systemd" / "webfetch.service").read_bytes()
         entry = next(n for n in names if n.endswith("entry_points.txt"))

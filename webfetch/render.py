@@ -18,6 +18,7 @@ from urllib.parse import urljoin
 import lxml.html
 import trio
 
+from . import page_scripts
 from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import Tab, TabSetup
@@ -170,87 +171,12 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
 
 # --- the tab every fetch renders in -------------------------------------------------------------------
 
-# Runs in every document before the page's own scripts: counts what may still change the DOM (short
-# timers, fetch/XHR in flight) and when the DOM last changed, so the renderer can tell a settled page
-# from one whose JavaScript is still working without a fixed sleep on every fetch.
-SETTLE_SCRIPT = r"""
-(() => {
-  if (window.__webfetchSettle) return;
-  const st = {timers: new Map(), inflight: 0, lastMutation: performance.now()};  // timer id -> when due
-  const oSet = window.setTimeout, oClear = window.clearTimeout;
-  window.setTimeout = function (fn, ms, ...args) {
-    const delay = Number(ms) || 0;
-    if (delay > 3000) return oSet.call(this, fn, ms, ...args);
-    let id;
-    const wrapped = function () {
-      st.timers.delete(id);
-      return typeof fn === "function" ? fn.apply(this, arguments) : (0, eval)(String(fn));
-    };
-    id = oSet.call(this, wrapped, ms, ...args);
-    st.timers.set(id, performance.now() + delay);
-    return id;
-  };
-  window.clearTimeout = function (id) { st.timers.delete(id); return oClear.call(this, id); };
-  const oFetch = window.fetch;
-  if (oFetch) window.fetch = function () {
-    st.inflight++;
-    const done = () => { st.inflight--; };
-    try { const p = oFetch.apply(this, arguments); p.then(done, done); return p; }
-    catch (e) { done(); throw e; }
-  };
-  const oSend = XMLHttpRequest.prototype.send;
-  XMLHttpRequest.prototype.send = function () {
-    st.inflight++;
-    this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
-    return oSend.apply(this, arguments);
-  };
-  // WebSocket handshakes never reach the Fetch domain, and reading a page needs none. (The address
-  // policy still holds for a worker's own WebSocket: its connection goes through the proxy.)
-  const NoSocket = function WebSocket() {
-    throw new DOMException("WebSocket connections are disabled while webfetch reads the page", "SecurityError");
-  };
-  try { Object.defineProperty(window, "WebSocket", {value: NoSocket, writable: false, configurable: false}); }
-  catch (e) {}
-  // A service worker's requests are not the page's: the Fetch domain never sees them either.
-  if (window.ServiceWorkerContainer) {
-    try {
-      Object.defineProperty(ServiceWorkerContainer.prototype, "register", {writable: false, configurable: false,
-        value: () => Promise.reject(new DOMException("service workers are disabled while webfetch reads the page",
-                                                     "SecurityError"))});
-    } catch (e) {}
-  }
-  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
-      .observe(document, {subtree: true, childList: true, characterData: true});
-  watch();
-  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs, timersQuietMs) =>
-    new Promise((resolve) => {
-      const start = performance.now();
-      const check = () => {
-        const now = performance.now();
-        const loading = st.inflight > 0 || document.readyState === "loading";
-        const quiet = now - st.lastMutation;
-        // A short timer may be about to show the content, but one still pending after the DOM has been
-        // quiet this long (nothing loading either) is a page polling, animating or counting down; unless
-        // a timer is overdue: then the page's scripts are behind (a busy machine), not idle.
-        let overdue = false;
-        for (const due of st.timers.values()) if (due < now - quietMs) { overdue = true; break; }
-        const waitTimers = st.timers.size > 0 && (quiet < timersQuietMs || overdue);
-        if (!loading && !waitTimers && quiet >= quietMs) return resolve("settled");
-        if (now - start >= capMs) return resolve(loading || st.timers.size > 0 ? "busy" : "changing");
-        oSet(check, 25);
-      };
-      check();
-    })});
-})();
-"""
-
-CAPTURE_SCRIPT = r"""
-(() => {
-  const m = document.querySelector('meta[http-equiv="refresh" i]');
-  return {html: document.documentElement ? document.documentElement.outerHTML : "",
-          title: document.title || null, url: location.href, refresh: m ? m.getAttribute("content") : null};
-})()
-"""
+# The scripts it runs in pages (webfetch/js/): settle.js in every document before the page's own scripts,
+# so that settled.js can tell a settled page from one whose JavaScript is still working without a fixed
+# sleep on every fetch; capture.js takes the page once it settled.
+SETTLE_SCRIPT = page_scripts.load("settle").call()
+SETTLED = page_scripts.load("settled")
+CAPTURE_SCRIPT = page_scripts.load("capture").call()
 
 # Every request the page makes is paused once, at the request stage, for the host gate (urls.py); the main
 # document also at the response stage, to read it before Chrome renders it. A paused request costs one CDP
@@ -747,9 +673,8 @@ class _Render:
 
     async def _settle(self, cap_s: float) -> str | None:
         """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
-        state = await self._evaluate(
-            f"window.__webfetchSettle ? window.__webfetchSettle({cap_s * 1000:.0f}, "
-            f"{SETTLE_QUIET_MS}, {SETTLE_TIMERS_QUIET_MS}) : 'settled'", await_promise=True)
+        state = await self._evaluate(SETTLED.call(round(cap_s * 1000), SETTLE_QUIET_MS, SETTLE_TIMERS_QUIET_MS),
+                                     await_promise=True)
         return state if isinstance(state, str) else None
 
 

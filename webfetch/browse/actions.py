@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from .. import page_scripts
 from ..cdp import CDPError
 from ..errors import (
     BadRequest,
@@ -26,94 +27,18 @@ from ..errors import (
 from ..urls import host_of
 from .tab import BrowseTab
 
-PREPARE_CLICK = """
-  const r = this.getBoundingClientRect();
-  const style = getComputedStyle(this);
-  return {disabled: !!(this.disabled || this.getAttribute("aria-disabled") === "true"),
-          visible: r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
-                   (this.checkVisibility ? this.checkVisibility() : true),
-          what: __wf.describe(this)};
-"""
-
-PREPARE_FILL = """
-  const t = this.localName, type = (this.getAttribute("type") || "text").toLowerCase();
-  const textual = (t === "input" && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden",
-                                      "range", "color"].includes(type)) || t === "textarea" || this.isContentEditable;
-  if (!textual) return {error: "not_editable", what: __wf.describe(this)};
-  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
-  if (this.readOnly) return {error: "readonly", what: __wf.describe(this)};
-  this.scrollIntoView({block: "center", inline: "center"});
-  this.focus();
-  if (this.isContentEditable) {
-    const range = document.createRange();
-    range.selectNodeContents(this);
-    const sel = getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
-  } else {
-    this.select();
-  }
-  return {focused: __wf.deepActive() === this};
-"""
-
-READ_VALUE = """
-  if (this.isContentEditable) return this.textContent;
-  if (this.localName === "select") return [...this.selectedOptions].map((o) => o.label || o.text).join(", ");
-  if (this.type === "checkbox" || this.type === "radio") return this.checked ? "checked" : "unchecked";
-  if (this.getAttribute("aria-checked")) return this.getAttribute("aria-checked") === "true" ? "checked" : "unchecked";
-  if (this.type === "password") return this.value ? "•••" : "";
-  return this.value === undefined ? "" : String(this.value);
-"""
-
-SELECT = """
-  if (this.localName !== "select") return {error: "not_native", what: __wf.describe(this)};
-  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
-  const wanted = args[0], opts = [...this.options], picked = [];
-  const label = (o) => (o.label || o.text).trim();
-  for (const w of wanted) {
-    const o = opts.find((o) => o.value === w) || opts.find((o) => label(o) === w)
-      || opts.find((o) => label(o).toLowerCase() === w.toLowerCase());
-    if (!o) return {error: "no_option", value: w, options: opts.map(label).slice(0, 40)};
-    picked.push(o);
-  }
-  if (!this.multiple && picked.length > 1) return {error: "one"};
-  for (const o of opts) o.selected = picked.includes(o);
-  this.dispatchEvent(new Event("input", {bubbles: true}));
-  this.dispatchEvent(new Event("change", {bubbles: true}));
-  return {value: [...this.selectedOptions].map(label).join(", ")};
-"""
-
-CHECKED_STATE = """
-  if (this.localName === "input" && (this.type === "checkbox" || this.type === "radio"))
-    return {kind: this.type, checked: this.checked};
-  const c = this.getAttribute("aria-checked");
-  if (c !== null) return {kind: "aria", checked: c === "true"};
-  return {kind: null, what: __wf.describe(this)};
-"""
-
-# One round trip for an element of the main frame: into view, the checks, the hit test at its centre.
-POINT = """
-  let r = this.getBoundingClientRect();
-  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
-    this.scrollIntoView({block: "center", inline: "center"});
-    r = this.getBoundingClientRect();
-  }
-  const style = getComputedStyle(this), what = __wf.describe(this);
-  const visible = r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
-                  (this.checkVisibility ? this.checkVisibility() : true);
-  const disabled = !!(this.disabled || this.getAttribute("aria-disabled") === "true");
-  if (!visible) return {visible, disabled, what};
-  const x = r.left + r.width / 2, y = r.top + r.height / 2;
-  let hit = document.elementFromPoint(x, y);
-  while (hit && hit.shadowRoot) {
-    const inner = hit.shadowRoot.elementFromPoint(x, y);
-    if (!inner || inner === hit) break;
-    hit = inner;
-  }
-  const ok = !hit || __wf.hitOk(this, hit);
-  return {visible, disabled, what, x, y, box: [r.left, r.top, r.width, r.height], ok,
-          by: ok ? null : __wf.describe(hit)};
-"""
+# What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element
+# of the main frame (into view, the checks, the hit test at its centre); an iframe's element is found with
+# the browser's geometry and PREPARE_CLICK.
+PREPARE_CLICK = page_scripts.load("prepare_click")
+PREPARE_FILL = page_scripts.load("prepare_fill")
+READ_VALUE = page_scripts.load("read_value")
+SELECT = page_scripts.load("select")
+CHECKED_STATE = page_scripts.load("checked_state")
+POINT = page_scripts.load("point")
+HIT_OK = page_scripts.load("hit_ok")
+DESCRIBE = page_scripts.load("describe")
+FOCUS = page_scripts.load("focus")
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
 # key -> (code, windowsVirtualKeyCode, text)
@@ -171,7 +96,7 @@ async def type_text(tab: BrowseTab, text: str) -> None:
 
 
 async def focus(tab: BrowseTab, ref: str) -> None:
-    await tab.on_ref(ref, "this.scrollIntoView({block: 'center'}); this.focus();")
+    await tab.on_ref(ref, FOCUS)
 
 
 async def _point(tab: BrowseTab, ref: str) -> dict[str, Any]:
@@ -229,9 +154,9 @@ async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) ->
     ctx = await tab.world(hit_frame)
     hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
                                                    "executionContextId": ctx}))["object"]["objectId"]
-    if hit_frame == frame and await tab.on_element(obj, "return __wf.hitOk(this, args[0]);", objects=(hit_obj,)):
+    if hit_frame == frame and await tab.on_element(obj, HIT_OK, objects=(hit_obj,)):
         return {"ok": True}
-    return {"ok": False, "by": await tab.on_element(hit_obj, "return __wf.describe(this);")}
+    return {"ok": False, "by": await tab.on_element(hit_obj, DESCRIBE)}
 
 
 async def click(tab: BrowseTab, ref: str, button: str = "left", double: bool = False) -> None:
@@ -332,7 +257,7 @@ async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str
     if needle is None:
         raise BadRequest("wait needs one of text, text_gone, url or ms")
     with trio.move_on_after(timeout_s + 1):
-        if await tab.evaluate(tab.target_id, f"__wf.waitText({_js(needle)}, {_js(gone)}, {int(timeout_s * 1000)})"):
+        if await tab.evaluate(tab.target_id, page_scripts.invoke("__wf.waitText", needle, gone, int(timeout_s * 1000))):
             return f"text {needle!r} {'gone' if gone else 'shown'}"
     raise Timeout(f"the text {needle!r} was {'still there' if gone else 'not shown'} after {timeout_s:g} s; "
                   f"take a snapshot to see what the page shows")
@@ -378,9 +303,3 @@ async def navigate(tab: BrowseTab, url: str) -> None:
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")
     if reply.get("loaderId"):
         await tab.wait_for(lambda: tab.doc_gen > before or tab.dialog is not None)
-
-
-def _js(value: Any) -> str:
-    import json
-
-    return json.dumps(value)

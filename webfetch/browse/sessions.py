@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import trio
 
+from .. import page_scripts
 from ..cdp import CDPClosed, CDPError
 from ..chrome import Browser, Chrome
 from ..config import Config
@@ -44,24 +45,8 @@ log = logging.getLogger("webfetch.browse")
 CLOSE_TIMEOUT_S = 2.0
 REFUSED_SCHEMES = ("file", "chrome", "javascript", "data", "about", "view-source", "blob", "filesystem",
                    "chrome-extension", "devtools")
-# What the page shows, as HTML for the extractor: hidden elements (a closed menu, a collapsed list) left
-# out, open shadow roots' content put in their hosts.
-SHOWN_HTML = """(function shown(root) {
-  const clone = root.cloneNode(true);
-  const walk = (a, b) => {
-    for (let i = a.children.length - 1; i >= 0; i--) {
-      const el = a.children[i], copy = b.children[i];
-      if (!copy || el.localName === "head") continue;
-      if (el.checkVisibility && !el.checkVisibility() && el.localName !== "script") copy.remove();
-      else {
-        walk(el, copy);
-        if (el.shadowRoot) copy.insertAdjacentHTML("beforeend", el.shadowRoot.innerHTML);
-      }
-    }
-  };
-  walk(root, clone);
-  return clone.outerHTML;
-})"""
+# What the page shows, as HTML for the extractor (webfetch/js/shown.js): of the document, or of a ref's element.
+SHOWN_HTML = page_scripts.load("shown")
 
 
 class Session:
@@ -448,11 +433,11 @@ class Browse:
                     started: float) -> BrowseResult:
         child = await tab.child_frame(tab.ref_frame(req.ref), req.ref) if req.ref is not None else None
         if child is not None and child in tab.frames:  # an iframe's ref: the frame's own document
-            html = await tab.evaluate(child, f"({SHOWN_HTML})(document.documentElement)")
+            html = await tab.evaluate(child, SHOWN_HTML.call())
         elif req.ref is not None:
-            html = await tab.on_ref(req.ref, f"return '<html><body>' + ({SHOWN_HTML})(this) + '</body></html>';")
+            html = await tab.on_ref(req.ref, SHOWN_HTML)
         else:
-            html = await tab.evaluate(tab.target_id, f"({SHOWN_HTML})(document.documentElement)")
+            html = await tab.evaluate(tab.target_id, SHOWN_HTML.call())
         extracted = await self.extractor.html(html or "", tab.url)
         content, next_offset = paginate(extracted.markdown, req.offset, req.max_chars or self.fetch_config.page_chars,
                                         self.fetch_config.page_lines)

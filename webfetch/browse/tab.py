@@ -16,6 +16,7 @@ from .._trio import single_error
 from ..cdp import CDPClosed, CDPError, Subscription
 from ..chrome import Browser
 from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
+from ..page_scripts import Script, invoke, load
 from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
@@ -27,6 +28,8 @@ VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": Fals
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+# Finds a ref's element in the world and calls an action's function on it (webfetch/js/on_ref.js).
+ON_REF = load("on_ref")
 
 
 @dataclass
@@ -303,14 +306,14 @@ class BrowseTab:
             "expression": expression, "returnByValue": True, "awaitPromise": True})
         return reply["result"].get("value")
 
-    async def on_element(self, object_id: str, body: str, *args: Any, objects: tuple[str, ...] = ()) -> Any:
-        """`function (...args) { body }` called with the element as `this`, in its isolated world; `objects`
-        come after `args` as elements."""
+    async def on_element(self, object_id: str, script: Script, *args: Any, objects: tuple[str, ...] = ()) -> Any:
+        """`script`'s function called with the element as `this`, in its isolated world; `objects` come after
+        `args` as elements."""
         if self.dialog is not None:
             raise self.dialog_open()
         arguments = [{"value": a} for a in args] + [{"objectId": o} for o in objects]
         reply = await self.unless_dialog(lambda: self.call("Runtime.callFunctionOn", {
-            "objectId": object_id, "functionDeclaration": f"function (...args) {{ {body} }}",
+            "objectId": object_id, "functionDeclaration": script.source,
             "arguments": arguments, "returnByValue": True, "awaitPromise": True}))
         if reply is None:
             raise self.dialog_open()
@@ -342,13 +345,11 @@ class BrowseTab:
                            f"and use the refs it shows")
         return info.frame
 
-    async def on_ref(self, ref: str, body: str, *args: Any) -> Any:
-        """`function (...args) { body }` with the ref's element as `this`, in one round trip."""
+    async def on_ref(self, ref: str, script: Script, *args: Any) -> Any:
+        """`script`'s function with the ref's element as `this`, in one round trip."""
         frame = self.ref_frame(ref)
-        wrapper = (f"function (ref, ...args) {{ const el = __wf.get(ref); if (!el) return {{__stale: true}}; "
-                   f"return (function (...args) {{ {body} }}).apply(el, args); }}")
         reply = await self.in_world(frame, "Runtime.callFunctionOn", {
-            "functionDeclaration": wrapper, "arguments": [{"value": ref}] + [{"value": a} for a in args],
+            "functionDeclaration": ON_REF.call(script), "arguments": [{"value": ref}] + [{"value": a} for a in args],
             "returnByValue": True, "awaitPromise": True})
         value = reply["result"].get("value")
         if isinstance(value, dict) and value.get("__stale"):
@@ -358,7 +359,7 @@ class BrowseTab:
     async def element(self, ref: str) -> tuple[str, str]:
         """(frame, objectId) of a ref's element; stale_ref when its document is gone or it left the page."""
         frame = self.ref_frame(ref)
-        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({ref!r})"}))["result"]
+        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": invoke("__wf.get", ref)}))["result"]
         if obj.get("subtype") != "node" or "objectId" not in obj:
             raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
         return frame, obj["objectId"]
@@ -374,7 +375,7 @@ class BrowseTab:
     async def _frame_lines(self, frame: str, base: int,
                            opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
         loader = self.frames[frame].loader
-        got = await self.evaluate(frame, f"__wf.snapshot({_json(opts | {'next': self.next_ref})})")
+        got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self.next_ref}))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self.next_ref = got["next"]
@@ -412,7 +413,7 @@ class BrowseTab:
 
     async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
         """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
-        get = {"expression": f"__wf.get({iframe_ref!r})"}
+        get = {"expression": invoke("__wf.get", iframe_ref)}
         obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
             return None
@@ -465,7 +466,7 @@ class BrowseTab:
                 if self.navigating() or self.dialog_pending():
                     break
                 try:
-                    await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
+                    await self.evaluate(self.target_id, invoke("__wf.quiet", QUIET_MS, int(settle_s * 1000)))
                 except (CDPError, WebfetchError):
                     pass  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
@@ -494,12 +495,6 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Target.targetCrashed": BrowseTab._on_crashed,
     "Inspector.detached": BrowseTab._on_detached,
 }
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def _filename(disposition: str, url: str) -> str:
