@@ -101,7 +101,7 @@ describe("the web_fetch tool", () => {
 		// for pi's system prompt (a custom tool without a snippet is left out of its tool list)
 		assert.match(tool.promptSnippet, /`prompt`/);
 		assert.ok(tool.promptGuidelines.some((g) => g.includes("web_fetch with a `prompt`")));
-		assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false, openWorldHint: true });
+		assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true });
 	});
 
 	test("a plain fetch gives one line of facts, then the page's markdown; details hold the result", async () => {
