@@ -3,6 +3,7 @@ action list for every front end, and the text a model reads from each daemon fra
 runs the same golden files through the pi extension."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import msgspec
 import pytest
 
 from webfetch import protocol
-from webfetch.frontends import contract
+from webfetch.frontends import browse_cli, contract
 from webfetch.frontends.mcp_server import TOOLS, text_result
 from webfetch.frontends.tool_text import browse_text, fetch_text, search_text
 
@@ -48,6 +49,7 @@ def test_webfetch_browse_takes_the_contracts_actions():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert "{" + ",".join(contract.BROWSER_ACTIONS) + "}" in out.stdout
+    assert all(re.search(rf"\b{action}\b", browse_cli.USAGE) for action in contract.BROWSER_ACTIONS)  # the help
     bad = subprocess.run([sys.executable, "-m", "webfetch", "browse", "fly"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "invalid choice: 'fly'" in bad.stderr

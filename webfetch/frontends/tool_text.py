@@ -1,7 +1,7 @@
 """What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
 
 The Python twin of `formatResult` and `browseText` in pi_extension/index.ts, so web_fetch and the browser
-tool read the same in pi and over MCP.
+tool read the same in pi and over MCP; tests/golden holds daemon frames and the text both must make of them.
 """
 
 from __future__ import annotations
