@@ -102,3 +102,17 @@ for (const file of GOLDEN) {
 		for (const [k, v] of Object.entries(golden.args)) assert.deepEqual(req[k], v, k);
 	});
 }
+
+test("an extension copied without its tools.json fails to load, saying what is missing and what to run", TIMEOUT, async () => {
+	const here = tempDir("wf-broken");
+	const agentDir = tempDir("wf-agent");
+	try {
+		fs.copyFileSync(path.join(EXTENSION, "index.ts"), path.join(here, "index.ts"));
+		const loaded = await discoverAndLoadExtensions([here], process.cwd(), agentDir);
+		assert.equal(loaded.extensions.length, 0);
+		assert.match(JSON.stringify(loaded.errors), /cannot read its tool contract .*tools\.json.*webfetch pi install/);
+	} finally {
+		fs.rmSync(here, { recursive: true, force: true });
+		fs.rmSync(agentDir, { recursive: true, force: true });
+	}
+});
