@@ -439,25 +439,6 @@ async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_
     assert app.url("/login") not in await setup.loaded_tabs()
 
 
-def test_the_browser_tool_has_the_pi_tools_wording():
-    # two languages, one wording: the model reads the same tool in pi and over MCP
-    from webfetch.frontends.mcp_server import BROWSER_ACTIONS, BROWSER_DESCRIPTION, BROWSER_SCHEMA
-
-    ts = (Path(__file__).parent.parent / "webfetch" / "frontends" / "pi_extension" / "index.ts").read_text()
-
-    def between(start: str, end: str) -> str:
-        at = ts.index(start)
-        return ts[at:ts.index(end, at)]
-
-    lines = re.findall(r'^\t("(?:[^"\\]|\\.)*"),$', between("const BROWSER_DESCRIPTION = [", "].join"), re.M)
-    assert BROWSER_DESCRIPTION == " ".join(json.loads(line) for line in lines)
-    assert BROWSER_ACTIONS == re.findall(r'"(\w+)"', between("const BROWSER_ACTIONS", "];"))
-    params = between("const BROWSER_PARAMETERS", "required:")
-    described = dict(re.findall(r'^\t\t(\w+): \{.*description: ("(?:[^"\\]|\\.)*") \},$', params, re.M))
-    assert {k: v["description"] for k, v in BROWSER_SCHEMA["properties"].items()} == {
-        k: json.loads(v) for k, v in described.items()}
-
-
 def test_a_browse_result_reads_as_in_pi():
     from webfetch.frontends.tool_text import browse_text
 

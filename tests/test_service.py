@@ -278,6 +278,7 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
+                  "webfetch/frontends/pi_extension/tools.json",
                   "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
         # the scripts that run in pages, every one of them (a missing one fails at import)
