@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,6 +17,21 @@ from webfetch.dns import Resolver
 from .fake_llm import FakeLLM
 from .helpers import LineClient
 from .site import Site
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_home():
+    """Daemons the tests start in the background log under $XDG_STATE_HOME: the tests' own directory,
+    never the user's (children inherit it)."""
+    d = Path(tempfile.mkdtemp(prefix="wf-state-"))
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
