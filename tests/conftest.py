@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +27,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.chromium)
         if used & PI_FIXTURES:
             item.add_marker(pytest.mark.pi)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_home():
+    """Daemons the tests start in the background log under $XDG_STATE_HOME: the tests' own directory,
+    never the user's (children inherit it)."""
+    d = Path(tempfile.mkdtemp(prefix="wf-state-"))
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

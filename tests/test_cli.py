@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from webfetch.config import log_path_for
 from webfetch.daemon import DaemonError, bind_socket
 
 from .support.client import run_cli
@@ -111,8 +112,9 @@ def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not path.exists(), "the idle daemon should have exited and removed its socket"
-    log = (short_tmp / "webfetch.log").read_text()
-    assert "idle for 2 s; exiting" in log
+    log = log_path_for(path)  # under $XDG_STATE_HOME, which conftest.py points at a temporary directory
+    assert "idle for 2 s; exiting" in log.read_text()
+    assert log.stat().st_mode & 0o777 == 0o600 and log.parent.stat().st_mode & 0o777 == 0o700
 
 
 @pytest.mark.chromium

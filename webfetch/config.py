@@ -5,6 +5,7 @@ Unknown keys and wrong types are rejected at start with a message naming the key
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -128,9 +129,25 @@ def default_config_path() -> Path:
     return config_home() / "webfetch" / "config.toml"
 
 
+class ConfigSource(Struct, frozen=True, kw_only=True):
+    """Which config a daemon runs: the file (None: no file, all defaults) and a digest of its bytes, so a
+    client can tell that the file it would read is not what the daemon read."""
+
+    path: str | None
+    digest: str | None
+
+
+DEFAULTS = ConfigSource(path=None, digest=None)
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file (--config, else WEBFETCH_CONFIG, else the default path); a missing default file
     means all defaults, a missing named file is an error."""
+    return load_config_and_source(path)[0]
+
+
+def load_config_and_source(path: str | os.PathLike[str] | None = None) -> tuple[Config, ConfigSource]:
+    """`load_config`, and which file it read (with the digest of the bytes it parsed)."""
     if path is None:
         path = os.environ.get("WEBFETCH_CONFIG") or None
     explicit = path is not None
@@ -140,10 +157,14 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     except FileNotFoundError:
         if explicit:
             raise ConfigError(f"config file {p} does not exist") from None
-        return Config()
+        return Config(), DEFAULTS
     except OSError as e:
         raise ConfigError(f"cannot read config file {p}: {e.strerror}") from None
-    return parse_config(data, source=str(p))
+    return parse_config(data, source=str(p)), ConfigSource(path=str(p.absolute()), digest=config_digest(data))
+
+
+def config_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def parse_config(data: bytes | str, source: str = "config") -> Config:
@@ -173,6 +194,20 @@ def default_socket_path() -> Path:
     if runtime:
         return Path(runtime) / "webfetch" / "webfetch.sock"
     return Path(f"/tmp/webfetch-{os.getuid()}") / "webfetch.sock"
+
+
+def state_home() -> Path:
+    """$XDG_STATE_HOME, else ~/.local/state: where a daemon started in the background logs."""
+    return Path(os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"))
+
+
+def log_path_for(socket: Path) -> Path:
+    """The log of a daemon a client starts in the background: one file per socket under the state
+    directory (webfetch.log for the default socket), so two daemons never share or rotate one file."""
+    directory = state_home() / "webfetch"
+    if socket == default_socket_path():
+        return directory / "webfetch.log"
+    return directory / f"webfetch-{hashlib.sha256(str(socket).encode()).hexdigest()[:8]}.log"
 
 
 def socket_path(config: Config, override: str | None = None) -> Path:

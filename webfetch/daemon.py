@@ -11,6 +11,7 @@ import socket
 import stat
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import trio
@@ -20,7 +21,7 @@ from . import PROTOCOL_VERSION, __version__
 from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
-from .config import Config, default_socket_path
+from .config import DEFAULTS, Config, ConfigSource, default_socket_path
 from .dns import Resolver
 from .errors import BrowserUnavailable, WebfetchError
 from .extractor import Extractor
@@ -29,6 +30,7 @@ from .protocol import (
     BrowseRequest,
     BrowserStatus,
     CacheStatus,
+    DaemonInfo,
     FetchRequest,
     Frame,
     ReportProgress,
@@ -38,6 +40,8 @@ from .protocol import (
     SearchRequest,
     StatusRequest,
     StatusResult,
+    StopRequest,
+    StopResult,
     SubagentStatus,
 )
 from .render import FETCH_TAB
@@ -99,10 +103,18 @@ def bind_socket(path: Path) -> socket.socket:
 
 
 class Daemon:
-    def __init__(self, config: Config, notifier: Notifier | None = None, resolver: Resolver | None = None) -> None:
+    def __init__(self, config: Config, notifier: Notifier | None = None, resolver: Resolver | None = None, *,
+                 source: ConfigSource = DEFAULTS, log_path: Path | None = None) -> None:
         self.config = config
         self.notifier = notifier
+        self.source = source
+        self.log_path = log_path
         self.started = time.monotonic()
+        self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        self.socket_path: str | None = None
+        self.socket_activated = False
+        self.exit_when_idle = False
+        self._serving: trio.CancelScope | None = None
         policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
         self.chrome = Chrome(config.browser, policy, FETCH_TAB)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
@@ -123,7 +135,23 @@ class Daemon:
             return self.status(rid)
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
+        if isinstance(req, StopRequest):
+            return self.stop(rid)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
+
+    def stop(self, rid: RequestId) -> StopResult:
+        """Stop serving as SIGTERM does; this request's answer goes out before the connections close."""
+        log.info("stop requested by a client; shutting down")
+        if self._serving is not None:
+            self._serving.cancel()
+        return StopResult(id=rid, pid=os.getpid(), in_flight=self.server.in_flight - 1,
+                          browse_sessions=len(self.browse.sessions), socket_activated=self.socket_activated)
+
+    def identity(self) -> DaemonInfo:
+        return DaemonInfo(pid=os.getpid(), started_at=self.started_at, socket=self.socket_path,
+                          socket_activated=self.socket_activated, exit_when_idle=self.exit_when_idle,
+                          config=self.source.path, config_digest=self.source.digest,
+                          log=str(self.log_path) if self.log_path else None)
 
     def status(self, rid: RequestId) -> StatusResult:
         c = self.chrome
@@ -139,7 +167,7 @@ class Daemon:
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
             search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
-            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled)
+            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled, daemon=self.identity())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -147,8 +175,12 @@ class Daemon:
         """Serve on `sock` until a signal arrives on `signals` (or idle exit, or cancellation).
         Actors start first, then the socket; a signal during start-up stops it just as cleanly."""
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+        self.exit_when_idle = exit_when_idle
+        if self.socket_path is None and not self.socket_activated:
+            self.socket_path = str(sock.getsockname())
         async with trio.open_nursery() as nursery:
             with trio.CancelScope() as serving:
+                self._serving = serving
                 if signals is not None:
                     nursery.start_soon(self._stop_on_signal, signals, serving)
                 await nursery.start(self.extractor.run)
@@ -197,12 +229,19 @@ class Daemon:
             await trio.sleep(2.0)
             notifier.status(self.status_line())
 
-    @staticmethod
-    async def _stop_on_signal(signals: AsyncIterator[int], serving: trio.CancelScope) -> None:
+    async def _stop_on_signal(self, signals: AsyncIterator[int], serving: trio.CancelScope) -> None:
+        """SIGTERM or SIGINT stops serving (a second one while stopping changes nothing); SIGHUP does not."""
         async for signum in signals:
-            log.info("received %s; shutting down", signal.Signals(signum).name)
-            serving.cancel()
-            return
+            name = signal.Signals(signum).name
+            if signum == signal.SIGHUP:
+                # A terminal that closes sends it; it must not end a daemon that other clients use.
+                log.info("received SIGHUP: the config is not reloaded while running; `webfetch restart` "
+                         "applies a changed config")
+            elif serving.cancel_called:
+                log.info("received %s; already shutting down", name)
+            else:
+                log.info("received %s; shutting down", name)
+                serving.cancel()
 
     async def _wait_idle(self, idle_s: float) -> None:
         while True:
@@ -282,36 +321,53 @@ def _rss_bytes() -> int:
         return 0
 
 
-async def serve(config: Config, path: Path, *, exit_when_idle: bool = False) -> None:
-    """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment.
-    Under systemd socket activation it serves the socket it was given (and leaves the file to systemd);
-    otherwise it creates its own at `path` and removes it at exit."""
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        notifier = Notifier()
-        try:
-            try:
-                inherited = listen_socket()
-            except ActivationError as e:
-                raise DaemonError(str(e)) from None
-            if inherited is not None:
-                log.info("socket activation: serving the socket systemd passed (%s)", inherited.getsockname())
-                await _serve_on(config, None, inherited, exit_when_idle, signals, notifier)
-            else:
-                await _serve_on(config, path, bind_socket(path), exit_when_idle, signals, notifier)
-        finally:
-            notifier.close()
+# SIGTERM and SIGINT stop the daemon; SIGHUP is caught so that it does not.
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-async def _serve_on(config: Config, path: Path | None, sock: socket.socket, exit_when_idle: bool,
-                    signals: AsyncIterator[int], notifier: Notifier) -> None:
-    # Plain system calls on purpose: the clean-up below runs in a cancelled scope, where an await cannot.
-    ours = os.stat(path).st_ino if path is not None else None
+async def serve(config: Config, path: Path, *, exit_when_idle: bool = False, source: ConfigSource = DEFAULTS,
+                log_path: Path | None = None) -> None:
+    """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment,
+    SIGHUP does not end it. Under systemd socket activation it serves the socket it was given (and leaves
+    the file to systemd); otherwise it creates its own at `path` and removes it at exit. `source` and
+    `log_path` are what `status` reports of the config it read and where it logs."""
+    # A signal still pending when the receiver closes is delivered again to the handler it finds then: a
+    # second SIGTERM (systemd's stop and a terminal's Ctrl-C signal the whole process group, and people
+    # press Ctrl-C twice) would kill the daemon that had just stopped cleanly, with status -15. Ignored.
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in SIGNALS}
     try:
-        await Daemon(config, notifier).run(sock, exit_when_idle=exit_when_idle, signals=signals)
+        with trio.open_signal_receiver(*SIGNALS) as signals:
+            notifier = Notifier()
+            try:
+                daemon = Daemon(config, notifier, source=source, log_path=log_path)
+                await _serve_on(daemon, path, exit_when_idle, signals)
+            finally:
+                notifier.close()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+async def _serve_on(daemon: Daemon, path: Path, exit_when_idle: bool, signals: AsyncIterator[int]) -> None:
+    try:
+        inherited = listen_socket()
+    except ActivationError as e:
+        raise DaemonError(str(e)) from None
+    if inherited is not None:
+        log.info("socket activation: serving the socket systemd passed (%s)", inherited.getsockname())
+        daemon.socket_activated = True
+        sock, ours = inherited, None
+    else:
+        sock = bind_socket(path)
+        daemon.socket_path = str(path)
+        ours = os.stat(path).st_ino
+    # Plain system calls on purpose: the clean-up below runs in a cancelled scope, where an await cannot.
+    try:
+        await daemon.run(sock, exit_when_idle=exit_when_idle, signals=signals)
     finally:
         sock.close()
         try:
-            if path is not None and os.stat(path).st_ino == ours:  # not another daemon's socket since
+            if ours is not None and os.stat(path).st_ino == ours:  # not another daemon's socket since
                 os.unlink(path)
         except FileNotFoundError:
             pass

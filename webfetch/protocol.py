@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -46,6 +46,10 @@ class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
 
 class StatusRequest(Struct, tag_field="op", tag="status", kw_only=True):
     pass
+
+
+class StopRequest(Struct, tag_field="op", tag="stop", kw_only=True):
+    """End the daemon as SIGTERM does (`webfetch stop`): the answer goes out first."""
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
@@ -89,7 +93,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     full_page: bool = False
 
 
-Request = FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest
+Request = FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
 
 
 class Envelope(Struct):
@@ -295,6 +299,19 @@ class SubagentStatus(Struct, kw_only=True):
     version: str | None = None
 
 
+class DaemonInfo(Struct, kw_only=True):
+    """Which daemon this is: what a client compares with what it would start (`webfetch status`)."""
+
+    pid: int
+    started_at: str                   # ISO 8601, UTC
+    socket: str | None                # None: systemd's socket (socket activation)
+    socket_activated: bool
+    exit_when_idle: bool              # started on demand by a client (it exits after server.idle_exit_s)
+    config: str | None                # the config file it read; None: no file, all defaults
+    config_digest: str | None         # sha256 of that file's bytes, 16 hex digits
+    log: str | None                   # where it logs; None: stderr (a terminal, or systemd's journal)
+
+
 class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId
     op: str = "status"
@@ -309,6 +326,16 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     problems: list[str]
     browse: list[BrowseSessionStatus] = []
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
+    daemon: DaemonInfo | None = None
+
+
+class StopResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "stop"
+    pid: int
+    in_flight: int                    # other requests still running: `shutting_down` after a 2 s grace
+    browse_sessions: int              # open browse sessions, closed with the browser
+    socket_activated: bool            # systemd keeps the socket: the next client starts the daemon again
 
 
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
@@ -334,7 +361,8 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
                       content_type=error.content_type, retry_after=error.retry_after, covered_by=error.covered_by)
 
 
-Frame = ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | ErrorFrame
+Frame = (ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | StopResult
+         | ErrorFrame)
 
 _encoder = msgspec.json.Encoder()
 

@@ -50,6 +50,20 @@ def _retire() -> bool:
     return _jobs_done >= JOBS_PER_WORKER
 
 
+# Signals sent to the daemon's whole process group (a terminal's Ctrl-C, `systemctl stop` with
+# KillMode=control-group, `kill -- -PGID`) reach the workers too. They are the daemon's to act on: a worker
+# that died of one first made the daemon's orderly shutdown fail ("Graceful shutdown failed: 2 nonzero
+# exit codes") and exit 1, so systemd marked every stop a failure. The daemon ends its workers itself.
+# (A worker still starting, before this hook runs, dies of such a signal; its job is tried again.)
+DAEMON_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _ignore_daemon_signals() -> None:
+    """Runs first in each worker process (trio-parallel's `init` hook)."""
+    for signum in DAEMON_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def _ready() -> int:
     """A job that only proves the worker is up (its imports done), for warming the pool."""
     return os.getpid()
@@ -69,20 +83,28 @@ class Workers:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The actor: owns the worker processes until cancelled, then ends them (a job still running is
         killed with its request)."""
-        async with trio_parallel.open_worker_context(idle_timeout=self.idle_s, retire=_retire,
-                                                     grace_period=2.0) as context:
-            self._context = context
-            self._started.set()
-            task_status.started()
-            try:
-                # Warm the pool in the background: the first fetch should not pay for a Python start
-                # and trafilatura's imports (~0.4 s), and the daemon's readiness should not wait for it.
-                async with trio.open_nursery() as nursery:
-                    for _ in range(self.count):
-                        nursery.start_soon(self._warm)
-                await trio.sleep_forever()
-            finally:
-                self._context = None
+        try:
+            async with trio_parallel.open_worker_context(idle_timeout=self.idle_s, init=_ignore_daemon_signals,
+                                                         retire=_retire, grace_period=2.0) as context:
+                await self._serve(context, task_status)
+        except trio_parallel.BrokenWorkerError as e:
+            # A worker that had to be killed at shutdown (busy past the grace period, or killed from
+            # outside): the daemon is stopping anyway, and its exit status must say it stopped cleanly.
+            log.warning("a parser worker process did not end cleanly at shutdown: %s", e)
+
+    async def _serve(self, context: trio_parallel.WorkerContext, task_status: trio.TaskStatus[None]) -> None:
+        self._context = context
+        self._started.set()
+        task_status.started()
+        try:
+            # Warm the pool in the background: the first fetch should not pay for a Python start
+            # and trafilatura's imports (~0.4 s), and the daemon's readiness should not wait for it.
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.count):
+                    nursery.start_soon(self._warm)
+            await trio.sleep_forever()
+        finally:
+            self._context = None
 
     async def _warm(self) -> None:
         try:

@@ -12,6 +12,7 @@ import {
 	WEBFETCH,
 	bigParagraph,
 	connectable,
+	logsMentioning,
 	messagesText,
 	piModule,
 	rawRequest,
@@ -330,10 +331,10 @@ describe("session_start", () => {
 				assert.deepEqual(await tools({ WEBFETCH_SOCKET: off.socket }, hasUI), ["web_fetch", "web_search"], `hasUI ${hasUI}`);
 				assert.deepEqual(await tools({}, hasUI), ["web_fetch", "web_search", "agent_browser"], `hasUI ${hasUI}`);
 			}
-			// no daemon listens: without a UI none is started (no log next to the socket), with one it cannot start
+			// no daemon listens: without a UI none is started (no log mentions its socket), with one it cannot start
 			const none = { WEBFETCH_SOCKET: path.join(dir, "s.sock"), WEBFETCH_BIN: "/nonexistent/webfetch" };
 			assert.deepEqual(await tools(none, false), ["web_fetch", "web_search", "agent_browser"]);
-			assert.equal(fs.existsSync(path.join(dir, "webfetch.log")), false, "no daemon started without a UI");
+			assert.deepEqual(logsMentioning(none.WEBFETCH_SOCKET), [], "no daemon started without a UI");
 			assert.deepEqual(await tools(none, true), ["web_fetch", "web_search", "agent_browser"]);
 		} finally {
 			await off.stop();
@@ -366,7 +367,9 @@ test("with no daemon running, the tool starts one and gets its answer", async ()
 		);
 		assert.equal(r.details.kind, "page");
 		assert.ok(r.content[0].text.includes(ARTICLE[0]));
-		assert.ok(fs.existsSync(path.join(dir, "webfetch.log")), "the daemon's log is next to its socket");
+		const logs = logsMentioning(socket);
+		assert.equal(logs.length, 1, "the daemon logs to one file under $XDG_STATE_HOME/webfetch");
+		assert.equal(fs.statSync(logs[0]).mode & 0o777, 0o600);
 		// It was started with --exit-when-idle, as the CLI does: it goes away by itself.
 		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
 	} finally {

@@ -9,6 +9,15 @@ import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+// Daemons started in the background log under $XDG_STATE_HOME/webfetch: the tests' own, never the user's.
+process.env.XDG_STATE_HOME = fs.mkdtempSync(path.join(os.tmpdir(), "wf-state-"));
+
+/** The background daemons' log files (under the tests' state directory) that mention `socket`. */
+export function logsMentioning(socket) {
+	const dir = path.join(process.env.XDG_STATE_HOME, "webfetch");
+	if (!fs.existsSync(dir)) return [];
+	return fs.readdirSync(dir).map((f) => path.join(dir, f)).filter((f) => fs.readFileSync(f, "utf8").includes(socket));
+}
 export const PYTHON = process.env.WEBFETCH_PYTHON || path.join(ROOT, ".venv", "bin", "python");
 export const WEBFETCH = path.join(path.dirname(PYTHON), "webfetch");
 // The pi under test: the pinned old one installed here, or (WEBFETCH_TEST_PI, set by bin/test's second pass)

@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, search, status, pi, service, doctor, mcp."""
+"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..config import Config, load_config, socket_path
+from ..config import Config, ConfigSource, load_config_and_source, socket_path
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit after server.idle_exit_s without clients (used when the CLI starts it)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-file", help="log to this file (rotated at 1 MiB, 3 kept) instead of stderr")
 
     p = sub.add_parser("fetch", help="print a page's main content as markdown")
     common(p)
@@ -70,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p.add_argument("--json", action="store_true", help="print the status frame as JSON")
 
+    p = sub.add_parser("stop", help="stop the running daemon (requests in flight end with shutting_down)")
+    common(p)
+    p = sub.add_parser("restart", help="stop the running daemon and start one with the current config")
+    common(p)
+    p = sub.add_parser("logs", help="show the log of the daemon (a file, or systemd's journal)")
+    common(p)
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
+
     p = sub.add_parser("pi", help="add the web_fetch tool to the pi coding agent, or remove it")
     common(p)
     p.add_argument("action", choices=["install", "uninstall"],
@@ -93,13 +102,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return service.install() if args.action == "install" else service.uninstall()
     try:
-        config = load_config(args.config)
+        config, source = load_config_and_source(args.config)
     except ConfigError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 2
     path = socket_path(config, args.socket)
     if args.command == "serve":
-        return _serve(config, path, args)
+        return _serve(config, source, path, args)
+    if args.command in ("stop", "restart", "logs"):
+        from . import operate
+
+        if args.command == "stop":
+            return operate.stop(path)[0]
+        if args.command == "restart":
+            return operate.restart(path, args.config)
+        return operate.show_logs(path, args.follow)
     if args.command == "doctor":
         from . import doctor
 
@@ -115,16 +132,20 @@ def main(argv: list[str] | None = None) -> int:
     return _client_command(args, path)
 
 
-def _serve(config: Config, path: Path, args: argparse.Namespace) -> int:
+def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Namespace) -> int:
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
+    from .logs import FORMAT, log_to_file
 
     limit_malloc_arenas()  # before any thread exists
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_path = Path(args.log_file).absolute() if args.log_file else None
+    if log_path is not None:
+        log_to_file(log_path, args.log_level)
+    else:
+        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format=FORMAT)
     try:
-        trio.run(lambda: serve(config, path, exit_when_idle=args.exit_when_idle))
+        trio.run(lambda: serve(config, path, exit_when_idle=args.exit_when_idle, source=source, log_path=log_path))
     except DaemonError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
@@ -214,6 +235,16 @@ def _browse_state(status: dict[str, Any]) -> str:
         f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions)
 
 
+def _daemon_lines(d: dict[str, Any]) -> str:
+    """Which daemon answered: pid, start, socket, config and log (issue 26's trap: an old config or version)."""
+    socket = "systemd's socket (socket activation)" if d["socket_activated"] else d["socket"]
+    config = f"{d['config']} (sha256 {d['config_digest']})" if d.get("config") else "none (all defaults)"
+    log = d.get("log") or ("systemd's journal" if d["socket_activated"] else "stderr")
+    started = "started by a client, exits when idle" if d["exit_when_idle"] else "runs until stopped"
+    return (f"daemon:   pid {d['pid']}, since {d['started_at']}, {started}\n"
+            f"socket:   {socket}\nconfig:   {config}\nlog:      {log}")
+
+
 def _status(client: Client, args: argparse.Namespace) -> int:
     for frame in client.request("status"):
         if frame.get("type") == "error":
@@ -226,6 +257,8 @@ def _status(client: Client, args: argparse.Namespace) -> int:
             return 0
         b, c, r = frame["browser"], frame["cache"], frame["requests"]
         print(f"webfetch {frame['version']} (protocol {frame['protocol']}), up {frame['uptime_s']:.0f} s")
+        if frame.get("daemon"):
+            print(_daemon_lines(frame["daemon"]))
         print(f"browser:  {b['state']}  {b.get('version') or ''}  {b.get('executable') or b.get('endpoint') or ''}")
         print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")

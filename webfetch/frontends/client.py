@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import itertools
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..config import log_path_for
 from ..protocol import decode_frame
 
 START_TIMEOUT_S = 30.0
@@ -37,13 +39,18 @@ def _not_listening(e: OSError) -> bool:
 
 
 def start_daemon(path: Path, config: str | None) -> None:
-    """Start `webfetch serve` in the background (it exits by itself when idle) and wait until it answers."""
+    """Start `webfetch serve` in the background (it exits by itself when idle) and wait until it answers.
+    It logs to a file under the user's state directory (config.log_path_for)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_path = path.parent / "webfetch.log"
-    cmd = [sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--exit-when-idle"]
+    log_path = log_path_for(path)
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--exit-when-idle",
+           "--log-file", str(log_path)]
     if config:
         cmd += ["--config", config]
-    with open(log_path, "ab") as log:
+    # stderr goes there too from the first moment: an error before logging is set up is not lost
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

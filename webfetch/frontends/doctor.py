@@ -169,7 +169,7 @@ def check_daemon(path: Path) -> list[Check]:
     status = frames[-1]
     if status.get("type") != "result":
         return [Check(FAIL, "daemon", f"answered status with {status.get('code')}: {status.get('message')}",
-                      "see its log (journalctl --user -u webfetch, or webfetch.log next to the socket)")]
+                      "see its log: `webfetch logs`")]
     checks = [Check(OK, "daemon", f"webfetch {status['version']} on {path}, browser {status['browser']['state']}, "
                     f"{status['cache']['entries']} cached pages")]
     checks += [Check(FAIL, "daemon problem", p, "see above; restart the daemon once fixed") for p in status["problems"]]

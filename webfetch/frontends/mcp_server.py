@@ -28,6 +28,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
+from ..config import log_path_for
 from ..protocol import decode_frame
 from . import contract
 from .client import ClientError, start_daemon
@@ -107,7 +108,7 @@ class DaemonLink:
                 data = await stream.receive_some(1 << 16)
                 if not data:
                     raise DaemonUnreachable("the webfetch daemon closed the connection before answering; its log "
-                                            f"may say why ({self.path.parent / 'webfetch.log'})")
+                                            f"may say why ({log_path_for(self.path)}, or `webfetch logs`)")
                 buf += data
                 *lines, rest = buf.split(b"\n")
                 buf = bytearray(rest)

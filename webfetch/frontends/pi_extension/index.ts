@@ -11,6 +11,7 @@
  * (tests/node/tsconfig.json).
  */
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -367,7 +368,16 @@ export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HE
 			? recorded.command
 			: ownWebfetch(here) ?? ["webfetch"];
 	const socket = env.WEBFETCH_SOCKET || recorded.socket || defaultSocket(env);
-	return { command, socket, log: path.join(path.dirname(socket), "webfetch.log") };
+	return { command, socket, log: logPathFor(socket, env) };
+}
+
+/** Where a daemon started in the background logs: config.py's log_path_for, the same file for every client. */
+export function logPathFor(socket: string, env: NodeJS.ProcessEnv = process.env): string {
+	const state = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
+	const name = socket === defaultSocket(env)
+		? "webfetch.log"
+		: `webfetch-${createHash("sha256").update(socket).digest("hex").slice(0, 8)}.log`;
+	return path.join(state, "webfetch", name);
 }
 
 /**
@@ -436,10 +446,11 @@ const NOT_LISTENING = new Set(["ENOENT", "ECONNREFUSED"]);
 /** Start `webfetch serve` in the background the way the CLI does (it exits by itself when idle). */
 function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 	fs.mkdirSync(path.dirname(s.socket), { recursive: true, mode: 0o700 });
-	const log = fs.openSync(s.log, "a");
+	fs.mkdirSync(path.dirname(s.log), { recursive: true, mode: 0o700 });
+	const log = fs.openSync(s.log, "a", 0o600);
 	const [exe, ...args] = s.command;
 	return new Promise((resolve, reject) => {
-		const child = spawn(exe, [...args, "serve", "--socket", s.socket, "--exit-when-idle"], {
+		const child = spawn(exe, [...args, "serve", "--socket", s.socket, "--exit-when-idle", "--log-file", s.log], {
 			detached: true,
 			stdio: ["ignore", log, log],
 		});

@@ -1,0 +1,168 @@
+"""Operating the daemon: how it stops (signals to its whole process group, `webfetch stop` and `restart`)
+and what it says about itself. Real processes throughout: `webfetch serve` as a child in its own process
+group, its Chrome and its parser workers read from /proc."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from webfetch.config import log_path_for
+
+from .support.client import run_cli
+from .support.procs import children, gone, parser_workers
+from .support.site import ARTICLE_TEXT
+from .test_service import request, wait_until, write_config
+
+# every test here runs `webfetch serve`, whose Chrome starts with it
+pytestmark = pytest.mark.chromium
+
+
+def serve_in_own_group(path: Path, cfg: Path) -> subprocess.Popen[str]:
+    """`webfetch serve` as a terminal or systemd runs it: the leader of a process group of its own. Its
+    stderr goes to a file (`stderr_of`): a pipe nobody reads would fill up and stall the daemon."""
+    with open(path.with_suffix(".stderr"), "w") as stderr:
+        return subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--config",
+                                 str(cfg)], stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+                                start_new_session=True)
+
+
+def stderr_of(path: Path) -> str:
+    return path.with_suffix(".stderr").read_text()
+
+
+def test_sigterm_to_the_whole_process_group_exits_0_without_a_traceback(short_tmp, site):
+    """What `systemctl --user stop` (KillMode=control-group) and a terminal's Ctrl-C do: the signal reaches
+    the parser workers too, and the daemon must still stop in order and exit 0."""
+    path = short_tmp / "wf.sock"
+    proc = serve_in_own_group(path, write_config(short_tmp))
+    try:
+        wait_until("the socket", path.exists)
+        assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
+        workers = wait_until("the parser workers", lambda: parser_workers(proc.pid))
+        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        assert chrome
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            os.killpg(proc.pid, signum)  # the second one, while it stops, changes nothing
+        proc.wait(timeout=30)
+        stderr = stderr_of(path)
+        assert proc.returncode == 0, stderr
+        assert "Traceback" not in stderr and "Error" not in stderr, stderr
+        assert gone(workers) and gone(chrome)
+        assert not path.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sighup_does_not_end_the_daemon(short_tmp, site):
+    path = short_tmp / "wf.sock"
+    proc = serve_in_own_group(path, write_config(short_tmp))
+    try:
+        wait_until("the socket", path.exists)
+        assert request(path, {"op": "status"})["type"] == "result"
+        wait_until("the parser workers", lambda: len(parser_workers(proc.pid)) == 2)
+        os.killpg(proc.pid, signal.SIGHUP)
+        assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with socket.socket(socket.AF_UNIX) as s:
+        assert s.connect_ex(str(path)) != 0
+
+
+def test_stop_ends_requests_in_flight_and_browse_sessions_and_leaves_nothing(short_tmp, site):
+    path = short_tmp / "wf.sock"
+    proc = serve_in_own_group(path, write_config(short_tmp))
+    try:
+        wait_until("the socket", path.exists)
+        opened = request(path, {"op": "browse", "session": "s1", "action": "open",
+                                "url": site.url("/article")})
+        assert opened["type"] == "result", opened
+        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        workers = parser_workers(proc.pid)
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(str(path))
+            s.sendall(json.dumps({"id": "slow", "op": "fetch", "url": site.url("/hang")}).encode() + b"\n")
+            wait_until("the page request", lambda: site.hits.get("/hang"))
+            r = run_cli("stop", "--socket", str(path))
+            frames = [json.loads(line) for line in s.makefile("rb")]
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == (f"stopped the webfetch daemon (pid {proc.pid}) on {path}: 1 request(s) in flight ended "
+                            f"with shutting_down; 1 browse session(s) closed\n")
+        assert frames[-1]["code"] == "shutting_down", frames
+        assert proc.wait(30) == 0
+        assert gone(chrome) and gone(workers)
+        assert not path.exists()
+        again = run_cli("stop", "--socket", str(path))
+        assert again.returncode == 0 and again.stderr == f"webfetch: no webfetch daemon is running on {path}\n"
+    finally:
+        site.stall.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_restart_applies_a_config_the_running_daemon_did_not_read(short_tmp, site):
+    """The trap of issue 26: the first fetch starts a daemon with the config of that moment; the user
+    fixes the config; only a daemon that reads it again sees the fix."""
+    path = short_tmp / "wf.sock"
+    cfg = short_tmp / "c.toml"
+    cfg.write_text('[subagent]\ncommand = "/nonexistent/pi-for-tests"\n')
+    env = {"WEBFETCH_SOCKET": str(path), "WEBFETCH_CONFIG": str(cfg)}
+    try:
+        blocked = run_cli("fetch", site.url("/article"), env=env)
+        assert blocked.returncode == 1 and "blocked_url" in blocked.stderr, blocked.stderr
+        first = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]
+        assert first["config"] == str(cfg) and first["exit_when_idle"] and first["socket"] == str(path)
+        assert first["log"] == str(log_path_for(path))
+        cfg.write_text('[fetch]\nallow_private = true\n[subagent]\ncommand = "/nonexistent/pi-for-tests"\n')
+        r = run_cli("restart", env=env)
+        assert r.returncode == 0, r.stderr
+        second = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]
+        assert r.stdout.splitlines() == [
+            f"stopped the webfetch daemon (pid {first['pid']}) on {path}",
+            f"started the webfetch daemon (pid {second['pid']}) on {path}; it logs to {log_path_for(path)}"]
+        assert second["pid"] != first["pid"] and second["config_digest"] != first["config_digest"]
+        fetched = run_cli("fetch", site.url("/article"), env=env)
+        assert fetched.returncode == 0 and ARTICLE_TEXT[0] in fetched.stdout, fetched.stderr
+        status = run_cli("status", env=env).stdout
+        assert f"\nconfig:   {cfg} (sha256 {second['config_digest']})\n" in status
+        assert f"\nlog:      {log_path_for(path)}\n" in status
+        logs = run_cli("logs", env=env)
+        assert logs.returncode == 0 and f"listening on {path}" in logs.stdout
+        assert "stop requested by a client; shutting down" in logs.stdout  # the first daemon's, same file
+    finally:
+        run_cli("stop", env=env)
+
+
+def test_stop_under_socket_activation_leaves_the_socket_to_systemd_and_says_so(short_tmp, site):
+    path = short_tmp / "act.sock"
+    proc = subprocess.Popen(["systemd-socket-activate", "-l", str(path), sys.executable, "-m", "webfetch", "serve",
+                             "--config", str(write_config(short_tmp))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_until("the activator's socket", path.exists, 10)
+        info = json.loads(run_cli("status", "--json", "--socket", str(path)).stdout)["daemon"]
+        assert info["socket_activated"] and info["socket"] is None and info["log"] is None
+        r = run_cli("stop", "--socket", str(path))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == [
+            f"stopped the webfetch daemon (pid {proc.pid}) on {path}",
+            "systemd's webfetch.socket keeps listening: the next client starts the daemon again"]
+        assert proc.wait(30) == 0
+        assert path.exists(), "the socket file is systemd's"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

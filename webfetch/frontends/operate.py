@@ -1,0 +1,103 @@
+"""`webfetch stop`, `restart` and `logs`: operating the daemon a user already has.
+
+Stopping goes through the socket (the `stop` op), so it needs no pid file and works the same for a daemon
+in a terminal, one a client started in the background, and one systemd started on its socket (which then
+keeps listening: the next client starts the daemon again)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import log_path_for
+from . import logs
+from .client import Client, ClientError, start_daemon
+
+STOP_WAIT_S = 20.0  # SIGTERM's path: 2 s of grace for requests, then Chrome and the workers end
+
+
+def _say(message: str) -> None:
+    print(f"webfetch: {message}", file=sys.stderr)
+
+
+def running_status(path: Path) -> dict[str, Any] | None:
+    """The status frame of the daemon on `path`, or None when none listens there."""
+    try:
+        with Client(path, autostart=False, timeout=30) as client:
+            return next((f for f in client.request("status") if f.get("type") == "result"), None)
+    except ClientError:
+        return None
+
+
+def stop(path: Path) -> tuple[int, dict[str, Any] | None]:
+    """Stop the daemon on `path` and wait until it is gone; (exit code, its stop answer)."""
+    try:
+        with Client(path, autostart=False, timeout=30) as client:
+            answer = list(client.request("stop"))[-1]
+    except ClientError:
+        _say(f"no webfetch daemon is running on {path}")
+        return 0, None
+    if answer.get("type") != "result":
+        _say(f"{answer.get('code')}: {answer.get('message')}")
+        return 1, None
+    pid = int(answer["pid"])
+    deadline = time.monotonic() + STOP_WAIT_S
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(pid):
+        _say(f"the daemon (pid {pid}) is still stopping after {STOP_WAIT_S:.0f} s")
+        return 1, answer
+    ended = []
+    if answer["in_flight"]:
+        ended.append(f"{answer['in_flight']} request(s) in flight ended with shutting_down")
+    if answer["browse_sessions"]:
+        ended.append(f"{answer['browse_sessions']} browse session(s) closed")
+    print(f"stopped the webfetch daemon (pid {pid}) on {path}" + (f": {'; '.join(ended)}" if ended else ""))
+    if answer["socket_activated"]:
+        print("systemd's webfetch.socket keeps listening: the next client starts the daemon again")
+    return 0, answer
+
+
+def restart(path: Path, config: str | None) -> int:
+    """Stop the daemon, then start one with the current config (under socket activation, the first
+    request does: one is sent)."""
+    code, answer = stop(path)
+    if code:
+        return code
+    try:
+        if answer is not None and answer["socket_activated"]:
+            status = running_status(path)  # systemd starts it for this connection
+            if status is None:
+                _say(f"systemd did not start the daemon again on {path}: see `webfetch logs`")
+                return 1
+        else:
+            start_daemon(path, config)
+            status = running_status(path)
+    except ClientError as e:
+        _say(str(e))
+        return 1
+    pid = (status or {}).get("daemon", {}).get("pid", "?")
+    print(f"started the webfetch daemon (pid {pid}) on {path}; it logs to {log_path_for(path)}")
+    return 0
+
+
+def show_logs(path: Path, follow: bool) -> int:
+    status = running_status(path)
+    info = (status or {}).get("daemon") or {}
+    if info.get("socket_activated") and not info.get("log"):
+        return logs.show_journal(follow)
+    if status is not None and not info.get("log") and info:
+        _say(f"the daemon on {path} (pid {info.get('pid')}) logs to the stderr of the terminal or service that "
+             f"started it, not to a file")
+        return 1
+    return logs.show(Path(info["log"]) if info.get("log") else log_path_for(path), follow)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
