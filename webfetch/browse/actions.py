@@ -371,8 +371,7 @@ async def navigate(tab: BrowseTab, url: str) -> None:
             return
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
-        proxy = tab.browser.proxy
-        failure = proxy.failure(host_of(url)) if proxy is not None and "SOCKS" in error else None
+        failure = tab.page.connect_failure(host_of(url)) if "SOCKS" in error else None
         if failure is not None and failure.blocked:
             raise BlockedUrl(failure.message)
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")

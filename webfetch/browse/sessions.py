@@ -9,18 +9,18 @@ its action: the session and its tabs stay usable.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import trio
 
 from ..cdp import CDPClosed, CDPError
-from ..chrome import Browser, Chrome
+from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
 from ..errors import (
     BadRequest,
@@ -65,10 +65,9 @@ SHOWN_HTML = """(function shown(root) {
 
 
 class Session:
-    def __init__(self, name: str, browser: Browser, context_id: str) -> None:
+    def __init__(self, name: str, context: BrowserContext) -> None:
         self.name = name
-        self.browser = browser
-        self.context_id = context_id
+        self.context = context
         self.tabs: dict[str, BrowseTab] = {}
         self.active: str | None = None
         self.lock = trio.Lock()
@@ -107,7 +106,6 @@ class Browse:
         self.sessions: dict[str, Session] = {}
         self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
-        self._watched: set[int] = set()   # browser generations whose new targets are watched
         self._opening = trio.Lock()
 
     def statistics(self) -> list[BrowseSessionStatus]:
@@ -150,20 +148,14 @@ class Browse:
             raise BadRequest(f"{len(self.sessions)} browse sessions are open (browse.max_sessions); close one "
                              f"(action close) or wait for an idle one to expire")
         assert self._nursery is not None
-        browser, context = await self.chrome.open_context()
-        session = Session(name, browser, context)
+        context = await self.chrome.open_context()
+        session = Session(name, context)
         try:
-            with contextlib.suppress(CDPError):
-                await browser.conn.call("Browser.setDownloadBehavior",
-                                        {"behavior": "deny", "browserContextId": context})
             await self._nursery.start(self._session_main, session)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
-                with contextlib.suppress(CDPClosed, CDPError):
-                    await browser.conn.call("Target.disposeBrowserContext", {"browserContextId": context})
+            await context.aclose()
             raise
         self.sessions[name] = session
-        await self._watch(browser)
         return session
 
     async def _session_main(self, session: Session, *, task_status: trio.TaskStatus[None]) -> None:
@@ -171,6 +163,8 @@ class Browse:
             with session.scope:
                 async with trio.open_nursery() as nursery:
                     session.nursery = nursery
+                    # tabs a page opens (target=_blank, window.open) join the session
+                    await nursery.start(session.context.watch_popups, partial(self._popup, session))
                     task_status.started()
                     await trio.sleep_forever()
         finally:
@@ -178,12 +172,9 @@ class Browse:
 
     async def _dispose(self, session: Session) -> None:
         session.scope.cancel()
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
-            try:
-                await session.browser.conn.call("Target.disposeBrowserContext",
-                                                {"browserContextId": session.context_id})
-            except (CDPClosed, CDPError):
-                pass
+        await session.context.aclose()
+        # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
+        with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await session.done.wait()
 
     async def _close(self, session: Session) -> None:
@@ -195,10 +186,8 @@ class Browse:
         await self._dispose(session)
         self._wake.set()
 
-    async def _new_tab(self, session: Session, target_id: str) -> BrowseTab:
-        conn = session.browser.conn
-        sid = (await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}))["sessionId"]
-        tab = BrowseTab(f"t{next(session.numbers)}", session.browser, target_id, sid, self.policy, session.hosts)
+    async def _new_tab(self, session: Session, page: PageTarget) -> BrowseTab:
+        tab = BrowseTab(f"t{next(session.numbers)}", page, self.policy, session.hosts)
         assert session.nursery is not None
         await session.nursery.start(self._tab_main, session, tab)
         await tab.setup()
@@ -207,7 +196,7 @@ class Browse:
 
     async def _tab_main(self, session: Session, tab: BrowseTab, *, task_status: trio.TaskStatus[None]) -> None:
         # a page loading hundreds of resources at once sends thousands of events: room for them
-        with tab.browser.conn.subscribe(tab.session_id, buffer=16_384) as sub:
+        with tab.page.subscribe(buffer=16_384) as sub:
             task_status.started()
             try:
                 await tab.pump(sub)
@@ -217,36 +206,14 @@ class Browse:
                 tab.closed = True
                 tab.pulse()
 
-    async def _watch(self, browser: Browser) -> None:
-        """Tabs a page opens (target=_blank, window.open) join its session."""
-        if browser.generation in self._watched:
-            return
-        self._watched.add(browser.generation)
-        assert self._nursery is not None
-        await self._nursery.start(self._watch_targets, browser)
-
-    async def _watch_targets(self, browser: Browser, *, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            with browser.conn.subscribe(None) as sub:
-                await browser.conn.call("Target.setDiscoverTargets", {"discover": True})
-                task_status.started()
-                while True:
-                    event = await sub.receive()
-                    if event.get("method") != "Target.targetCreated":
-                        continue
-                    info = event["params"]["targetInfo"]
-                    if info.get("type") != "page" or not info.get("openerId"):
-                        continue
-                    for session in self.sessions.values():
-                        if session.context_id == info.get("browserContextId") and session.nursery is not None:
-                            session.adopting += 1
-                            session.nursery.start_soon(self._adopt, session, info["targetId"])
-        except CDPClosed:
-            self._watched.discard(browser.generation)
+    def _popup(self, session: Session, target_id: str) -> None:
+        assert session.nursery is not None
+        session.adopting += 1
+        session.nursery.start_soon(self._adopt, session, target_id)
 
     async def _adopt(self, session: Session, target_id: str) -> None:
         try:
-            tab = await self._new_tab(session, target_id)
+            tab = await self._new_tab(session, await session.context.adopt(target_id))
             session.opened.append(tab)
             session.active = tab.name
         except (CDPError, CDPClosed) as e:
@@ -398,9 +365,7 @@ class Browse:
                     started: float) -> BrowseResult:
         url = await _checked_url(_need(req.url, "open", "url"), self.policy)
         if req.new_tab or not session.tabs:
-            created = await session.browser.conn.call("Target.createTarget", {
-                "url": "about:blank", "browserContextId": session.context_id})
-            tab = await self._new_tab(session, created["targetId"])
+            tab = await self._new_tab(session, await session.context.new_tab())
             session.active = tab.name
         else:
             tab = session.tab(req.tab)
@@ -471,7 +436,7 @@ class Browse:
             tab = session.tab(_need(req.tab, "tabs close", "tab"))
             if len([t for t in session.tabs.values() if not t.closed]) == 1:
                 raise BadRequest(f"{tab.name} is the session's last tab; close the session instead (action close)")
-            await session.browser.conn.call("Target.closeTarget", {"targetId": tab.target_id})
+            await session.context.close_tab(tab.target_id)
             tab.closed = True
             del session.tabs[tab.name]
             if session.active == tab.name:

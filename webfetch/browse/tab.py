@@ -14,7 +14,7 @@ import trio
 
 from .._trio import single_error
 from ..cdp import CDPClosed, CDPError, Subscription
-from ..chrome import Browser
+from ..chrome import CRASH_EVENTS, PageTarget
 from ..errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
 from ..render import classify
 from ..urls import AddressPolicy, admit_host, parse_url
@@ -57,9 +57,7 @@ class Marks:
 @dataclass
 class BrowseTab:
     name: str                       # t1, t2, …
-    browser: Browser
-    target_id: str
-    session_id: str
+    page: PageTarget
     policy: AddressPolicy
     hosts: dict[str, str | None]    # the session's address-policy verdicts by host: None, or why refused
     url: str = "about:blank"
@@ -84,6 +82,10 @@ class BrowseTab:
     _changed: trio.Event = field(default_factory=trio.Event)
 
     @property
+    def target_id(self) -> str:
+        return self.page.target_id
+
+    @property
     def loading(self) -> bool:
         return bool(self.loading_frames)
 
@@ -99,7 +101,7 @@ class BrowseTab:
         return self.target_id in self.loading_frames
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.browser.conn.call(method, params, self.session_id)
+        return await self.page.call(method, params)
 
     # --- events --------------------------------------------------------------------------------
 
@@ -494,8 +496,7 @@ class BrowseTab:
         return quiet.cancelled_caught
 
     async def title(self) -> str:
-        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
-        return str(info.get("title") or "")
+        return await self.page.title()
 
 
 # CDP event name -> the BrowseTab method that keeps the tab's state true to it; other events are ignored.
@@ -511,8 +512,7 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Page.frameStoppedLoading": BrowseTab._on_frame_stopped_loading,
     "Page.javascriptDialogOpening": BrowseTab._on_dialog_opening,
     "Page.javascriptDialogClosed": BrowseTab._on_dialog_closed,
-    "Inspector.targetCrashed": BrowseTab._on_crashed,
-    "Target.targetCrashed": BrowseTab._on_crashed,
+    **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }
 
