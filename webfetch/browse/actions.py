@@ -224,7 +224,7 @@ async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) ->
     except CDPError:
         return {"ok": True}  # nothing answers at that point; let the click happen and the page decide
     hit_frame = hit.get("frameId") or tab.target_id
-    if hit_frame not in tab.frames:
+    if not tab.has_frame(hit_frame):
         return {"ok": True}
     ctx = await tab.world(hit_frame)
     hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
@@ -360,8 +360,7 @@ async def screenshot(tab: BrowseTab, ref: str | None, full_page: bool) -> tuple[
 
 async def navigate(tab: BrowseTab, url: str) -> None:
     """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
-    tab.blocked = None
-    tab.status = None
+    tab.start_navigation()
     downloads = len(tab.downloads)
     before = tab.doc_gen
     reply = await tab.call("Page.navigate", {"url": url})
@@ -371,7 +370,7 @@ async def navigate(tab: BrowseTab, url: str) -> None:
             return
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
-        failure = tab.page.connect_failure(host_of(url)) if "SOCKS" in error else None
+        failure = tab.connect_failure(host_of(url)) if "SOCKS" in error else None
         if failure is not None and failure.blocked:
             raise BlockedUrl(failure.message)
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")

@@ -181,30 +181,17 @@ class Browse:
         if self.sessions.get(session.name) is session:
             del self.sessions[session.name]
         for tab in session.tabs.values():
-            tab.closed = True
-            tab.pulse()
+            tab.mark_closed()
         await self._dispose(session)
         self._wake.set()
 
     async def _new_tab(self, session: Session, page: PageTarget) -> BrowseTab:
         tab = BrowseTab(f"t{next(session.numbers)}", page, self.policy, session.hosts)
         assert session.nursery is not None
-        await session.nursery.start(self._tab_main, session, tab)
+        await session.nursery.start(tab.run)
         await tab.setup()
         session.tabs[tab.name] = tab
         return tab
-
-    async def _tab_main(self, session: Session, tab: BrowseTab, *, task_status: trio.TaskStatus[None]) -> None:
-        # a page loading hundreds of resources at once sends thousands of events: room for them
-        with tab.page.subscribe(buffer=16_384) as sub:
-            task_status.started()
-            try:
-                await tab.pump(sub)
-            except CDPClosed:
-                pass
-            finally:
-                tab.closed = True
-                tab.pulse()
 
     def _popup(self, session: Session, target_id: str) -> None:
         assert session.nursery is not None
@@ -271,8 +258,7 @@ class Browse:
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
         session.opened = []
-        tab.blocked = None
-        marks = tab.marks()
+        marks = tab.start_action()
         progress("browse", f"{a} on {tab.name}")
         if a == "snapshot":
             return await self._snapshot(session, tab, req, rid, started)
@@ -398,7 +384,7 @@ class Browse:
         whole = req.ref is None and req.find is None
         snap = await tab.snapshot(req.mode, req.ref, req.find, both=whole)
         if whole and snap.full is not None:
-            tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
+            tab.remember_lines(snap.full)
         title = snap.title
         text = _header(tab, title) + "\n" + snap.text
         if snap.truncated:
@@ -412,7 +398,7 @@ class Browse:
     async def _read(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any,
                     started: float) -> BrowseResult:
         child = await tab.child_frame(tab.ref_frame(req.ref), req.ref) if req.ref is not None else None
-        if child is not None and child in tab.frames:  # an iframe's ref: the frame's own document
+        if child is not None and tab.has_frame(child):  # an iframe's ref: the frame's own document
             html = await tab.evaluate(child, f"({SHOWN_HTML})(document.documentElement)")
         elif req.ref is not None:
             html = await tab.on_ref(req.ref, f"return '<html><body>' + ({SHOWN_HTML})(this) + '</body></html>';")
@@ -437,7 +423,7 @@ class Browse:
             if len([t for t in session.tabs.values() if not t.closed]) == 1:
                 raise BadRequest(f"{tab.name} is the session's last tab; close the session instead (action close)")
             await session.context.close_tab(tab.target_id)
-            tab.closed = True
+            tab.mark_closed()
             del session.tabs[tab.name]
             if session.active == tab.name:
                 session.active = list(session.tabs)[-1]
@@ -481,9 +467,9 @@ class Browse:
     async def _shown(self, tab: BrowseTab, *, whole: bool) -> _Shown:
         """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
         snap = await tab.snapshot("interactive", None, None, both=True)
-        old = tab.last_lines if tab.last_doc_gen == tab.doc_gen else None
+        old = tab.previous_lines()
         assert snap.full is not None
-        tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
+        tab.remember_lines(snap.full)
         if whole or old is None:
             return _Shown(snap.title, "full", snap.text)
         # what changed is told from every line, text included ("Profile saved"), not only controls
@@ -540,7 +526,7 @@ def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
     if dialogs:
         events["dialog"] = dialogs[-1]
     if len(tab.downloads) > marks.downloads:
-        events["downloads"] = tab.downloads[marks.downloads:]
+        events["downloads"] = list(tab.downloads[marks.downloads:])
     return events
 
 def _header(tab: BrowseTab, title: str) -> str:
