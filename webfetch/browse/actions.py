@@ -1,5 +1,6 @@
 """What each browse action does to a tab: clicks that are hit-tested first, fills that React sees, native
-selects, keys, waits. Results and snapshots are browse.py's; these functions only act and read back."""
+selects, keys, waits, the page as HTML. Results and snapshots are reply.py's; these functions only act and
+read back."""
 
 from __future__ import annotations
 
@@ -114,6 +115,25 @@ POINT = """
   return {visible, disabled, what, x, y, box: [r.left, r.top, r.width, r.height], ok,
           by: ok ? null : __wf.describe(hit)};
 """
+
+# What the page shows, as HTML for the extractor: hidden elements (a closed menu, a collapsed list) left
+# out, open shadow roots' content put in their hosts.
+SHOWN_HTML = """(function shown(root) {
+  const clone = root.cloneNode(true);
+  const walk = (a, b) => {
+    for (let i = a.children.length - 1; i >= 0; i--) {
+      const el = a.children[i], copy = b.children[i];
+      if (!copy || el.localName === "head") continue;
+      if (el.checkVisibility && !el.checkVisibility() && el.localName !== "script") copy.remove();
+      else {
+        walk(el, copy);
+        if (el.shadowRoot) copy.insertAdjacentHTML("beforeend", el.shadowRoot.innerHTML);
+      }
+    }
+  };
+  walk(root, clone);
+  return clone.outerHTML;
+})"""
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
 # key -> (code, windowsVirtualKeyCode, text)
@@ -376,6 +396,18 @@ async def navigate(tab: BrowseTab, url: str) -> None:
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")
     if reply.get("loaderId"):
         await tab.wait_for(lambda: tab.doc_gen > before or tab.dialog is not None)
+
+
+async def shown_html(tab: BrowseTab, ref: str | None) -> str:
+    """What the tab shows, as HTML for the extractor: the page, a ref's element, or an iframe ref's document."""
+    child = await tab.child_frame(tab.ref_frame(ref), ref) if ref is not None else None
+    if child is not None and tab.has_frame(child):  # an iframe's ref: the frame's own document
+        html = await tab.evaluate(child, f"({SHOWN_HTML})(document.documentElement)")
+    elif ref is not None:
+        html = await tab.on_ref(ref, f"return '<html><body>' + ({SHOWN_HTML})(this) + '</body></html>';")
+    else:
+        html = await tab.evaluate(tab.target_id, f"({SHOWN_HTML})(document.documentElement)")
+    return str(html or "")
 
 
 def _js(value: Any) -> str:

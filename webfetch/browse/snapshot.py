@@ -409,19 +409,6 @@ class Snapshot:
         return "\n".join(self.lines)
 
 
-def page(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
-    """`max_chars` of `text` from `offset`, cut at a line end where possible; and the next offset or None."""
-    if offset >= len(text):
-        return "", None
-    end = offset + max_chars
-    if end >= len(text):
-        return text[offset:], None
-    cut = text.rfind("\n", offset, end)
-    if cut <= offset:
-        cut = end
-    return text[offset:cut], cut + (1 if text[cut:cut + 1] == "\n" else 0)
-
-
 def diff(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
     """Lines of `new` that `old` did not have (in order), and the refs `old` showed that `new` does not.
     Focus moving is not a change worth a line (every click moves it)."""
