@@ -104,8 +104,7 @@ current_pi_env() {
     printf 'WEBFETCH_TEST_PI=%s\n' "$CURRENT_PI_DIR/node_modules/.bin/pi"
 }
 
-ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/package-lock.json
-    local dir="$ROOT/tests/node"
+ensure_npm() {
     if ! command -v npm >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             say "no npm found; installing Debian's nodejs and npm with apt-get"
@@ -113,10 +112,20 @@ ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/
             apt-get update -qq >&2
             apt-get install -y -qq nodejs npm >&2
         else
-            say "Node.js and npm are needed for the sub-agent tests: install them (sudo apt-get install nodejs npm)"
+            say "Node.js and npm are needed for the sub-agent tests and the page scripts' type check:"
+            say "install them (sudo apt-get install nodejs npm)"
             return 1
         fi
     fi
+}
+
+ensure_tsc() {  # TypeScript, for bin/check's type check of webfetch/js: pinned by tests/node/package-lock.json
+    ensure_npm && npm_ci_once "$ROOT/tests/node"
+}
+
+ensure_test_tools() {  # Node.js >= 20.10 and the real pi, pinned by tests/node/package-lock.json
+    local dir="$ROOT/tests/node"
+    ensure_npm || return 1
     # pi 0.73 runs on Node 20; the test runner's --test-concurrency came in 20.10
     if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)'; then
         say "Node.js 20.10 or newer is needed for the extension tests; this is $(node --version)"

@@ -8,7 +8,7 @@
    in-process (6a one warm tab, 6b a browser context per page, as the daemon isolates fetches),
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; and the browse op's rows on the local app of the tests
-(tests/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, and the
+(tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, and the
 3 000-row table's snapshot."""
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_memory import is_chrome  # noqa: E402  (bin/, this script's own directory)
-
-from tests.site import QuietHTTPServer  # noqa: E402
+from tests.support import procs  # noqa: E402
+from tests.support.daemon import ServedDaemon  # noqa: E402
+from tests.support.site import QuietHTTPServer  # noqa: E402
 from webfetch.errors import ExtractionFailed  # noqa: E402
 from webfetch.extractor import extract_html, trafilatura_markdown  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
@@ -117,78 +117,28 @@ PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
 CURRENT_PI_BIN = ROOT / "tests" / "node" / "pi-current" / "node_modules" / ".bin"
 
 
-class Daemon:
-    def __init__(self, tmp: Path, render: str = "auto", block: list[str] | None = None, *, pi: Path = PI,
-                 subagent_mode: str = "rpc", env: dict[str, str] | None = None) -> None:
-        self.sock = tmp / "wf.sock"
-        cfg = tmp / "config.toml"
-        blocked = json.dumps(["Image", "Media", "Font", "Stylesheet", *(block or [])])
-        cfg.write_text(f'[fetch]\nallow_private = true\nrender = "{render}"\n'
-                       f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
-                       f'[cache]\nmax_bytes = 1073741824\n[subagent]\ncommand = {json.dumps(str(pi))}\n'
-                       f'mode = "{subagent_mode}"\n')
-        self.log = open(tmp / "daemon.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
-                                      "--config", str(cfg), "--log-level", "warning"],
-                                     stdout=self.log, stderr=self.log, cwd=ROOT, env=env)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with Client(self.sock, autostart=False) as c:
-                    status = list(c.request("status"))[-1]
-                if status["browser"]["state"] == "ready":
-                    time.sleep(1.0)  # let the tab pool fill
-                    return
-            except Exception:
-                pass
-            time.sleep(0.1)
-        raise SystemExit("the daemon did not become ready; see " + str(tmp / "daemon.log"))
-
-    def fetch(self, url: str, **fields) -> tuple[dict, float]:
-        started = time.perf_counter()
-        with Client(self.sock, autostart=False) as c:
-            frame = list(c.request("fetch", url=url, **fields))[-1]
-        return frame, time.perf_counter() - started
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
-        self.log.close()
-
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+def start_daemon(tmp: Path, render: str = "auto", block: list[str] | None = None, *, pi: Path = PI,
+                 subagent_mode: str = "rpc", env: dict[str, str] | None = None) -> ServedDaemon:
+    """A ready daemon of the bench's config (no DNS but 127.0.0.1, a cache that holds every page), its tab
+    pool filled."""
+    blocked = json.dumps(["Image", "Media", "Font", "Stylesheet", *(block or [])])
+    daemon = ServedDaemon(tmp, f'[fetch]\nallow_private = true\nrender = "{render}"\n'
+                               f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
+                               f'[cache]\nmax_bytes = 1073741824\n[subagent]\ncommand = {json.dumps(str(pi))}\n'
+                               f'mode = "{subagent_mode}"\n', env)
+    daemon.wait_ready(30, then_s=1.0)  # then let the tab pool fill
+    return daemon
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU seconds (user + system) spent so far: (the daemon with its parser worker processes, its Chrome).
     Processes that exited count too: a retired worker in the daemon's children's time, Chrome's reaped
     renderers in the browser's."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                children.setdefault(int(_stat(int(entry))[1]), []).append(int(entry))
-            except OSError:
-                pass
-    own = _stat(pid)
-    sides = [sum(int(x) for x in own[11:15]) / CLOCK_TICKS, 0.0]
-    for child in children.get(pid, []):
-        side = 1 if is_chrome(child) else 0
-        todo = [child]
-        while todo:
-            p = todo.pop()
-            try:
-                sides[side] += sum(int(x) for x in _stat(p)[11:15]) / CLOCK_TICKS
-            except OSError:
-                continue
-            todo += children.get(p, [])
+    sides = [procs.cpu_seconds(pid, reaped_children=True), 0.0]
+    for child in procs.children(pid):
+        side = 1 if procs.is_chrome(child) else 0
+        sides[side] += sum(procs.cpu_seconds(p, reaped_children=True) for p in [child, *procs.descendants(child)])
     return sides[0], sides[1]
-
-
-def _stat(pid: int) -> list[str]:
-    """/proc/PID/stat's fields after the command name: [0] state, [1] ppid, [11:15] utime stime cutime cstime."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()
 
 
 class CpuMeter:
@@ -196,7 +146,7 @@ class CpuMeter:
     background work after the last answer included (context disposal, pool refill: it is paid for all the
     same)."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: ServedDaemon) -> None:
         self.pid = daemon.proc.pid
         self.start = cpu_seconds(self.pid)
         self.per_page = (0.0, 0.0)
@@ -281,14 +231,14 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-"))
     # The sub-agent's model: the fake OpenAI-compatible server of the tests, answering at once, so the
     # sub-agent row measures what webfetch and pi add, not a model's thinking time.
-    from tests.fake_llm import FakeLLM
+    from tests.support.fake_llm import FakeLLM
     llm = FakeLLM()
     llm.reply = lambda body: "The answer."
     agent_dir = tmp / "pi-agent"
     agent_dir.mkdir()
     (agent_dir / "models.json").write_text(json.dumps(llm.models_json()))
     os.environ["PI_CODING_AGENT_DIR"] = str(agent_dir)  # inherited by the daemon, then by pi
-    daemon = Daemon(tmp, args.render, args.block)
+    daemon = start_daemon(tmp, args.render, args.block)
     refused = ", ".join(["Image", "Media", "Font", "Stylesheet", *args.block])
     print(f"daemon: fetch.render = {args.render}; refusing {refused}")
     try:
@@ -311,14 +261,14 @@ def main() -> None:
             pdf_rows(daemon, server.add, args.pdf)
         if not args.skip_memory:
             from bench_memory import memory_rows
-            memory_rows(lambda where: Daemon(where, args.render, args.block), server,
+            memory_rows(lambda where: start_daemon(where, args.render, args.block), server,
                         {"scrapinghub-aeb": aeb, "wcxb-test": wcxb}, tmp, args.memory_fetches)
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n: int, tmp: Path) -> None:
+def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dict], n: int, tmp: Path) -> None:
     urls = [server.url(p) for p in aeb[:n]]
     print(f"speed: {len(urls)} pages of scrapinghub-aeb; machine: {os.cpu_count()} cores", flush=True)
     rows = []
@@ -376,7 +326,7 @@ def speed(daemon: Daemon, server: CorpusServer, chrome: str, aeb: list[dict], n:
     isolated_limit = rendered_limit(urls, context_per_page=True)
     rows.append(("6b. the same, a fresh browser context per page", isolated_limit))
     (tmp / "always").mkdir()
-    rendered_daemon = Daemon(tmp / "always", "always")
+    rendered_daemon = start_daemon(tmp / "always", "always")
     try:
         # measured warm, as the first daemon is by then: its parser workers started, Chrome's first renderer up
         rendered_daemon.fetch(server.url(aeb[-1]), fresh=True)
@@ -437,7 +387,7 @@ def static_limit(server: CorpusServer, pages: list[dict]) -> tuple[list[float], 
     return times[len(pages):], cpu
 
 
-RENDER_REFUSED = ("Image", "Media", "Font", "Stylesheet")  # what the bench's daemons refuse (Daemon above)
+RENDER_REFUSED = ("Image", "Media", "Font", "Stylesheet")  # what the bench's daemons refuse (start_daemon above)
 
 
 def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]:
@@ -519,11 +469,11 @@ def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]
     return trio.run(run)
 
 
-def browse(daemon: Daemon, rounds: int) -> None:
+def browse(daemon: ServedDaemon, rounds: int) -> None:
     """Per-action latency on the local app, measured at the client (socket round trip included)."""
     import urllib.request
 
-    from tests.browse_app import App
+    from tests.support.browse_app import App
 
     app = App()
     try:
@@ -587,7 +537,7 @@ def subagent_rows(server: CorpusServer, page: dict, tmp: Path, llm) -> None:
         for mode in ("json", "rpc"):
             where = tmp / f"sub-{n}-{mode}"
             where.mkdir()
-            daemon = Daemon(where, pi=pi, subagent_mode=mode, env=env)
+            daemon = start_daemon(where, pi=pi, subagent_mode=mode, env=env)
             try:
                 subagent_overhead(daemon, server, page,
                                   f"   {name}, {'a process per prompt' if mode == 'json' else 'warm worker'}", llm)
@@ -595,7 +545,7 @@ def subagent_rows(server: CorpusServer, page: dict, tmp: Path, llm) -> None:
                 daemon.stop()
 
 
-def subagent_overhead(daemon: Daemon, server: CorpusServer, page: dict, label: str, llm) -> None:
+def subagent_overhead(daemon: ServedDaemon, server: CorpusServer, page: dict, label: str, llm) -> None:
     url = server.url(page)
     daemon.fetch(url)  # cached: the calls below run only the sub-agent
     first, t = daemon.fetch(url, prompt="What is this page about?", model="fake/fake-1")  # starts a worker
@@ -627,7 +577,7 @@ def direct_extract(html: bytes) -> tuple[str, float]:
     return md, time.perf_counter() - started
 
 
-def quality(daemon: Daemon | None, server: CorpusServer | None, corpora: dict[str, list[dict]]) -> None:
+def quality(daemon: ServedDaemon | None, server: CorpusServer | None, corpora: dict[str, list[dict]]) -> None:
     """F1 by corpus and page type, for the whole corpus and its held-out half (see `half`), beside
     trafilatura run directly on the stored HTML; with no daemon, webfetch's extractor run directly."""
     via = "through the daemon" if daemon is not None else "extract_html run directly on the stored HTML"
@@ -637,7 +587,7 @@ def quality(daemon: Daemon | None, server: CorpusServer | None, corpora: dict[st
         corpus_quality(daemon, server, name, pages)
 
 
-def corpus_quality(daemon: Daemon | None, server: CorpusServer | None, name: str, pages: list[dict]) -> None:
+def corpus_quality(daemon: ServedDaemon | None, server: CorpusServer | None, name: str, pages: list[dict]) -> None:
     ours: dict[str, float] = {}
     direct: dict[str, float] = {}
     failures: Counter = Counter()

@@ -1,5 +1,5 @@
 """bin/bench's flag rows (issue 16, "no silent success"), through the daemon:
-1. precision and recall of each flag on tests/flag_pages.py (interstitials as they really look, and
+1. precision and recall of each flag on tests/support/flag_pages.py (interstitials as they really look, and
    ordinary near misses), served on 127.0.0.1;
 2. flags on the shared corpora's ordinary pages: each flagged page is listed with its evidence; a page
    whose flag was checked by hand against the corpus's own ground truth and found right is counted apart,
@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.flag_pages import CASES
-from tests.site import Site
+from tests.support.flag_pages import CASES
+from tests.support.site import Site
 from webfetch.flags import FLAG_NAMES
 
 # Corpus pages whose flag is right, checked by hand against the corpus's ground truth (the stored page
@@ -69,7 +69,7 @@ def test_set(daemon: Any) -> None:
         if got != want:
             misses.append(f"{case.name}: expected {sorted(want) or 'none'}, got {sorted(got) or 'none'}")
     walls = sum(c.flag is not None for c in CASES)
-    print(f"\nflags: tests/flag_pages.py through the daemon, {walls} interstitials and {len(CASES) - walls} "
+    print(f"\nflags: tests/support/flag_pages.py through the daemon, {walls} interstitials and {len(CASES) - walls} "
           f"ordinary pages (median fetch {statistics.median(t for *_, t in results) * 1000:.0f} ms)")
     print(f"{'flag':14} {'pages':>5} {'precision':>9} {'recall':>7}")
     for f in [*FLAG_NAMES[:-1], "all"]:

@@ -22,7 +22,6 @@ of the sums."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -35,7 +34,8 @@ from typing import Any
 
 import trio
 
-from tests.site import Site
+from tests.support.procs import descendants, devtools_url, is_chrome, open_fds, pss_kb, status_field
+from tests.support.site import Site
 from webfetch.cdp import open_cdp
 from webfetch.frontends.client import Client, connect
 
@@ -64,7 +64,7 @@ MIB = 1024
 
 def memory_rows(make_daemon: Callable[[Path], Any], server: Any, corpora: dict[str, list[dict]], tmp: Path,
                 fetches: int) -> None:
-    """make_daemon(dir): a ready daemon (bin/bench.py's Daemon) with its config and log in dir."""
+    """make_daemon(dir): a ready daemon (bin/bench.py's start_daemon) with its config and log in dir."""
     site = Site().start()
     try:
         soak(make_daemon(_fresh_dir(tmp, "memory-soak")), server, site, corpora, fetches)
@@ -79,79 +79,7 @@ def _fresh_dir(tmp: Path, name: str) -> Path:
     return tmp / name
 
 
-# --- processes ---------------------------------------------------------------------------------------------
-
-
-def children(pid: int) -> list[int]:
-    """The children of `pid`, from each of its threads' children list: no pass over all of /proc, which on a
-    shared machine would make the 50 ms sampling itself a load."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            out += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        found = children(todo.pop())
-        out += found
-        todo += found
-    return out
-
-
-def is_chrome(pid: int) -> bool:
-    try:
-        return "chrom" in Path(os.readlink(f"/proc/{pid}/exe")).name
-    except OSError:
-        return False
-
-
-def status_field(pid: int, name: str) -> int:
-    """A number from /proc/PID/status (VmRSS in kB, Threads); 0 once the process is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def pss_kb(pid: int) -> int:
-    """Proportional set size: shared pages (Chrome's code, shared memory between its processes) are split
-    among the processes that map them, so a sum over processes counts each page once, unlike RSS."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 # --- asking Chrome and the daemon --------------------------------------------------------------------------
-
-
-def devtools_url(daemon_pid: int) -> str | None:
-    """The browser's DevTools websocket: Chrome writes its port and path to DevToolsActivePort in the profile
-    named by --user-data-dir on its command line (the browser is the daemon's child that is Chrome)."""
-    for pid in children(daemon_pid):
-        if not is_chrome(pid):
-            continue
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        profile = next((a.split("=", 1)[1] for a in args if a.startswith("--user-data-dir=")), None)
-        if profile and (Path(profile) / "DevToolsActivePort").exists():
-            port, path = (Path(profile) / "DevToolsActivePort").read_text().split()[:2]
-            return f"ws://127.0.0.1:{port}{path}"
-    return None
 
 
 def chrome_targets(daemon_pid: int) -> tuple[int, int, int]:
@@ -215,7 +143,7 @@ def reading(daemon: Any) -> Reading:
     return Reading(status_field(pid, "VmRSS"), sum(status_field(p, "VmRSS") for p in workers),
                    sum(status_field(p, "VmRSS") for p in chrome),
                    sum(pss_kb(p) for p in chrome), len(chrome), len(below) - len(chrome), pages, contexts, empty,
-                   len(os.listdir(f"/proc/{pid}/fd")), status_field(pid, "Threads"), cache["entries"],
+                   open_fds(pid), status_field(pid, "Threads"), cache["entries"],
                    cache["bytes"])
 
 

@@ -1,5 +1,5 @@
 """bin/bench's PDF rows (issue 16): webfetch's PDF extraction on generated PDFs of different kinds
-(tests/pdfs.py) and on any PDFs given with --pdf, in process and through the daemon; and, when the other
+(tests/support/pdfs.py) and on any PDFs given with --pdf, in process and through the daemon; and, when the other
 candidate libraries are importable (`.venv/bin/pip install pdfminer.six pypdf pdfplumber`), the same PDFs
 read by each of them side by side: the measurement behind the choice of pypdfium2 (pyproject.toml).
 Quality: word-bag F1 and word-bigram F1 (reading order) against the generated PDFs' text; for a real PDF,
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests import pdfs
+from tests.support import pdfs
 from webfetch.pdf import extract_pdf
 
 WORD = re.compile(r"\w+")

@@ -11,7 +11,6 @@ import random
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,9 +23,11 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_llm import FakeLLM  # noqa: E402
-from tests.helpers import LineClient, ppid  # noqa: E402
-from tests.site import ARTICLE_TEXT, Site  # noqa: E402
+from tests.support import procs  # noqa: E402
+from tests.support.client import LineClient  # noqa: E402
+from tests.support.daemon import ServedDaemon  # noqa: E402
+from tests.support.fake_llm import FakeLLM  # noqa: E402
+from tests.support.site import ARTICLE_TEXT, Site  # noqa: E402
 
 PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
 ANSWER = "The article is about structured concurrency."
@@ -35,71 +36,15 @@ EXPECTED = {"hit": {"result"}, "cold": {"result"}, "prompt": {"result"}, "cancel
             "disconnect": {None}}
 
 
-def rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)  # one pass over /proc, then the tree
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            children[ppid(int(p))].append(int(p))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def exe_name(pid: int) -> str:
-    try:
-        return Path(os.readlink(f"/proc/{pid}/exe")).name
-    except OSError:
-        return ""
-
-
-class Daemon:
-    def __init__(self, tmp: Path, llm: FakeLLM, cache_kb: int | None = None) -> None:
-        self.tmp = tmp
-        self.sock = tmp / "wf.sock"
-        agent = tmp / "agent"
-        agent.mkdir()
-        (agent / "models.json").write_text(json.dumps(llm.models_json()))
-        cfg = tmp / "config.toml"
-        cfg.write_text(f"[fetch]\nallow_private = true\ntimeout_s = 20\n[subagent]\ncommand = {json.dumps(str(PI))}\n"
-                       f"timeout_s = 60\n" + (f"[cache]\nmax_bytes = {cache_kb * 1024}\n" if cache_kb else ""))
-        self.log = open(tmp / "daemon.log", "wb")
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "TMPDIR": str(tmp)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
-                                      "--config", str(cfg), "--log-level", "warning"],
-                                     stdout=self.log, stderr=self.log, env=env)
-
-    def chrome_pids(self) -> list[int]:
-        return [p for p in descendants(self.proc.pid) if "chrom" in exe_name(p)]
-
-    def browser_pid(self) -> int | None:
-        """The browser process itself: the daemon's direct child that is Chrome."""
-        return next((p for p in self.chrome_pids() if ppid(p) == self.proc.pid), None)
-
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def devtools_port(self) -> int | None:
-        for d in self.tmp.glob("webfetch-chrome-*/profile/DevToolsActivePort"):
-            return int(d.read_text().split()[0])
-        return None
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
-        self.log.close()
+def start_daemon(tmp: Path, llm: FakeLLM, cache_kb: int | None = None) -> ServedDaemon:
+    """A daemon whose sub-agent is the real pi answered by `llm`; not yet ready."""
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "models.json").write_text(json.dumps(llm.models_json()))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "TMPDIR": str(tmp)}
+    return ServedDaemon(tmp, f"[fetch]\nallow_private = true\ntimeout_s = 20\n[subagent]\n"
+                             f"command = {json.dumps(str(PI))}\ntimeout_s = 60\n"
+                             + (f"[cache]\nmax_bytes = {cache_kb * 1024}\n" if cache_kb else ""), env)
 
 
 async def page_targets(port: int | None) -> int:
@@ -112,7 +57,7 @@ async def page_targets(port: int | None) -> int:
     return sum(1 for t in await trio.to_thread.run_sync(get) if t.get("type") == "page")
 
 
-async def request(daemon: Daemon, body: dict, deadline_s: float) -> dict | None:
+async def request(daemon: ServedDaemon, body: dict, deadline_s: float) -> dict | None:
     c = await LineClient.connect(daemon.sock)
     try:
         with trio.fail_after(deadline_s):
@@ -121,11 +66,11 @@ async def request(daemon: Daemon, body: dict, deadline_s: float) -> dict | None:
         await c.aclose()
 
 
-async def status(daemon: Daemon) -> dict:
+async def status(daemon: ServedDaemon) -> dict:
     return await request(daemon, {"op": "status"}, 30)
 
 
-async def one(daemon: Daemon, site: Site, kind: str, n: int, rng: random.Random, deadline_s: float):
+async def one(daemon: ServedDaemon, site: Site, kind: str, n: int, rng: random.Random, deadline_s: float):
     """Run one request of `kind`; (kind, outcome, seconds, correct)."""
     started = time.monotonic()
     outcome, correct = None, False
@@ -166,7 +111,7 @@ async def one(daemon: Daemon, site: Site, kind: str, n: int, rng: random.Random,
     return kind, outcome, time.monotonic() - started, correct
 
 
-async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome: bool) -> dict:
+async def load(daemon: ServedDaemon, site: Site, args, rng: random.Random, kill_chrome: bool) -> dict:
     mix = [("hit", args.hits), ("cold", args.cold), ("prompt", args.prompts), ("cancel", args.cancels),
            ("disconnect", args.disconnects)]
     kinds = [k for k, share in mix for _ in range(round(share * args.requests))]
@@ -187,8 +132,8 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
     async def sample(done: trio.Event) -> None:
         while not done.is_set():
             pids = daemon.chrome_pids()
-            peak["daemon_rss_kb"] = max(peak["daemon_rss_kb"], rss_kb(daemon.proc.pid))
-            peak["chrome_rss_kb"] = max(peak["chrome_rss_kb"], sum(rss_kb(p) for p in pids))
+            peak["daemon_rss_kb"] = max(peak["daemon_rss_kb"], procs.status_field(daemon.proc.pid, "VmRSS"))
+            peak["chrome_rss_kb"] = max(peak["chrome_rss_kb"], sum(procs.status_field(p, "VmRSS") for p in pids))
             peak["chrome_processes"] = max(peak["chrome_processes"], len(pids))
             if args.cache_kb:  # the byte bound must hold while the load runs, not only afterwards
                 with trio.move_on_after(5):
@@ -216,11 +161,11 @@ async def load(daemon: Daemon, site: Site, args, rng: random.Random, kill_chrome
     return {"results": results, "peak": peak, "seconds": time.monotonic() - started, "chrome_kills": len(kills)}
 
 
-async def idle_snapshot(daemon: Daemon) -> dict:
+async def idle_snapshot(daemon: ServedDaemon) -> dict:
     await trio.sleep(3)  # closer task, pool refill, reaped processes
     s = await status(daemon)
-    return {"daemon_rss_kb": rss_kb(daemon.proc.pid), "fds": daemon.fds(),
-            "children": len(descendants(daemon.proc.pid)) - len(daemon.chrome_pids()),
+    return {"daemon_rss_kb": procs.status_field(daemon.proc.pid, "VmRSS"), "fds": procs.open_fds(daemon.proc.pid),
+            "children": len(procs.descendants(daemon.proc.pid)) - len(daemon.chrome_pids()),
             "chrome_processes": len(daemon.chrome_pids()), "page_targets": await page_targets(daemon.devtools_port()),
             "in_flight": s["requests"]["in_flight"], "cache_bytes": s["cache"]["bytes"],
             "cache_entries": s["cache"]["entries"]}
@@ -269,17 +214,10 @@ async def main(args) -> int:
     llm = FakeLLM()
     llm.reply = lambda body: ANSWER
     tmp = Path(tempfile.mkdtemp(prefix="wf-stress-"))
-    daemon = Daemon(tmp, llm, args.cache_kb)
+    daemon = start_daemon(tmp, llm, args.cache_kb)
     out: dict = {"config": vars(args)}
     try:
-        with trio.fail_after(60):
-            while True:
-                try:
-                    if (await status(daemon))["browser"]["state"] == "ready":
-                        break
-                except (OSError, trio.TooSlowError):
-                    pass
-                await trio.sleep(0.2)
+        await trio.to_thread.run_sync(daemon.wait_ready, 60)
         site.stall.clear()  # from now on /slow-article holds its body: cancels and disconnects hit a live render
         for i in range(20):  # the pages cache hits and prompts use
             await request(daemon, {"op": "fetch", "url": site.url(f"/article?warm={i}")}, 60)

@@ -1,21 +1,31 @@
 from __future__ import annotations
 
-import functools
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-import trio
 
-from webfetch.config import Config, FetchConfig, SubagentConfig
-from webfetch.daemon import Daemon, bind_socket
+from webfetch.config import Config
 from webfetch.dns import Resolver
 
-from .fake_llm import FakeLLM
-from .helpers import LineClient
-from .site import Site
+from .support.daemon import Harness
+from .support.fake_llm import FakeLLM
+from .support.site import Site
+
+# Fixtures that start a real Chromium or the real pi: a test that uses one carries the matching mark, which
+# `bin/test --fast` (-m "not chromium and not pi") deselects.
+CHROMIUM_FIXTURES = {"start_daemon", "daemon", "mcp_setup"}
+PI_FIXTURES = {"pi_home"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & CHROMIUM_FIXTURES:
+            item.add_marker(pytest.mark.chromium)
+        if used & PI_FIXTURES:
+            item.add_marker(pytest.mark.pi)
 
 
 @pytest.fixture
@@ -27,7 +37,7 @@ def site():
 
 @pytest.fixture
 def llm():
-    """A fake OpenAI-compatible model server on 127.0.0.1 (tests/fake_llm.py), for the real pi to call."""
+    """A fake OpenAI-compatible model server on 127.0.0.1 (tests/support/fake_llm.py), for the real pi to call."""
     server = FakeLLM()
     yield server
     server.stop()
@@ -41,48 +51,11 @@ def short_tmp():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def make_config(**sections: Any) -> Config:
-    """Defaults, plus private addresses allowed (the test site is on 127.0.0.1)."""
-    sections.setdefault("fetch", FetchConfig(allow_private=True))
-    # never whatever pi the machine has on PATH: the sub-agent tests name theirs
-    sections.setdefault("subagent", SubagentConfig(command="/nonexistent/pi-for-tests"))
-    return Config(**sections)
-
-
-class Harness:
-    def __init__(self, daemon: Daemon, path: Path) -> None:
-        self.daemon = daemon
-        self.path = path
-
-    async def client(self) -> LineClient:
-        return await LineClient.connect(self.path)
-
-    async def request(self, obj: dict[str, Any], progress: list | None = None) -> dict[str, Any]:
-        c = await self.client()
-        try:
-            with trio.fail_after(60):
-                return await c.request(obj, progress)
-        finally:
-            await c.aclose()
-
-    async def fetch(self, url: str, **fields: Any) -> dict[str, Any]:
-        return await self.request({"id": "t", "op": "fetch", "url": url, **fields})
-
-    async def page_targets(self) -> list[dict[str, Any]]:
-        browser = await self.daemon.chrome.wait_browser()
-        infos = (await browser.conn.call("Target.getTargets"))["targetInfos"]
-        return [t for t in infos if t["type"] == "page"]
-
-
 @pytest.fixture
 def start_daemon(nursery, short_tmp):
     """Start a real daemon (real Chromium) on a socket in a temporary directory."""
     async def start(config: Config | None = None, resolver: Resolver | None = None) -> Harness:
-        daemon = Daemon(config or make_config(), resolver=resolver)
-        path = short_tmp / "wf.sock"
-        sock = bind_socket(path)
-        await nursery.start(functools.partial(daemon.run, sock))
-        return Harness(daemon, path)
+        return await Harness.start(nursery, short_tmp / "wf.sock", config, resolver)
     return start
 
 

@@ -1,4 +1,4 @@
-"""The browse op with real Chromium against a local multi-page app (tests/browse_app.py): a whole task
+"""The browse op with real Chromium against a local multi-page app (tests/support/browse_app.py): a whole task
 driven by refs, with the end state checked on the app's server; then the errors, isolation, cancel,
 the address policy and cleanup."""
 
@@ -12,8 +12,8 @@ import trio
 
 from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
 
-from .browse_app import App
-from .conftest import make_config
+from .support.browse_app import App
+from .support.daemon import make_config
 from .test_hostile import CHROME_LNA_OFF, Blocked
 
 
@@ -324,12 +324,14 @@ async def test_a_vanished_client_ends_its_action_and_the_session_stays(daemon, a
     assert '- textbox "Username"' in snap["snapshot"]
 
 
+@pytest.mark.chromium
 async def test_daemon_stop_closes_every_session(short_tmp, app):
     import functools
 
     from webfetch.daemon import Daemon, bind_socket
 
-    from .helpers import LineClient, gone
+    from .support.client import LineClient
+    from .support.procs import gone
 
     d = Daemon(make_config())
     path = short_tmp / "stop.sock"

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from .browse_app import App
-from .helpers import run_cli
+from .support.browse_app import App
+from .support.client import run_cli
 
 
 @pytest.fixture
@@ -15,6 +15,7 @@ def app():
     a.stop()
 
 
+@pytest.mark.chromium
 def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
     cfg = short_tmp / "c.toml"
     cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")

@@ -14,7 +14,7 @@ import threading
 import miniwob
 import pytest
 
-from .site import QuietHTTPServer
+from .support.site import QuietHTTPServer
 from .test_browse import Browser, ref
 
 

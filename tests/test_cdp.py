@@ -156,7 +156,7 @@ async def test_a_subscriber_that_falls_behind_is_closed_not_blocking_others(fake
 
 
 async def test_connecting_to_nothing_is_a_clear_error():
-    from tests.site import free_port
+    from tests.support.site import free_port
     with pytest.raises(CDPClosed, match="cannot connect"):
         async with open_cdp(f"ws://127.0.0.1:{free_port()}/devtools/browser/x"):
             pass

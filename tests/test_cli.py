@@ -13,8 +13,9 @@ import pytest
 
 from webfetch.daemon import DaemonError, bind_socket
 
-from .helpers import children, gone, pid_alive, run_cli
-from .site import ARTICLE_TEXT
+from .support.client import run_cli
+from .support.procs import children, gone, pid_alive
+from .support.site import ARTICLE_TEXT
 
 
 def test_socket_and_directory_permissions(short_tmp):
@@ -90,6 +91,7 @@ def test_bad_config_stops_the_cli_naming_the_key(short_tmp):
     assert "unknown key `fetch.timeout`" in r.stderr
 
 
+@pytest.mark.chromium
 def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
     cfg = short_tmp / "c.toml"
     cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 2\n")
@@ -113,6 +115,7 @@ def test_fetch_starts_a_daemon_which_exits_when_idle(short_tmp, site):
     assert "idle for 2 s; exiting" in log
 
 
+@pytest.mark.chromium
 def test_status_says_when_browse_is_disabled_in_text_and_json(short_tmp):
     cfg = short_tmp / "c.toml"
     cfg.write_text("[browse]\nenabled = false\n[server]\nidle_exit_s = 1\n")
@@ -130,6 +133,7 @@ def test_status_says_when_browse_is_disabled_in_text_and_json(short_tmp):
     assert not path.exists(), "the daemon the status started exits when idle"
 
 
+@pytest.mark.chromium
 def test_fetch_json_prints_frames(short_tmp, site):
     cfg = short_tmp / "c.toml"
     cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 1\n")
@@ -156,6 +160,7 @@ def _start_serve(path):
     return proc, chrome[0]
 
 
+@pytest.mark.chromium
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signals_stop_the_daemon_and_its_browser(short_tmp, sig):
     path = short_tmp / "wf.sock"
@@ -167,6 +172,7 @@ def test_signals_stop_the_daemon_and_its_browser(short_tmp, sig):
     assert "shutting down" in proc.stderr.read()
 
 
+@pytest.mark.chromium
 def test_a_killed_daemon_takes_its_browser_with_it(short_tmp):
     path = short_tmp / "wf.sock"
     proc, chrome = _start_serve(path)

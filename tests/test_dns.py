@@ -12,7 +12,7 @@ import trio.testing
 from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.dns import ANSWER_TTL_S, FAILURE_TTL_S, MAX_CONCURRENT_LOOKUPS, HostCache, resolve
 
-from .conftest import make_config
+from .support.daemon import make_config
 from .test_hostile import CHROME_LNA_OFF
 from .test_proxy import socks_connect, start_proxy
 

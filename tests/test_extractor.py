@@ -5,7 +5,7 @@ import pytest
 from webfetch.errors import ExtractionFailed
 from webfetch.extractor import extract_html, extract_raw
 
-from .site import ARTICLE_TEXT, NOISY_ARTICLE
+from .support.site import ARTICLE_TEXT, NOISY_ARTICLE
 
 
 def test_article_keeps_text_headings_lists_and_links():

@@ -5,15 +5,16 @@ import contextlib
 import os
 import signal
 
+import pytest
 import trio
 
 from webfetch.cdp import CDPError
 from webfetch.config import FetchConfig
 from webfetch.daemon import Daemon, bind_socket
 
-from .conftest import make_config
-from .helpers import parser_workers
-from .site import ARTICLE_TEXT, simple_page
+from .support.daemon import make_config
+from .support.procs import cpu_seconds, parser_workers, reaped
+from .support.site import ARTICLE_TEXT, simple_page
 
 CHURN = simple_page("Churning page", *ARTICLE_TEXT).replace("</body>", """<script>
 let n = 0;
@@ -75,7 +76,7 @@ async def test_a_dropped_websocket_is_detected_and_the_browser_replaced(start_da
     assert new is not browser and new.pid != old_pid
     status = await d.request({"id": "s", "op": "status"})
     assert status["browser"]["state"] == "ready" and status["problems"] == []
-    from .helpers import pid_alive
+    from .support.procs import pid_alive
     with trio.fail_after(10):
         while pid_alive(old_pid):  # the orphaned browser was closed, not left running
             await trio.sleep(0.05)
@@ -86,20 +87,6 @@ async def test_a_dropped_websocket_is_detected_and_the_browser_replaced(start_da
 LONG_PAGE = simple_page("A long page", *(
     f"Paragraph {i} tells of the river, the mill and the {i % 97} lanterns along the towpath at dusk."
     for i in range(20_000)))
-
-
-def _reaped(pid: int) -> bool:
-    """Gone from the process table: not running, and not left a zombie."""
-    return not os.path.exists(f"/proc/{pid}")
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _kill(pids: list[int], sig: int = signal.SIGSEGV) -> None:
@@ -146,7 +133,7 @@ async def test_a_parser_crash_costs_its_page_a_retry_not_the_daemon(start_daemon
     assert r["total_chars"] > 1_800_000  # the whole page, read in the fresh worker
     assert "a worker process died running extract_html (killed by SIGSEGV), attempt 1 of 2" in caplog.text
     with trio.fail_after(5):
-        while not all(_reaped(pid) for pid in killed):
+        while not all(reaped(pid) for pid in killed):
             await trio.sleep(0.05)
     neighbour = await d.fetch(site.url("/article"))
     assert neighbour["type"] == "result" and ARTICLE_TEXT[0] in neighbour["content"]
@@ -160,7 +147,7 @@ async def test_a_page_the_parser_keeps_crashing_on_is_a_clear_error(start_daemon
         # A worker past a second of CPU is inside the parse (starting one takes ~0.4 s): crash it there, as
         # a page that always crashes the parser would, each time it is tried.
         while True:
-            _kill([pid for pid in parser_workers(os.getpid()) if _cpu_seconds(pid) > 1.0])
+            _kill([pid for pid in parser_workers(os.getpid()) if cpu_seconds(pid) > 1.0])
             await trio.sleep(0.02)
 
     r = await _fetch_while(d, site.url("/long"), keep_crashing)
@@ -183,13 +170,14 @@ async def test_a_cancel_stops_the_parser_at_once(daemon, site):
     working = parser_workers(os.getpid())
     await c.send({"id": "c", "op": "cancel", "target": "long"})
     with trio.fail_after(1.0):  # the worker is killed, not left to finish its seconds of parsing
-        while all(not _reaped(pid) for pid in working):
+        while all(not reaped(pid) for pid in working):
             await trio.sleep(0.02)
     await c.aclose()
     r = await daemon.fetch(site.url("/article"))
     assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"]
 
 
+@pytest.mark.chromium
 async def test_the_parser_workers_end_with_the_daemon(short_tmp):
     d = Daemon(make_config())
     sock = bind_socket(short_tmp / "wf.sock")
@@ -201,5 +189,5 @@ async def test_the_parser_workers_end_with_the_daemon(short_tmp):
         workers = parser_workers(os.getpid())
         nursery.cancel_scope.cancel()
     with trio.fail_after(10):
-        while not all(_reaped(pid) for pid in workers):
+        while not all(reaped(pid) for pid in workers):
             await trio.sleep(0.05)

@@ -11,9 +11,9 @@ import trio
 
 from webfetch.config import BrowserConfig, Config, FetchConfig
 
-from .conftest import make_config
-from .helpers import pid_alive, renderers
-from .site import ARTICLE_TEXT, CYRILLIC, free_port, simple_page
+from .support.daemon import make_config
+from .support.procs import pid_alive, renderers
+from .support.site import ARTICLE_TEXT, CYRILLIC, free_port, simple_page
 
 
 async def test_noisy_article_becomes_clean_markdown(daemon, site):
@@ -225,7 +225,7 @@ async def test_server_that_never_answers_times_out(daemon, site):
 
 
 async def test_connection_refused_is_a_network_error(daemon, site):
-    from .site import free_port
+    from .support.site import free_port
     r = await daemon.fetch(f"http://127.0.0.1:{free_port()}/")
     assert r["type"] == "error", r
     assert r["code"] == "network_error"

@@ -1,4 +1,4 @@
-"""No silent success: every interstitial of tests/flag_pages.py gets its flag and a note saying what to do,
+"""No silent success: every interstitial of tests/support/flag_pages.py gets its flag and a note saying what to do,
 every ordinary page gets none; the detection functions on the whole set, the real daemon (Chromium, the
 socket) on a representative part of it, and the CLI's stderr."""
 
@@ -12,9 +12,9 @@ from webfetch.errors import ExtractionFailed
 from webfetch.extractor import extract_html
 from webfetch.flags import FLAG_NAMES, detect, detect_on_text
 
-from .conftest import make_config
-from .flag_pages import CASES, PARAS, Case, article
-from .helpers import run_cli
+from .support.client import run_cli
+from .support.daemon import make_config
+from .support.flag_pages import CASES, PARAS, Case, article
 
 WHAT_TO_DO = ("another source", "search", "ask the user", "public source", "api")
 
@@ -148,6 +148,7 @@ async def test_an_ordinary_page_has_an_empty_flags_list(daemon, site):
     assert r["flags"] == [] and r["notes"] == []
 
 
+@pytest.mark.chromium
 def test_cli_shows_flags_on_stderr(short_tmp, site):
     case = next(c for c in CASES if c.name == "cloudflare-js")
     _serve(site, case)

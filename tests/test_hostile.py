@@ -18,8 +18,8 @@ from webfetch.chrome import PROXY_ENV
 from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.dns import resolve
 
-from .conftest import make_config
-from .site import ARTICLE_TEXT, QuietHTTPServer, simple_page
+from .support.daemon import make_config
+from .support.site import ARTICLE_TEXT, QuietHTTPServer, simple_page
 
 CHROME_LNA_OFF = ["--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,"
                   "PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults"]

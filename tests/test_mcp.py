@@ -1,6 +1,6 @@
 """`webfetch mcp` as a real process, driven by the MCP SDK's own stdio client, forwarding to a real daemon (its
-own Chrome) that the MCP server starts itself; pages from tests/site.py, prompts answered by the real pi
-against the fake LLM, the browser tool on tests/browse_app.py with its end state checked on the app's server."""
+own Chrome) that the MCP server starts itself; pages from tests/support/site.py, prompts answered by the real pi
+against the fake LLM, the browser tool on tests/support/browse_app.py with its end state checked on the app's server."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ import pytest
 import trio
 from mcp import Client, StdioServerParameters
 
-from .browse_app import App
-from .helpers import LineClient, children, gone
-from .site import ARTICLE_TEXT
+from .support import procs
+from .support.browse_app import App
+from .support.client import LineClient
+from .support.procs import children, gone
+from .support.site import ARTICLE_TEXT
 from .test_browse import ref
 
 PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
@@ -30,17 +32,7 @@ PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
 
 def _pids_serving(socket: Path) -> list[int]:
     """The daemons started for `socket` (each test's own path, so only processes this test started)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
-            if b"serve" in argv and str(socket).encode() in argv:
-                pids.append(int(entry))
-    return pids
+    return [pid for pid in procs.pids() if b"serve" in (argv := procs.cmdline(pid)) and str(socket).encode() in argv]
 
 
 class McpSetup:
@@ -197,7 +189,7 @@ async def test_a_prompt_gets_the_configured_models_answer_and_cancel_kills_the_s
             with trio.CancelScope() as scope:
                 async def cancel_when_streaming() -> None:
                     await trio.to_thread.run_sync(llm.streaming.wait, 60)
-                    pis.extend(p for p in children(daemon) if _comm(p) == "pi")
+                    pis.extend(p for p in children(daemon) if procs.comm(p) == "pi")
                     scope.cancel()  # the SDK sends notifications/cancelled for the call
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(cancel_when_streaming)
@@ -205,14 +197,6 @@ async def test_a_prompt_gets_the_configured_models_answer_and_cancel_kills_the_s
             assert scope.cancelled_caught and pis, "no sub-agent was answering"
             assert await trio.to_thread.run_sync(gone, pis, 10), "the sub-agent outlived the cancelled call"
             assert (await setup.status())["requests"]["in_flight"] == 0
-
-
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 async def test_cancel_ends_the_daemon_request_and_closes_its_tab(mcp_setup, site):
@@ -453,25 +437,6 @@ async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_
                 await proc.wait()
     assert await _sessions(setup) == []
     assert app.url("/login") not in await setup.loaded_tabs()
-
-
-def test_the_browser_tool_has_the_pi_tools_wording():
-    # two languages, one wording: the model reads the same tool in pi and over MCP
-    from webfetch.frontends.mcp_server import BROWSER_ACTIONS, BROWSER_DESCRIPTION, BROWSER_SCHEMA
-
-    ts = (Path(__file__).parent.parent / "webfetch" / "frontends" / "pi_extension" / "index.ts").read_text()
-
-    def between(start: str, end: str) -> str:
-        at = ts.index(start)
-        return ts[at:ts.index(end, at)]
-
-    lines = re.findall(r'^\t("(?:[^"\\]|\\.)*"),$', between("const BROWSER_DESCRIPTION = [", "].join"), re.M)
-    assert BROWSER_DESCRIPTION == " ".join(json.loads(line) for line in lines)
-    assert BROWSER_ACTIONS == re.findall(r'"(\w+)"', between("const BROWSER_ACTIONS", "];"))
-    params = between("const BROWSER_PARAMETERS", "required:")
-    described = dict(re.findall(r'^\t\t(\w+): \{.*description: ("(?:[^"\\]|\\.)*") \},$', params, re.M))
-    assert {k: v["description"] for k, v in BROWSER_SCHEMA["properties"].items()} == {
-        k: json.loads(v) for k, v in described.items()}
 
 
 def test_a_browse_result_reads_as_in_pi():

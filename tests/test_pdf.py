@@ -1,4 +1,4 @@
-"""PDFs: the markdown webfetch/pdf.py makes of generated papers, manuals and datasheets (tests/pdfs.py), the
+"""PDFs: the markdown webfetch/pdf.py makes of generated papers, manuals and datasheets (tests/support/pdfs.py), the
 clear errors for encrypted, scanned, broken and cut ones, and the whole path through the real daemon: a
 page of kind `page` with extractor `pdf`, paging, the size cap, untyped `.pdf` bodies, a PDF the browser
 navigates to, and a prompt answered by pi from the PDF's text."""
@@ -13,9 +13,9 @@ from webfetch.config import FetchConfig
 from webfetch.errors import ExtractionFailed
 from webfetch.pdf import extract_pdf
 
-from . import pdfs
-from .conftest import make_config
-from .site import PDF_BYTES
+from .support import pdfs
+from .support.daemon import make_config
+from .support.site import PDF_BYTES
 from .test_subagent import pi_home, sub_config  # noqa: F401 (fixtures)
 
 PDF = "application/pdf"

@@ -10,7 +10,7 @@ from webfetch.dns import resolve
 from webfetch.proxy import PolicyProxy
 from webfetch.urls import AddressPolicy
 
-from .site import ARTICLE_TEXT
+from .support.site import ARTICLE_TEXT
 
 
 async def start_proxy(nursery, **policy) -> PolicyProxy:

@@ -17,7 +17,7 @@ from webfetch.extractor import Extracted
 from webfetch.render import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from webfetch.urls import AddressPolicy
 
-from .scripted_browser import Page, ScriptedTab
+from .support.scripted_browser import Page, ScriptedTab
 
 BASE = "https://site.test"
 

@@ -15,9 +15,9 @@ from webfetch.config import Config, SearchConfig
 from webfetch.protocol import SearchRequest
 from webfetch.search import Search
 
-from .conftest import make_config
-from .helpers import run_cli
-from .site import Site
+from .support.client import run_cli
+from .support.daemon import make_config
+from .support.site import Site
 
 KEY = "kagi-SECRET-key-0123456789"
 BRAVE_KEY = "brave-SECRET-key-9876543210"
@@ -315,6 +315,7 @@ async def test_daemon_search_op(start_daemon, api):
     assert empty["code"] == "bad_request" and empty["message"].startswith("the query is empty")
 
 
+@pytest.mark.chromium
 def test_cli_search(short_tmp, api):
     api.answers["/search"] = (200, SEARXNG_RESULTS, {})
     cfg = short_tmp / "c.toml"

@@ -11,7 +11,7 @@ from webfetch.daemon import bind_socket
 from webfetch.protocol import FetchRequest, FetchResult
 from webfetch.server import Server
 
-from .helpers import LineClient
+from .support.client import LineClient
 
 EXAMPLE = '{"id":1,"op":"fetch","url":"https://example.com"}'
 

@@ -21,8 +21,9 @@ import pytest
 from webfetch.frontends.client import Client
 from webfetch.frontends.installation import webfetch_command
 
-from .helpers import children, gone, run_cli
-from .site import ARTICLE_TEXT
+from .support.client import run_cli
+from .support.procs import children, environ, gone, is_chrome
+from .support.site import ARTICLE_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,12 +50,6 @@ def wait_until(what, predicate, timeout=30.0):
         time.sleep(0.05)
 
 
-def environ_of(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        items = [kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv]
-    return {k.decode(): v.decode(errors="replace") for k, v in items}
-
-
 def serve(path: Path, cfg: Path, env: dict | None = None, prefix: list[str] | None = None):
     return subprocess.Popen([*(prefix or []), sys.executable, "-m", "webfetch", "serve", "--socket", str(path),
                              "--config", str(cfg)],
@@ -62,6 +57,7 @@ def serve(path: Path, cfg: Path, env: dict | None = None, prefix: list[str] | No
                             env={**os.environ, **(env or {})})
 
 
+@pytest.mark.chromium
 def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answer(short_tmp, site):
     path = short_tmp / "act.sock"
     proc = serve(path, write_config(short_tmp), prefix=["systemd-socket-activate", "-l", str(path)])
@@ -72,9 +68,9 @@ def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answe
         assert answer["type"] == "result", answer
         assert ARTICLE_TEXT[0] in answer["content"]
         # systemd-socket-activate execs the daemon in its own process: the daemon is proc.pid
-        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+        chrome = [p for p in children(proc.pid) if is_chrome(p)]
         assert chrome, "the daemon's browser"
-        env = environ_of(chrome[0])
+        env = environ(chrome[0])
         assert not {"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"} & env.keys()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.stderr.read()
@@ -96,6 +92,7 @@ def notify_socket(short_tmp):
     sock.close()
 
 
+@pytest.mark.chromium
 def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp, site, notify_socket):
     path = short_tmp / "wf.sock"
     proc = serve(path, write_config(short_tmp), env={"NOTIFY_SOCKET": notify_socket.getsockname()})
@@ -106,8 +103,8 @@ def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp
         status = request(path, {"op": "status"})
         assert status["browser"]["state"] == "ready" and status["problems"] == []
         assert request(path, {"op": "fetch", "url": site.url("/article")})["type"] == "result"
-        chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
-        assert "NOTIFY_SOCKET" not in environ_of(chrome[0])
+        chrome = [p for p in children(proc.pid) if is_chrome(p)]
+        assert "NOTIFY_SOCKET" not in environ(chrome[0])
         # the status line follows the cache
         wait_until("STATUS with the cached page",
                    lambda: "STATUS=ready, 1 cached page," in notify_socket.recv(4096).decode(), 15)
@@ -123,6 +120,7 @@ def test_ready_only_when_a_fetch_would_succeed_and_stopping_on_sigterm(short_tmp
             proc.wait()
 
 
+@pytest.mark.chromium
 @pytest.mark.parametrize("target", ["/nonexistent/notify", "@webfetch-test-nobody-listens"])
 def test_a_dead_notify_socket_is_ignored(short_tmp, site, target):
     path = short_tmp / "wf.sock"
@@ -138,6 +136,7 @@ def test_a_dead_notify_socket_is_ignored(short_tmp, site, target):
             proc.wait()
 
 
+@pytest.mark.chromium
 def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(short_tmp, site):
     path = short_tmp / "wf.sock"
     proc = serve(path, write_config(short_tmp))
@@ -148,7 +147,7 @@ def test_sigterm_during_a_fetch_ends_it_with_shutting_down_and_leaves_nothing(sh
             s.connect(str(path))
             s.sendall(json.dumps({"id": "slow", "op": "fetch", "url": site.url("/hang")}).encode() + b"\n")
             wait_until("the page request", lambda: site.hits.get("/hang"))
-            chrome = [p for p in children(proc.pid) if "chrom" in Path(f"/proc/{p}/exe").resolve().name]
+            chrome = [p for p in children(proc.pid) if is_chrome(p)]
             assert chrome
             proc.send_signal(signal.SIGTERM)
             frames = [json.loads(line) for line in s.makefile("rb")]
@@ -224,6 +223,8 @@ def test_doctor_names_a_broken_chrome_and_exits_non_zero(short_tmp):
     assert any(line.startswith("ok    extractor") for line in lines)
 
 
+@pytest.mark.chromium
+@pytest.mark.pi
 def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     pi = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
     cfg = write_config(short_tmp, "")
@@ -277,8 +278,12 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
+                  "webfetch/frontends/pi_extension/tools.json",
                   "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
+        # the scripts that run in pages, every one of them (a missing one fails at import)
+        scripts = {f"webfetch/js/{p.name}" for p in (ROOT / "webfetch" / "js").glob("*.js")}
+        assert scripts and scripts <= names, scripts - names
         unit = z.read("webfetch/frontends/units/webfetch.service")
         assert unit == (ROOT / "systemd" / "webfetch.service").read_bytes()
         entry = next(n for n in names if n.endswith("entry_points.txt"))

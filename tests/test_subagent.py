@@ -13,7 +13,8 @@ import trio
 
 from webfetch.config import Config, FetchConfig, SubagentConfig
 
-from .site import ARTICLE_TEXT
+from .support import procs
+from .support.site import ARTICLE_TEXT
 
 PI = Path(os.environ.get("WEBFETCH_TEST_PI") or Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi")
 
@@ -177,14 +178,12 @@ def _pi_processes() -> list[int]:
     itself to `pi`) runs as its child in a process group of its own, with whatever it starts; the
     daemon's other children are Chrome, the parser workers and multiprocessing's resource tracker."""
     stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            stats[int(entry)] = (fields[0], int(fields[1]), int(fields[2]), cmd)
+    for pid in procs.pids():
+        try:
+            fields = procs.stat(pid)
+        except OSError:
+            continue
+        stats[pid] = (fields[0], int(fields[1]), int(fields[2]), b"\0".join(procs.cmdline(pid)))
     leaders = {pid for pid, (state, ppid, pgid, cmd) in stats.items()
                if ppid == os.getpid() and b"chrom" not in cmd and b"multiprocessing" not in cmd}
     return [pid for pid, (state, ppid, pgid, cmd) in stats.items()
@@ -364,6 +363,7 @@ async def test_the_answer_carries_the_sub_agents_usage(start_daemon, site, llm, 
     assert "usage" not in page or page["usage"] is None
 
 
+@pytest.mark.pi
 def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(short_tmp):
     from webfetch.frontends.doctor import FAIL, OK, check_subagent
     missing = check_subagent(sub_config(command="/nonexistent/pi"))
@@ -381,7 +381,7 @@ def test_doctor_names_the_package_and_its_node_when_pi_is_missing_or_crashes(sho
 
 
 def test_the_cli_refuses_a_malformed_thinking_level_and_lists_pis():
-    from .helpers import run_cli
+    from .support.client import run_cli
     r = run_cli("fetch", "https://example.com/", "--prompt", "?", "--thinking", "Very High")
     assert r.returncode == 2
     assert ("argument --thinking: 'Very High' is not a thinking level; pi's are off, minimal, low, medium, high, "

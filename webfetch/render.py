@@ -18,6 +18,7 @@ from urllib.parse import urljoin
 import lxml.html
 import trio
 
+from . import page_scripts
 from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import CRASH_EVENTS, Tab, TabSetup
@@ -26,7 +27,7 @@ from .extractor import Extracted
 from .flags import explain_error_page
 from .pdf import is_pdf
 from .protocol import ReportProgress
-from .urls import AddressPolicy, admit_host, host_of, parse_url, same_host
+from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, host_of, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -170,94 +171,19 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
 
 # --- the tab every fetch renders in -------------------------------------------------------------------
 
-# Runs in every document before the page's own scripts: counts what may still change the DOM (short
-# timers, fetch/XHR in flight) and when the DOM last changed, so the renderer can tell a settled page
-# from one whose JavaScript is still working without a fixed sleep on every fetch.
-SETTLE_SCRIPT = r"""
-(() => {
-  if (window.__webfetchSettle) return;
-  const st = {timers: new Map(), inflight: 0, lastMutation: performance.now()};  // timer id -> when due
-  const oSet = window.setTimeout, oClear = window.clearTimeout;
-  window.setTimeout = function (fn, ms, ...args) {
-    const delay = Number(ms) || 0;
-    if (delay > 3000) return oSet.call(this, fn, ms, ...args);
-    let id;
-    const wrapped = function () {
-      st.timers.delete(id);
-      return typeof fn === "function" ? fn.apply(this, arguments) : (0, eval)(String(fn));
-    };
-    id = oSet.call(this, wrapped, ms, ...args);
-    st.timers.set(id, performance.now() + delay);
-    return id;
-  };
-  window.clearTimeout = function (id) { st.timers.delete(id); return oClear.call(this, id); };
-  const oFetch = window.fetch;
-  if (oFetch) window.fetch = function () {
-    st.inflight++;
-    const done = () => { st.inflight--; };
-    try { const p = oFetch.apply(this, arguments); p.then(done, done); return p; }
-    catch (e) { done(); throw e; }
-  };
-  const oSend = XMLHttpRequest.prototype.send;
-  XMLHttpRequest.prototype.send = function () {
-    st.inflight++;
-    this.addEventListener("loadend", () => { st.inflight--; }, {once: true});
-    return oSend.apply(this, arguments);
-  };
-  // WebSocket handshakes never reach the Fetch domain, and reading a page needs none. (The address
-  // policy still holds for a worker's own WebSocket: its connection goes through the proxy.)
-  const NoSocket = function WebSocket() {
-    throw new DOMException("WebSocket connections are disabled while webfetch reads the page", "SecurityError");
-  };
-  try { Object.defineProperty(window, "WebSocket", {value: NoSocket, writable: false, configurable: false}); }
-  catch (e) {}
-  // A service worker's requests are not the page's: the Fetch domain never sees them either.
-  if (window.ServiceWorkerContainer) {
-    try {
-      Object.defineProperty(ServiceWorkerContainer.prototype, "register", {writable: false, configurable: false,
-        value: () => Promise.reject(new DOMException("service workers are disabled while webfetch reads the page",
-                                                     "SecurityError"))});
-    } catch (e) {}
-  }
-  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
-      .observe(document, {subtree: true, childList: true, characterData: true});
-  watch();
-  Object.defineProperty(window, "__webfetchSettle", {enumerable: false, value: (capMs, quietMs, timersQuietMs) =>
-    new Promise((resolve) => {
-      const start = performance.now();
-      const check = () => {
-        const now = performance.now();
-        const loading = st.inflight > 0 || document.readyState === "loading";
-        const quiet = now - st.lastMutation;
-        // A short timer may be about to show the content, but one still pending after the DOM has been
-        // quiet this long (nothing loading either) is a page polling, animating or counting down; unless
-        // a timer is overdue: then the page's scripts are behind (a busy machine), not idle.
-        let overdue = false;
-        for (const due of st.timers.values()) if (due < now - quietMs) { overdue = true; break; }
-        const waitTimers = st.timers.size > 0 && (quiet < timersQuietMs || overdue);
-        if (!loading && !waitTimers && quiet >= quietMs) return resolve("settled");
-        if (now - start >= capMs) return resolve(loading || st.timers.size > 0 ? "busy" : "changing");
-        oSet(check, 25);
-      };
-      check();
-    })});
-})();
-"""
+# The scripts it runs in pages (webfetch/js/): settle.js in every document before the page's own scripts,
+# so that settled.js can tell a settled page from one whose JavaScript is still working without a fixed
+# sleep on every fetch; capture.js takes the page once it settled.
+SETTLE_SCRIPT = page_scripts.load("settle").call()
+SETTLED = page_scripts.load("settled")
+CAPTURE_SCRIPT = page_scripts.load("capture").call()
 
-CAPTURE_SCRIPT = r"""
-(() => {
-  const m = document.querySelector('meta[http-equiv="refresh" i]');
-  return {html: document.documentElement ? document.documentElement.outerHTML : "",
-          title: document.title || null, url: location.href, refresh: m ? m.getAttribute("content") : null};
-})()
-"""
-
-# Every request the page makes is paused once, at the request stage, for the address policy; the main
-# document also at the response stage. A paused request costs one CDP round trip, and only rendered pages
-# make subresource requests at all (server HTML first).
+# Every request the page makes is paused once, at the request stage, for the host gate (urls.py); the main
+# document also at the response stage, to read it before Chrome renders it. A paused request costs one CDP
+# round trip, and only rendered pages make subresource requests at all (server HTML first).
 FETCH_TAB = TabSetup(
     scripts=(SETTLE_SCRIPT,),
-    fetch_patterns=({"urlPattern": "*", "requestStage": "Request"},
+    fetch_patterns=(GATE_FETCH_PATTERN,
                     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}))
 
 
@@ -338,7 +264,7 @@ class _Render:
         self.main_aborted = False                     # we ended the main document's request ourselves
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
-        self._hosts: dict[str, bool] = {}             # the address policy's verdict per host, for this page
+        self.gate = HostGate(policy)                  # the address policy for the page's requests
         self.dead_ends: set[str] = set()              # URLs the page navigated to that brought no document
 
     def _end(self, outcome: Outcome | None = None, failure: BaseException | None = None) -> None:
@@ -439,30 +365,11 @@ class _Render:
         # extractor never sees them: loading them (ads, embeds, trackers) only costs time.
         if rtype in self.block_types or rtype == "Document" or response_stage:
             await self._fail(rid, "BlockedByClient")
-        elif not await self._address_allowed(url):
-            log.info("blocked a %s request of %s to %s (address policy)", rtype, self.url, url)
+        elif (why := await self.gate.check(url)) is not None:
+            log.info("blocked a %s request of %s to %s: %s", rtype, self.url, url, why)
             await self._fail(rid, "BlockedByClient")
         else:
             await self._continue(rid)
-
-    async def _address_allowed(self, url: str) -> bool:
-        """The address policy for a request the page makes (script, fetch, XHR, beacon, …); one DNS
-        lookup per host and page."""
-        if self.policy.allow_private:
-            return True
-        if url.startswith(("ws://", "wss://")):
-            url = "http" + url[2:]  # a websocket's handshake is an HTTP request to the same host
-        try:
-            host = parse_url(url)[1]
-        except WebfetchError:
-            return False  # not an http(s) URL with a host: nothing a page needs to load
-        if host not in self._hosts:
-            try:
-                await admit_host(host, self.policy)
-                self._hosts[host] = True
-            except BlockedUrl:
-                self._hosts[host] = False
-        return self._hosts[host]
 
     async def _main_request(self, rid: str, url: str, headers: dict[str, str]) -> None:
         self.marks.setdefault("req", time.monotonic())
@@ -766,9 +673,8 @@ class _Render:
 
     async def _settle(self, cap_s: float) -> str | None:
         """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
-        state = await self._evaluate(
-            f"window.__webfetchSettle ? window.__webfetchSettle({cap_s * 1000:.0f}, "
-            f"{SETTLE_QUIET_MS}, {SETTLE_TIMERS_QUIET_MS}) : 'settled'", await_promise=True)
+        state = await self._evaluate(SETTLED.call(round(cap_s * 1000), SETTLE_QUIET_MS, SETTLE_TIMERS_QUIET_MS),
+                                     await_promise=True)
         return state if isinstance(state, str) else None
 
 

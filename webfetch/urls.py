@@ -1,4 +1,5 @@
-"""URL validation, normalization and the address policy (which hosts the daemon may fetch)."""
+"""URL validation, normalization, the address policy (which hosts the daemon may fetch) and the host gate
+that applies it to every request a page makes."""
 
 from __future__ import annotations
 
@@ -142,3 +143,43 @@ async def prepare_url(url: str, policy: AddressPolicy) -> str:
     normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
     scheme, host, port, path, query = parse_url(url)
     return _key(scheme, host, port, path, query, await admit_host(host, policy))
+
+
+# Every request a page makes is paused once, at the request stage, for a HostGate (CDP Fetch pattern).
+# Render and browse each add the documents' response stage, for reasons of their own.
+GATE_FETCH_PATTERN: dict[str, str] = {"urlPattern": "*", "requestStage": "Request"}
+
+
+class HostGate:
+    """The address policy for the requests a page makes (documents, frames, scripts, fetch, XHR, beacons):
+    the one place that decides them, for a render and for a browse session alike. A host's verdict is kept
+    for the gate's life (a render's page, a browse session), so a host costs one DNS admission.
+
+    Only http(s) is let through, whatever the policy: Chrome pauses no request that needs no network
+    (`data:`, `blob:`; tests/test_host_gate.py), so one of another scheme would be something we do not know.
+    Chrome does not pause a websocket's handshake either; were one paused, it is the HTTP request to the
+    same host that ws(s) stands for. What holds for those, and against a name that resolves differently
+    when Chrome looks it up after this check, is the address-policy proxy (proxy.py); this gate is the
+    only check when Chrome connects without it (an outbound proxy of its own, a remote browser)."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+        self._verdicts: dict[str, str | None] = {}  # host -> None (allowed) or why it is refused
+
+    async def check(self, url: str) -> str | None:
+        """None when the page may request `url`, else why not (a BlockedUrl message)."""
+        if url.startswith(("ws://", "wss://")):
+            url = "http" + url[2:]
+        try:
+            host = parse_url(url)[1]
+        except InvalidUrl:
+            return f"{url.split(':', 1)[0]}: URLs are not followed"
+        if self.policy.allow_private:
+            return None  # every host is allowed: no lookup needed
+        if host not in self._verdicts:
+            try:
+                await admit_host(host, self.policy)
+                self._verdicts[host] = None
+            except BlockedUrl as e:
+                self._verdicts[host] = e.message
+        return self._verdicts[host]

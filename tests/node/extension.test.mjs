@@ -101,7 +101,7 @@ describe("the web_fetch tool", () => {
 		// for pi's system prompt (a custom tool without a snippet is left out of its tool list)
 		assert.match(tool.promptSnippet, /`prompt`/);
 		assert.ok(tool.promptGuidelines.some((g) => g.includes("web_fetch with a `prompt`")));
-		assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false, openWorldHint: true });
+		assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true });
 	});
 
 	test("a plain fetch gives one line of facts, then the page's markdown; details hold the result", async () => {
@@ -379,7 +379,7 @@ test("loaded in place from an installed webfetch, it starts the daemon with that
 	const env = tempDir("wf-env");
 	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "frontends", "pi_extension");
 	fs.mkdirSync(here, { recursive: true });
-	for (const name of ["index.ts", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
+	for (const name of ["index.ts", "tools.json", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
 	fs.mkdirSync(path.join(env, "bin"));
 	const marker = path.join(env, "started-by-env");
 	fs.writeFileSync(path.join(env, "bin", "webfetch"), `#!/bin/sh\necho "$@" > ${JSON.stringify(marker)}\nexec ${JSON.stringify(WEBFETCH)} "$@"\n`);

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from .. import page_scripts
 from ..cdp import CDPError
 from ..errors import (
     BadRequest,
@@ -27,113 +28,20 @@ from ..errors import (
 from ..urls import host_of
 from .tab import BrowseTab
 
-PREPARE_CLICK = """
-  const r = this.getBoundingClientRect();
-  const style = getComputedStyle(this);
-  return {disabled: !!(this.disabled || this.getAttribute("aria-disabled") === "true"),
-          visible: r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
-                   (this.checkVisibility ? this.checkVisibility() : true),
-          what: __wf.describe(this)};
-"""
-
-PREPARE_FILL = """
-  const t = this.localName, type = (this.getAttribute("type") || "text").toLowerCase();
-  const textual = (t === "input" && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden",
-                                      "range", "color"].includes(type)) || t === "textarea" || this.isContentEditable;
-  if (!textual) return {error: "not_editable", what: __wf.describe(this)};
-  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
-  if (this.readOnly) return {error: "readonly", what: __wf.describe(this)};
-  this.scrollIntoView({block: "center", inline: "center"});
-  this.focus();
-  if (this.isContentEditable) {
-    const range = document.createRange();
-    range.selectNodeContents(this);
-    const sel = getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
-  } else {
-    this.select();
-  }
-  return {focused: __wf.deepActive() === this};
-"""
-
-READ_VALUE = """
-  if (this.isContentEditable) return this.textContent;
-  if (this.localName === "select") return [...this.selectedOptions].map((o) => o.label || o.text).join(", ");
-  if (this.type === "checkbox" || this.type === "radio") return this.checked ? "checked" : "unchecked";
-  if (this.getAttribute("aria-checked")) return this.getAttribute("aria-checked") === "true" ? "checked" : "unchecked";
-  if (this.type === "password") return this.value ? "•••" : "";
-  return this.value === undefined ? "" : String(this.value);
-"""
-
-SELECT = """
-  if (this.localName !== "select") return {error: "not_native", what: __wf.describe(this)};
-  if (this.disabled) return {error: "disabled", what: __wf.describe(this)};
-  const wanted = args[0], opts = [...this.options], picked = [];
-  const label = (o) => (o.label || o.text).trim();
-  for (const w of wanted) {
-    const o = opts.find((o) => o.value === w) || opts.find((o) => label(o) === w)
-      || opts.find((o) => label(o).toLowerCase() === w.toLowerCase());
-    if (!o) return {error: "no_option", value: w, options: opts.map(label).slice(0, 40)};
-    picked.push(o);
-  }
-  if (!this.multiple && picked.length > 1) return {error: "one"};
-  for (const o of opts) o.selected = picked.includes(o);
-  this.dispatchEvent(new Event("input", {bubbles: true}));
-  this.dispatchEvent(new Event("change", {bubbles: true}));
-  return {value: [...this.selectedOptions].map(label).join(", ")};
-"""
-
-CHECKED_STATE = """
-  if (this.localName === "input" && (this.type === "checkbox" || this.type === "radio"))
-    return {kind: this.type, checked: this.checked};
-  const c = this.getAttribute("aria-checked");
-  if (c !== null) return {kind: "aria", checked: c === "true"};
-  return {kind: null, what: __wf.describe(this)};
-"""
-
-# One round trip for an element of the main frame: into view, the checks, the hit test at its centre.
-POINT = """
-  let r = this.getBoundingClientRect();
-  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
-    this.scrollIntoView({block: "center", inline: "center"});
-    r = this.getBoundingClientRect();
-  }
-  const style = getComputedStyle(this), what = __wf.describe(this);
-  const visible = r.width > 0 && r.height > 0 && style.visibility !== "hidden" &&
-                  (this.checkVisibility ? this.checkVisibility() : true);
-  const disabled = !!(this.disabled || this.getAttribute("aria-disabled") === "true");
-  if (!visible) return {visible, disabled, what};
-  const x = r.left + r.width / 2, y = r.top + r.height / 2;
-  let hit = document.elementFromPoint(x, y);
-  while (hit && hit.shadowRoot) {
-    const inner = hit.shadowRoot.elementFromPoint(x, y);
-    if (!inner || inner === hit) break;
-    hit = inner;
-  }
-  const ok = !hit || __wf.hitOk(this, hit);
-  return {visible, disabled, what, x, y, box: [r.left, r.top, r.width, r.height], ok,
-          by: ok ? null : __wf.describe(hit)};
-"""
-
-# What the page shows, as HTML for the extractor: hidden elements (a closed menu, a collapsed list) left
-# out, open shadow roots' content put in their hosts.
-SHOWN_HTML = """(function shown(root) {
-  const clone = root.cloneNode(true);
-  const walk = (a, b) => {
-    for (let i = a.children.length - 1; i >= 0; i--) {
-      const el = a.children[i], copy = b.children[i];
-      if (!copy || el.localName === "head") continue;
-      if (el.checkVisibility && !el.checkVisibility() && el.localName !== "script") copy.remove();
-      else {
-        walk(el, copy);
-        if (el.shadowRoot) copy.insertAdjacentHTML("beforeend", el.shadowRoot.innerHTML);
-      }
-    }
-  };
-  walk(root, clone);
-  return clone.outerHTML;
-})"""
+# What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element
+# of the main frame (into view, the checks, the hit test at its centre); an iframe's element is found with
+# the browser's geometry and PREPARE_CLICK.
+PREPARE_CLICK = page_scripts.load("prepare_click")
+PREPARE_FILL = page_scripts.load("prepare_fill")
+READ_VALUE = page_scripts.load("read_value")
+SELECT = page_scripts.load("select")
+CHECKED_STATE = page_scripts.load("checked_state")
+POINT = page_scripts.load("point")
+HIT_OK = page_scripts.load("hit_ok")
+DESCRIBE = page_scripts.load("describe")
+FOCUS = page_scripts.load("focus")
+# What the page shows, as HTML for the extractor (webfetch/js/shown.js): of the document, or of a ref's element.
+SHOWN_HTML = page_scripts.load("shown")
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
 # key -> (code, windowsVirtualKeyCode, text)
@@ -191,7 +99,7 @@ async def type_text(tab: BrowseTab, text: str) -> None:
 
 
 async def focus(tab: BrowseTab, ref: str) -> None:
-    await tab.on_ref(ref, "this.scrollIntoView({block: 'center'}); this.focus();")
+    await tab.on_ref(ref, FOCUS)
 
 
 async def _point(tab: BrowseTab, ref: str) -> dict[str, Any]:
@@ -249,9 +157,9 @@ async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) ->
     ctx = await tab.world(hit_frame)
     hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
                                                    "executionContextId": ctx}))["object"]["objectId"]
-    if hit_frame == frame and await tab.on_element(obj, "return __wf.hitOk(this, args[0]);", objects=(hit_obj,)):
+    if hit_frame == frame and await tab.on_element(obj, HIT_OK, objects=(hit_obj,)):
         return {"ok": True}
-    return {"ok": False, "by": await tab.on_element(hit_obj, "return __wf.describe(this);")}
+    return {"ok": False, "by": await tab.on_element(hit_obj, DESCRIBE)}
 
 
 async def click(tab: BrowseTab, ref: str, button: str = "left", double: bool = False) -> None:
@@ -352,7 +260,7 @@ async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str
     if needle is None:
         raise BadRequest("wait needs one of text, text_gone, url or ms")
     with trio.move_on_after(timeout_s + 1):
-        if await tab.evaluate(tab.target_id, f"__wf.waitText({_js(needle)}, {_js(gone)}, {int(timeout_s * 1000)})"):
+        if await tab.evaluate(tab.target_id, page_scripts.invoke("__wf.waitText", needle, gone, int(timeout_s * 1000))):
             return f"text {needle!r} {'gone' if gone else 'shown'}"
     raise Timeout(f"the text {needle!r} was {'still there' if gone else 'not shown'} after {timeout_s:g} s; "
                   f"take a snapshot to see what the page shows")
@@ -402,15 +310,9 @@ async def shown_html(tab: BrowseTab, ref: str | None) -> str:
     """What the tab shows, as HTML for the extractor: the page, a ref's element, or an iframe ref's document."""
     child = await tab.child_frame(tab.ref_frame(ref), ref) if ref is not None else None
     if child is not None and tab.has_frame(child):  # an iframe's ref: the frame's own document
-        html = await tab.evaluate(child, f"({SHOWN_HTML})(document.documentElement)")
+        html = await tab.evaluate(child, SHOWN_HTML.call())
     elif ref is not None:
-        html = await tab.on_ref(ref, f"return '<html><body>' + ({SHOWN_HTML})(this) + '</body></html>';")
+        html = await tab.on_ref(ref, SHOWN_HTML)
     else:
-        html = await tab.evaluate(tab.target_id, f"({SHOWN_HTML})(document.documentElement)")
+        html = await tab.evaluate(tab.target_id, SHOWN_HTML.call())
     return str(html or "")
-
-
-def _js(value: Any) -> str:
-    import json
-
-    return json.dumps(value)

@@ -25,7 +25,7 @@ from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, Bro
 from ..extractor import Extractor
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy
+from ..urls import AddressPolicy, HostGate
 from . import actions
 from .reply import Reply, after_action, snapshot
 from .tab import BrowseTab, Marks
@@ -40,16 +40,15 @@ class Session:
     """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
-    def __init__(self, name: str, context: BrowserContext, policy: AddressPolicy) -> None:
+    def __init__(self, name: str, context: BrowserContext, gate: HostGate) -> None:
         self.name = name
         self.context = context
-        self.policy = policy
+        self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
         self.tabs: dict[str, BrowseTab] = {}
         self.active: str | None = None
         self.lock = trio.Lock()
         self.last_used = trio.current_time()
         self.numbers = itertools.count(1)
-        self.hosts: dict[str, str | None] = {}
         self.opened: list[BrowseTab] = []    # tabs the page opened (popups), since the last action's start
         self._scope = trio.CancelScope()
         self._done = trio.Event()
@@ -113,7 +112,7 @@ class Session:
             await self._done.wait()
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.policy, self.hosts)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
@@ -193,7 +192,7 @@ class Browse:
                              f"(action close) or wait for an idle one to expire")
         assert self._nursery is not None
         context = await self.chrome.open_context()
-        session = Session(name, context, self.policy)
+        session = Session(name, context, HostGate(self.policy))
         try:
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it

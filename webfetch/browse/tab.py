@@ -15,20 +15,22 @@ import trio
 from .._trio import single_error
 from ..cdp import CDPClosed, CDPError, Subscription
 from ..chrome import CRASH_EVENTS, PageTarget
-from ..errors import BlockedUrl, DialogOpen, StaleRef, UnknownRef, WebfetchError
+from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
+from ..page_scripts import Script, invoke, load
 from ..proxy import Failure
 from ..render import classify
-from ..urls import AddressPolicy, admit_host, parse_url
+from ..urls import GATE_FETCH_PATTERN, HostGate
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
 
 QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-# Every request is paused once for the address policy; documents again at the response stage, where
+# Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
-FETCH_PATTERNS = [{"urlPattern": "*", "requestStage": "Request"},
-                  {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+# Finds a ref's element in the world and calls an action's function on it (webfetch/js/on_ref.js).
+ON_REF = load("on_ref")
 
 
 @dataclass
@@ -59,11 +61,10 @@ class BrowseTab:
     """One page of a session. Its state is its own: the event pump (`run`) keeps it true to the page, the
     other modules read it through the properties below and change it only through its methods."""
 
-    def __init__(self, name: str, page: PageTarget, policy: AddressPolicy, hosts: dict[str, str | None]) -> None:
+    def __init__(self, name: str, page: PageTarget, gate: HostGate) -> None:
         self._name = name               # t1, t2, …
         self._page = page
-        self.policy = policy
-        self.hosts = hosts              # the session's address-policy verdicts by host: None, or why refused
+        self._gate = gate               # the session's: the address policy for every request of the page
         self._url = "about:blank"
         self._frames: dict[str, FrameInfo] = {}
         self._refs: dict[str, RefInfo] = {}
@@ -337,33 +338,14 @@ class BrowseTab:
                 self._status = status
             await self.call("Fetch.continueRequest", {"requestId": rid})
             return
-        allowed, why = await self._allowed(url)
-        if not allowed:
+        why = await self._gate.check(url)
+        if why is not None:
             log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
             if main:
                 self._blocked = why
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
         await self.call("Fetch.continueRequest", {"requestId": rid})
-
-    async def _allowed(self, url: str) -> tuple[bool, str]:
-        """The address policy for one request of the page (documents, frames, scripts, fetch, …)."""
-        if url.startswith(("ws://", "wss://")):
-            url = "http" + url[2:]
-        try:
-            host = parse_url(url)[1]
-        except WebfetchError:
-            return False, f"{url.split(':', 1)[0]}: URLs are not followed"
-        if self.policy.allow_private:
-            return True, ""
-        if host not in self.hosts:
-            try:
-                await admit_host(host, self.policy)
-                self.hosts[host] = None
-            except BlockedUrl as e:
-                self.hosts[host] = e.message
-        why = self.hosts[host]
-        return why is None, why or ""
 
     # --- script in the page, without ever hanging on a dialog ------------------------------------
 
@@ -425,14 +407,14 @@ class BrowseTab:
             "expression": expression, "returnByValue": True, "awaitPromise": True})
         return reply["result"].get("value")
 
-    async def on_element(self, object_id: str, body: str, *args: Any, objects: tuple[str, ...] = ()) -> Any:
-        """`function (...args) { body }` called with the element as `this`, in its isolated world; `objects`
-        come after `args` as elements."""
+    async def on_element(self, object_id: str, script: Script, *args: Any, objects: tuple[str, ...] = ()) -> Any:
+        """`script`'s function called with the element as `this`, in its isolated world; `objects` come after
+        `args` as elements."""
         if self._dialog is not None:
             raise self.dialog_open()
         arguments = [{"value": a} for a in args] + [{"objectId": o} for o in objects]
         reply = await self.unless_dialog(lambda: self.call("Runtime.callFunctionOn", {
-            "objectId": object_id, "functionDeclaration": f"function (...args) {{ {body} }}",
+            "objectId": object_id, "functionDeclaration": script.source,
             "arguments": arguments, "returnByValue": True, "awaitPromise": True}))
         if reply is None:
             raise self.dialog_open()
@@ -464,13 +446,11 @@ class BrowseTab:
                            f"and use the refs it shows")
         return info.frame
 
-    async def on_ref(self, ref: str, body: str, *args: Any) -> Any:
-        """`function (...args) { body }` with the ref's element as `this`, in one round trip."""
+    async def on_ref(self, ref: str, script: Script, *args: Any) -> Any:
+        """`script`'s function with the ref's element as `this`, in one round trip."""
         frame = self.ref_frame(ref)
-        wrapper = (f"function (ref, ...args) {{ const el = __wf.get(ref); if (!el) return {{__stale: true}}; "
-                   f"return (function (...args) {{ {body} }}).apply(el, args); }}")
         reply = await self.in_world(frame, "Runtime.callFunctionOn", {
-            "functionDeclaration": wrapper, "arguments": [{"value": ref}] + [{"value": a} for a in args],
+            "functionDeclaration": ON_REF.call(script), "arguments": [{"value": ref}] + [{"value": a} for a in args],
             "returnByValue": True, "awaitPromise": True})
         value = reply["result"].get("value")
         if isinstance(value, dict) and value.get("__stale"):
@@ -480,7 +460,7 @@ class BrowseTab:
     async def element(self, ref: str) -> tuple[str, str]:
         """(frame, objectId) of a ref's element; stale_ref when its document is gone or it left the page."""
         frame = self.ref_frame(ref)
-        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": f"__wf.get({ref!r})"}))["result"]
+        obj = (await self.in_world(frame, "Runtime.evaluate", {"expression": invoke("__wf.get", ref)}))["result"]
         if obj.get("subtype") != "node" or "objectId" not in obj:
             raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
         return frame, obj["objectId"]
@@ -496,7 +476,7 @@ class BrowseTab:
     async def _frame_lines(self, frame: str, base: int,
                            opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
         loader = self._frames[frame].loader
-        got = await self.evaluate(frame, f"__wf.snapshot({_json(opts | {'next': self._next_ref})})")
+        got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self._next_ref = got["next"]
@@ -534,7 +514,7 @@ class BrowseTab:
 
     async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
         """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
-        get = {"expression": f"__wf.get({iframe_ref!r})"}
+        get = {"expression": invoke("__wf.get", iframe_ref)}
         obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
             return None
@@ -587,7 +567,7 @@ class BrowseTab:
                 if self.navigating() or self.dialog_pending():
                     break
                 try:
-                    await self.evaluate(self.target_id, f"__wf.quiet({QUIET_MS}, {int(settle_s * 1000)})")
+                    await self.evaluate(self.target_id, invoke("__wf.quiet", QUIET_MS, int(settle_s * 1000)))
                 except (CDPError, WebfetchError):
                     pass  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
@@ -614,12 +594,6 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def _filename(disposition: str, url: str) -> str:

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-ACTIONS = ("open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
-           "wait", "dialog", "tabs", "read", "screenshot", "close")
+from .contract import BROWSER_ACTIONS
+
 USAGE = """actions:
   open URL [--new-tab]          snapshot [--full] [--find TEXT] [--ref eN] [--offset N]
   click eN [--double]           fill eN TEXT [--submit]        type TEXT [--ref eN]
@@ -26,7 +26,7 @@ def add_parser(sub: Any, common: Any) -> None:
     p = sub.add_parser("browse", help="drive a browser tab by hand (the browse op)", epilog=USAGE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     common(p)
-    p.add_argument("action", choices=ACTIONS)
+    p.add_argument("action", choices=BROWSER_ACTIONS)  # the browser tool's actions
     p.add_argument("args", nargs="*", help="the action's arguments (see below)")
     p.add_argument("--session", default=os.environ.get("WEBFETCH_SESSION", "cli"),
                    help="the session's name (default: $WEBFETCH_SESSION or 'cli'); it lives in the daemon")

@@ -29,6 +29,7 @@ from mcp.server.stdio import stdio_server
 
 from .. import __version__
 from ..protocol import decode_frame
+from . import contract
 from .client import ClientError, start_daemon
 from .tool_text import browse_text, fetch_text, search_text
 
@@ -38,102 +39,6 @@ INSTRUCTIONS = (
     "webfetch reads the web for you: web_fetch loads a page in a real browser (JavaScript-rendered pages "
     "work), extracts its main content as markdown and caches it for 15 minutes. Pass a `prompt` to get the "
     "answer from the page instead of the whole page.")
-
-FETCH_DESCRIPTION = " ".join([
-    "Fetch a web page (rendered in headless Chrome, main content extracted as markdown) and, best of all,",
-    "have it read for you: pass a `prompt` that says what to extract or answer (\"which auth methods does",
-    "this API support?\", \"the install steps for Debian\"). With a prompt you get a focused answer from the",
-    "page instead of the whole page in your context; this is the most effective way to use this tool.",
-    "Without a prompt it returns the page's markdown, or for a large page a map of its sections: use that",
-    "only when you really need the whole page. Pages are cached for 15 minutes, so asking again with",
-    "another prompt does not load the page again. Redirects to another host are reported, not followed:",
-    "call web_fetch again with the new URL if you want it. `offset` (with or without `raw: true`) pages",
-    "through the raw markdown: each result says where the next page starts.",
-])
-
-FETCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {"type": "string", "description": "Absolute http(s) URL of the page"},
-        "prompt": {"type": "string",
-                   "description": "What to extract from the page or the question to answer from it (recommended)"},
-        "offset": {"type": "integer", "minimum": 0, "description":
-                   "Read the raw markdown from this character on (from a previous result's next offset)"},
-        "raw": {"type": "boolean", "description": "Return the raw markdown even for a large page, never a summary"},
-    },
-    "required": ["url"],
-    "additionalProperties": False,
-}
-
-SEARCH_DESCRIPTION = " ".join([
-    "Search the web (the webfetch daemon's search backend: Kagi, Brave or SearXNG) and get a ranked list of",
-    "results: title, URL, date and a snippet each, plus related searches. Pass a result's URL to web_fetch,",
-    "with a prompt, to read it. `limit` is the number of results (default 10, at most 20).",
-])
-
-SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "What to search for, as you would type it into a search engine"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 20,
-                  "description": "How many results (default 10, at most 20)"},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-
-# The pi extension's browser tool, word for word (BROWSER_DESCRIPTION, BROWSER_PARAMETERS in
-# pi_extension/index.ts): one tool, one wording, whichever client the model sits in.
-BROWSER_ACTIONS = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
-                   "wait", "dialog", "tabs", "read", "screenshot", "nav", "close"]
-
-BROWSER_DESCRIPTION = " ".join([
-    "Drive a real browser tab (headless Chrome in the webfetch daemon) to test or use a web app: log in, fill",
-    "forms, click through, read what the app shows. The loop: `open` a URL -> read the snapshot (one line per",
-    "control: `- button \"Save\" [ref=e12]`) -> act on a control by its ref (`click`, `fill`, `select`, `check`,",
-    "`press`) -> each result tells what changed (a diff, or a new snapshot after a navigation) -> `read` for the",
-    "page's text as markdown, `screenshot` to see it. Refs are stable while the page stays; after a navigation",
-    "the old ones fail with stale_ref: use the refs of the newest snapshot. A confirm/prompt dialog blocks the",
-    "tab until `dialog` (accept true/false). `wait` for text that appears later (single-page apps);",
-    "`snapshot` with `find` reaches rows a long list collapsed. Downloads are refused (use web_fetch).",
-])
-
-BROWSER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": BROWSER_ACTIONS, "description": "What to do"},
-        "url": {"type": "string", "description": "open: the http(s) URL; wait: a glob the tab's URL must match"},
-        "ref": {"type": "string", "description": "The element's ref from the snapshot, e.g. e12"},
-        "text": {"type": "string", "description": "fill/type: the text; wait: text to wait for"},
-        "submit": {"type": "boolean", "description": "fill: press Enter afterwards"},
-        "key": {"type": "string", "description": "press: Enter, Tab, Escape, ArrowDown, Control+a…"},
-        "values": {"type": "array", "items": {"type": "string"}, "description": "select: option labels or values"},
-        "checked": {"type": "boolean", "description": "check: true to check, false to uncheck"},
-        "accept": {"type": "boolean", "description": "dialog: accept (OK) or dismiss (Cancel)"},
-        "prompt_text": {"type": "string", "description": "dialog: the answer to a prompt"},
-        "to": {"type": "string", "enum": ["back", "forward", "reload"], "description": "nav: where to"},
-        "mode": {"type": "string", "enum": ["interactive", "full"],
-                 "description": "snapshot: controls only (default) or every line"},
-        "find": {"type": "string", "description": "snapshot: only lines containing this text"},
-        "offset": {"type": "integer", "minimum": 0, "description": "snapshot/read: continue from this character"},
-        "text_gone": {"type": "string", "description": "wait: until this text is gone"},
-        "ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "wait: a fixed pause"},
-        "timeout_s": {"type": "number", "minimum": 1, "maximum": 30,
-                      "description": "wait: at most this long (default 10)"},
-        "direction": {"type": "string", "enum": ["up", "down"], "description": "scroll without a ref"},
-        "new_tab": {"type": "boolean", "description": "open: in a new tab"},
-        "tab": {"type": "string", "description": "tabs select/close: the tab (t1, t2…)"},
-        "do": {"type": "string", "enum": ["list", "select", "close"], "description": "tabs: what to do"},
-        "full_page": {"type": "boolean", "description": "screenshot: the whole page, not just the viewport"},
-    },
-    "required": ["action"],
-    "additionalProperties": False,
-}
-
-# They read the web and change nothing, here or there; the web is an open world.
-WEB_READER = dict(read_only_hint=True, destructive_hint=False, open_world_hint=True)
-# The browser acts: a click can submit, buy or delete, and doing it twice is not doing it once.
-WEB_ACTOR = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 # How long the exit waits for the daemon to close the browse session: the SDK's stdio client gives a
 # server 2 s after closing its stdin before it sends SIGTERM. The daemon forgets the session as soon as it
@@ -278,6 +183,10 @@ async def call_search(link: DaemonLink, args: dict[str, Any], progress: Progress
     return text_result(search_text(frame), frame)
 
 
+# What a model may set in a browse request: the schema's properties (the session and the id are ours).
+BROWSER_FIELDS = frozenset(contract.BROWSER.input_schema["properties"])
+
+
 class BrowseSession:
     """This MCP client's browse session in the daemon. A `webfetch mcp` process serves one MCP client, so
     the process has one session, named `mcp-<pid>-<random>`: it clashes neither with pi's (`pi-…`) nor the
@@ -292,7 +201,7 @@ class BrowseSession:
     async def call(self, link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
         # a model's null means "not given", so the daemon's defaults apply; the session (and the request's
         # id) are never the model's
-        body = {key: value for key, value in args.items() if value is not None and key in BROWSER_SCHEMA["properties"]}
+        body = {key: value for key, value in args.items() if value is not None and key in BROWSER_FIELDS}
         body |= {"op": "browse", "session": self.name, "action": args.get("action")}
         closing = body["action"] == "close"
         if not closing:
@@ -318,23 +227,21 @@ class BrowseSession:
 BROWSE_SESSION = BrowseSession()
 
 
+def mcp_tool(c: contract.ToolContract) -> types.Tool:
+    """The contract's tool as MCP lists it; the annotations' title is the tool's."""
+    return types.Tool(name=c.name, title=c.title, description=c.description, input_schema=c.input_schema,
+                      annotations=types.ToolAnnotations.model_validate({"title": c.title, **c.annotations}))
+
+
 TOOLS: list[ToolSpec] = [
-    ToolSpec(types.Tool(name="web_fetch", title="Web fetch", description=FETCH_DESCRIPTION, input_schema=FETCH_SCHEMA,
-                        annotations=types.ToolAnnotations(title="Web fetch", idempotent_hint=True, **WEB_READER)),
-             call_fetch),
+    ToolSpec(mcp_tool(contract.FETCH), call_fetch),
     # Listed only when the daemon has a search backend: a tool that can only fail costs the model a turn
     # and every request the tokens of its description, and the client's own search stays the one used.
-    ToolSpec(types.Tool(name="web_search", title="Web search", description=SEARCH_DESCRIPTION,
-                        input_schema=SEARCH_SCHEMA,
-                        annotations=types.ToolAnnotations(title="Web search", **WEB_READER)),
-             call_search, needs="search"),
+    ToolSpec(mcp_tool(contract.SEARCH), call_search, needs="search"),
     # Named as in pi (where it becomes webfetch_browser only when another extension holds agent_browser;
     # MCP clients prefix every tool with its server's name, so nothing here can take it). Listed only when
     # the daemon serves the browse op (browse.enabled), for the same reason as web_search.
-    ToolSpec(types.Tool(name="agent_browser", title="Browser", description=BROWSER_DESCRIPTION,
-                        input_schema=BROWSER_SCHEMA,
-                        annotations=types.ToolAnnotations(title="Browser", **WEB_ACTOR)),
-             BROWSE_SESSION.call, needs="browse_enabled"),
+    ToolSpec(mcp_tool(contract.BROWSER), BROWSE_SESSION.call, needs="browse_enabled"),
 ]
 
 

@@ -13,7 +13,7 @@ from ..subagent import pi_agent_dir
 from .installation import package_file, webfetch_command
 
 SOURCE = package_file("pi_extension")
-FILES = ("index.ts", "package.json")
+FILES = ("index.ts", "tools.json", "package.json")  # tools.json: the tool contract index.ts reads
 NAME = "webfetch"
 
 

@@ -1,12 +1,13 @@
 """What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
 
 The Python twin of `formatResult` and `browseText` in pi_extension/index.ts, so web_fetch and the browser
-tool read the same in pi and over MCP.
+tool read the same in pi and over MCP; tests/golden holds daemon frames and the text both must make of them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,11 +38,16 @@ def _n(x: int) -> str:
     return f"{x:,}"
 
 
+def _round(x: float) -> int:
+    """Half up, as JavaScript's Math.round in the pi extension (Python's round() goes to the even one)."""
+    return math.floor(x + 0.5)
+
+
 def _age(seconds: float) -> str:
     if seconds < 60:
-        return f"{round(seconds)} s"
+        return f"{_round(seconds)} s"
     if seconds < 3600:
-        return f"{round(seconds / 60)} min"
+        return f"{_round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
 
 

@@ -1,5 +1,7 @@
 /**
- * webfetch for pi: the `web_fetch` tool, talking to the webfetch daemon over its Unix socket.
+ * webfetch for pi: the `web_fetch`, `web_search` and browser tools, talking to the webfetch daemon over its
+ * Unix socket. Each tool's name, wording, parameters and annotations come from tools.json beside this file,
+ * the contract `webfetch mcp` and the CLI read too.
  *
  * No imports from pi or npm: the parameters are plain JSON Schema (pi validates those as it does TypeBox
  * schemas) and the renderers return minimal components, so the file loads in any pi that loads
@@ -24,36 +26,59 @@ const STATUS_TIMEOUT_MS = 15_000;
 const SUBAGENT_ENV = "WEBFETCH_SUBAGENT";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-const DESCRIPTION = [
-	"Fetch a web page (rendered in headless Chrome, main content extracted as markdown) and, best of all,",
-	"have it read for you: pass a `prompt` that says what to extract or answer (\"which auth methods does",
-	"this API support?\", \"the install steps for Debian\"). With a prompt you get a focused answer from the",
-	"page instead of the whole page in your context; this is the most effective way to use this tool.",
-	"Without a prompt it returns the page's markdown, or for a large page a map of its sections: use that",
-	"only when you really need the whole page. Pages are cached for 15 minutes, so asking again with",
-	"another prompt does not load the page again. Redirects to another host are reported, not followed:",
-	"call web_fetch again with the new URL if you want it. `offset` (with or without `raw: true`) pages",
-	"through the raw markdown: each result says where the next page starts.",
-].join(" ");
+// ---- the tool contract (tools.json) -------------------------------------------------------------
 
-const PARAMETERS: JsonSchema = {
-	type: "object",
-	properties: {
-		url: { type: "string", description: "Absolute http(s) URL of the page" },
-		prompt: {
-			type: "string",
-			description: "What to extract from the page or the question to answer from it (recommended)",
-		},
-		offset: {
-			type: "integer",
-			minimum: 0,
-			description: "Read the raw markdown from this character on (from a previous result's next offset)",
-		},
-		raw: { type: "boolean", description: "Return the raw markdown even for a large page, never a summary" },
-	},
-	required: ["url"],
-	additionalProperties: false,
-};
+/** What a tool's annotations may say (MCP's hints); pi reads none of them, permission extensions may. */
+interface Annotations {
+	readOnlyHint?: boolean;
+	destructiveHint?: boolean;
+	idempotentHint?: boolean;
+	openWorldHint?: boolean;
+}
+
+/**
+ * One tool as tools.json, beside this file, gives it: the file `webfetch mcp` and the CLI read too, so a model
+ * reads one wording in every client (`webfetch pi install` copies it here with this file). MCP's field names;
+ * a description is its lines joined by one space; `pi` holds what only pi reads ({name}: the name registered).
+ */
+interface ContractTool {
+	name: string;
+	title: string;
+	description: string[];
+	inputSchema: JsonSchema;
+	annotations: Annotations;
+	pi?: { promptSnippet?: string; promptGuidelines?: string[] };
+}
+
+/** The contract's tools by name. A missing or broken file is a broken install: said when pi loads the extension. */
+export function readContract(here: string = HERE): Map<string, ContractTool> {
+	const file = path.join(here, "tools.json");
+	let tools: ContractTool[];
+	try {
+		tools = (JSON.parse(fs.readFileSync(file, "utf8")) as { tools: ContractTool[] }).tools;
+	} catch (e) {
+		throw new Error(`webfetch cannot read its tool contract ${file} (${e instanceof Error ? e.message : String(e)}); ` +
+			"run `webfetch pi install` again");
+	}
+	return new Map(tools.map((t) => [t.name, t]));
+}
+
+const CONTRACT = readContract();
+
+/** A contract tool's wording, schema and annotations as pi takes them, registered as `name`. */
+function fromContract(contractName: string, name: string = contractName) {
+	const t = CONTRACT.get(contractName);
+	if (!t) throw new Error(`webfetch's tool contract (tools.json) has no tool ${contractName}`);
+	return {
+		name,
+		label: t.title,
+		description: t.description.join(" "),
+		...(t.pi?.promptSnippet ? { promptSnippet: t.pi.promptSnippet } : {}),
+		...(t.pi?.promptGuidelines ? { promptGuidelines: t.pi.promptGuidelines.map((g) => g.replaceAll("{name}", name)) } : {}),
+		annotations: t.annotations,
+		parameters: t.inputSchema,
+	};
+}
 
 // ---- the daemon's frames (docs/PROTOCOL.md) ------------------------------------------------------
 
@@ -156,8 +181,8 @@ interface BrowseDialog {
 	default_prompt?: string;
 }
 
-type BrowseAction = "open" | "nav" | "snapshot" | "click" | "fill" | "type" | "press" | "select" | "check" | "hover"
-	| "scroll" | "wait" | "dialog" | "tabs" | "read" | "screenshot" | "close";
+/** One of the browser tool's actions: tools.json's enum lists them (and the daemon checks them). */
+type BrowseAction = string;
 
 /** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
 interface BrowseResultFrame {
@@ -309,7 +334,7 @@ interface ToolDefinition<P, D> {
 	description: string;
 	promptSnippet?: string;
 	promptGuidelines?: string[];
-	annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean };
+	annotations?: Annotations;
 	parameters: JsonSchema;
 	execute(toolCallId: string, params: P, signal: AbortSignal | undefined, onUpdate: OnUpdate, ctx?: ToolContext): Promise<ToolResult<D>>;
 	renderCall?(args: P, theme: Theme): Component;
@@ -684,7 +709,7 @@ interface SearchParams {
 	limit?: number;
 }
 
-/** What the model passes to the browser tool (BROWSER_PARAMETERS); which fields apply depends on `action`. */
+/** What the model passes to the browser tool (its inputSchema in tools.json); which fields apply depends on `action`. */
 interface BrowseParams {
 	action: BrowseAction;
 	url?: string;
@@ -785,36 +810,9 @@ function workingOrFailed(result: { content?: Content[] } | undefined, options: R
 
 // ---- web search ----------------------------------------------------------------------------------
 
-const SEARCH_DESCRIPTION = [
-	"Search the web (the webfetch daemon's search backend: Kagi, Brave or SearXNG) and get a ranked list of",
-	"results: title, URL, date and a snippet each, plus related searches. Pass a result's URL to web_fetch,",
-	"with a prompt, to read it. `limit` is the number of results (default 10, at most 20).",
-].join(" ");
-
-const SEARCH_PARAMETERS: JsonSchema = {
-	type: "object",
-	properties: {
-		query: { type: "string", description: "What to search for, as you would type it into a search engine" },
-		limit: { type: "integer", minimum: 1, maximum: 20, description: "How many results (default 10, at most 20)" },
-	},
-	required: ["query"],
-	additionalProperties: false,
-};
-
-// Both tools only read from the web: permission extensions may let them run without asking.
-const ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, openWorldHint: true };
-
 export function searchTool(name: string): ToolDefinition<SearchParams, SearchDetails> {
 	return {
-		name,
-		label: "Web search",
-		description: SEARCH_DESCRIPTION,
-		promptSnippet: "Search the web for pages (titles, URLs, snippets); read one with web_fetch",
-		promptGuidelines: [
-			`Use ${name} to find pages, then web_fetch a result's URL with a prompt to read it; snippets alone are not the page.`,
-		],
-		annotations: ANNOTATIONS,
-		parameters: SEARCH_PARAMETERS,
+		...fromContract("web_search", name),
 		async execute(_toolCallId, params, signal, onUpdate) {
 			const body: SearchBody = { op: "search", query: params.query };
 			if (params.limit != null) body.limit = params.limit;
@@ -842,50 +840,6 @@ export function searchTool(name: string): ToolDefinition<SearchParams, SearchDet
 // A self-contained block: its own tool, bound to the pi session (one daemon browse session per pi
 // session, closed on session_shutdown), registered once the other extensions are loaded, under another
 // name when pi-agent-browser-native already owns `agent_browser`, and only when the daemon can browse.
-
-const BROWSER_ACTIONS: BrowseAction[] = ["open", "snapshot", "click", "fill", "type", "press", "select", "check", "hover", "scroll",
-	"wait", "dialog", "tabs", "read", "screenshot", "nav", "close"];
-
-const BROWSER_DESCRIPTION = [
-	"Drive a real browser tab (headless Chrome in the webfetch daemon) to test or use a web app: log in, fill",
-	"forms, click through, read what the app shows. The loop: `open` a URL -> read the snapshot (one line per",
-	"control: `- button \"Save\" [ref=e12]`) -> act on a control by its ref (`click`, `fill`, `select`, `check`,",
-	"`press`) -> each result tells what changed (a diff, or a new snapshot after a navigation) -> `read` for the",
-	"page's text as markdown, `screenshot` to see it. Refs are stable while the page stays; after a navigation",
-	"the old ones fail with stale_ref: use the refs of the newest snapshot. A confirm/prompt dialog blocks the",
-	"tab until `dialog` (accept true/false). `wait` for text that appears later (single-page apps);",
-	"`snapshot` with `find` reaches rows a long list collapsed. Downloads are refused (use web_fetch).",
-].join(" ");
-
-const BROWSER_PARAMETERS: JsonSchema = {
-	type: "object",
-	properties: {
-		action: { type: "string", enum: BROWSER_ACTIONS, description: "What to do" },
-		url: { type: "string", description: "open: the http(s) URL; wait: a glob the tab's URL must match" },
-		ref: { type: "string", description: "The element's ref from the snapshot, e.g. e12" },
-		text: { type: "string", description: "fill/type: the text; wait: text to wait for" },
-		submit: { type: "boolean", description: "fill: press Enter afterwards" },
-		key: { type: "string", description: "press: Enter, Tab, Escape, ArrowDown, Control+a…" },
-		values: { type: "array", items: { type: "string" }, description: "select: option labels or values" },
-		checked: { type: "boolean", description: "check: true to check, false to uncheck" },
-		accept: { type: "boolean", description: "dialog: accept (OK) or dismiss (Cancel)" },
-		prompt_text: { type: "string", description: "dialog: the answer to a prompt" },
-		to: { type: "string", enum: ["back", "forward", "reload"], description: "nav: where to" },
-		mode: { type: "string", enum: ["interactive", "full"], description: "snapshot: controls only (default) or every line" },
-		find: { type: "string", description: "snapshot: only lines containing this text" },
-		offset: { type: "integer", minimum: 0, description: "snapshot/read: continue from this character" },
-		text_gone: { type: "string", description: "wait: until this text is gone" },
-		ms: { type: "integer", minimum: 0, maximum: 30000, description: "wait: a fixed pause" },
-		timeout_s: { type: "number", minimum: 1, maximum: 30, description: "wait: at most this long (default 10)" },
-		direction: { type: "string", enum: ["up", "down"], description: "scroll without a ref" },
-		new_tab: { type: "boolean", description: "open: in a new tab" },
-		tab: { type: "string", description: "tabs select/close: the tab (t1, t2…)" },
-		do: { type: "string", enum: ["list", "select", "close"], description: "tabs: what to do" },
-		full_page: { type: "boolean", description: "screenshot: the whole page, not just the viewport" },
-	},
-	required: ["action"],
-	additionalProperties: false,
-};
 
 /** The text the model reads for one browse result: what happened, then the snapshot or content. */
 export function browseText(r: BrowseResultFrame): string {
@@ -928,10 +882,7 @@ function given<T extends object>(params: T): Partial<T> {
 
 export function browserTool(name: string, used: Set<string>): ToolDefinition<BrowseParams, BrowseDetails> {
 	return {
-		name,
-		label: "Browser",
-		description: BROWSER_DESCRIPTION,
-		parameters: BROWSER_PARAMETERS,
+		...fromContract("agent_browser", name),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const session = browseSession(ctx);
 			const body: BrowseBody = { op: "browse", session, ...given(params), action: params.action };
@@ -1051,17 +1002,7 @@ function thinkingLevel(pi: ExtensionAPI): string | undefined {
 
 export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDetails> {
 	return {
-		name: "web_fetch",
-		label: "Web fetch",
-		description: DESCRIPTION,
-		promptSnippet: "Read a web page; with a `prompt`, get a focused answer from it instead of the whole page",
-		promptGuidelines: [
-			"Call web_fetch with a `prompt` that says what you need from the page (a question, or what to extract); " +
-				"fetch without a prompt only when you need the page's whole text.",
-			"web_fetch reports a redirect to another host instead of following it: call it again with the new URL.",
-		],
-		annotations: ANNOTATIONS,
-		parameters: PARAMETERS,
+		...fromContract("web_fetch"),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const body: FetchBody = { op: "fetch", url: params.url };
 			if (params.prompt) body.prompt = params.prompt;

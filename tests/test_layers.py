@@ -1,0 +1,94 @@
+"""The layers of webfetch/, read from its imports (ast, every import in a module, function-level ones too):
+the daemon (everything outside webfetch/frontends/) imports no frontend; the browse package has one door,
+`from .browse import Browse` in daemon.py, and nothing outside it imports its modules; nothing imports the
+CLI but `python -m webfetch`. A failure names each offending file and line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import webfetch
+
+PACKAGE = Path(webfetch.__file__).parent
+FRONTENDS = "webfetch.frontends"
+BROWSE = "webfetch.browse"
+CLI = "webfetch.frontends.cli"
+# `python -m webfetch` is the CLI's own entry, as the console script is: the one module that imports it
+ENTRY = "webfetch.__main__"
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name, not `.__init__`)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ["webfetch", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> list[tuple[int, str]]:
+    """(line, module) for each module `name` imports; `from X import y` counts X, and X.y where y is a
+    module of X."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base_parts = package[:len(package) - node.level + 1] if node.level else []
+            base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{a.name}") for a in node.names if f"{base}.{a.name}" in MODULES]
+    return found
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _where(name: str, line: int, target: str) -> str:
+    return f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} imports {target}"
+
+
+def _offences(importer_ok, target_bad) -> list[str]:
+    return [_where(name, line, target) for name, path in MODULES.items() if not importer_ok(name)
+            for line, target in _imports(name, path) if target_bad(target)]
+
+
+def test_the_walk_sees_the_imports_it_judges():
+    """So that the rules below cannot pass by reading nothing: the imports they are about are found."""
+    assert any(t == CLI for _, t in _imports(ENTRY, MODULES[ENTRY]))
+    assert any(t == BROWSE for _, t in _imports("webfetch.daemon", MODULES["webfetch.daemon"]))
+    assert any(_within(t, FRONTENDS) for name, path in MODULES.items() if _within(name, FRONTENDS)
+               for _, t in _imports(name, path))
+
+
+def test_nothing_in_the_daemon_imports_a_frontend():
+    offences = _offences(lambda name: _within(name, FRONTENDS) or name == ENTRY,
+                         lambda target: _within(target, FRONTENDS))
+    assert not offences, "the daemon imports webfetch/frontends/ (only the reverse may be):\n" + "\n".join(offences)
+
+
+def test_nothing_outside_the_browse_package_imports_its_modules():
+    offences = _offences(lambda name: _within(name, BROWSE), lambda target: target.startswith(BROWSE + "."))
+    assert not offences, ("webfetch.browse has one door, the package itself (`from .browse import Browse`):\n"
+                          + "\n".join(offences))
+
+
+def test_in_the_daemon_only_daemon_py_enters_the_browse_package():
+    def may(name: str) -> bool:
+        return _within(name, BROWSE) or _within(name, FRONTENDS) or name == "webfetch.daemon"
+    offences = _offences(may, lambda target: _within(target, BROWSE))
+    assert not offences, ("only daemon.py starts the Browse actor; the rest of the daemon knows nothing of it:\n"
+                          + "\n".join(offences))
+
+
+def test_nothing_imports_the_cli():
+    offences = _offences(lambda name: name in (ENTRY, CLI), lambda target: target == CLI)
+    assert not offences, "nothing imports the CLI (webfetch/frontends/cli.py):\n" + "\n".join(offences)

@@ -1,0 +1,77 @@
+"""The tool contract (pi_extension/tools.json) and the golden results (tests/golden): one wording and one
+action list for every front end, and the text a model reads from each daemon frame. tests/node/contract.test.mjs
+runs the same golden files through the pi extension."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, get_args
+
+import msgspec
+import pytest
+
+from webfetch import protocol
+from webfetch.frontends import browse_cli, contract
+from webfetch.frontends.mcp_server import TOOLS, text_result
+from webfetch.frontends.tool_text import browse_text, fetch_text, search_text
+
+GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
+RESULT = {"web_fetch": protocol.FetchResult, "web_search": protocol.SearchResult,
+          "agent_browser": protocol.BrowseResult}
+REQUEST = {"web_fetch": protocol.FetchRequest, "web_search": protocol.SearchRequest,
+           "agent_browser": protocol.BrowseRequest}
+OP = {"web_fetch": {"op": "fetch"}, "web_search": {"op": "search"}, "agent_browser": {"op": "browse", "session": "s"}}
+
+
+def test_the_browser_tools_actions_are_the_daemons():
+    assert sorted(contract.BROWSER_ACTIONS) == sorted(get_args(protocol.BrowseAction))
+    assert len(set(contract.BROWSER_ACTIONS)) == len(contract.BROWSER_ACTIONS)
+
+
+def test_every_parameter_a_model_may_send_is_a_field_of_the_daemons_request():
+    for name, request in REQUEST.items():
+        fields = set(request.__struct_fields__)
+        assert set(contract.TOOLS[name].input_schema["properties"]) <= fields, name
+
+
+def test_webfetch_mcp_lists_the_contracts_tools_as_written():
+    raw = json.loads(contract.CONTRACT_FILE.read_text())["tools"]
+    listed = [spec.tool.model_dump(by_alias=True, exclude_none=True, mode="json") for spec in TOOLS]
+    assert listed == [{"name": t["name"], "title": t["title"], "description": " ".join(t["description"]),
+                       "inputSchema": t["inputSchema"], "annotations": {"title": t["title"], **t["annotations"]}}
+                      for t in raw]
+
+
+def test_webfetch_browse_takes_the_contracts_actions():
+    out = subprocess.run([sys.executable, "-m", "webfetch", "browse", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "{" + ",".join(contract.BROWSER_ACTIONS) + "}" in out.stdout
+    assert all(re.search(rf"\b{action}\b", browse_cli.USAGE) for action in contract.BROWSER_ACTIONS)  # the help
+    bad = subprocess.run([sys.executable, "-m", "webfetch", "browse", "fly"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 'fly'" in bad.stderr
+
+
+def golden_text(case: dict[str, Any]) -> str:
+    """The text a model reads over MCP: the case's own, or its `mcp` text where pi reads another."""
+    text = case["text"]
+    return text if isinstance(text, str) else text["mcp"]
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_a_daemon_frame_reads_as_the_golden_text(path: Path):
+    case = json.loads(path.read_text())
+    frame, tool = case["frame"], case["tool"]
+    # a frame the daemon sends, field for field: decoded as its result struct and encoded again, it is unchanged
+    assert msgspec.to_builtins(msgspec.convert(frame, RESULT[tool])) == frame
+    msgspec.convert({**OP[tool], **case["args"]}, REQUEST[tool])  # and the args make a request the daemon takes
+    text = {"web_fetch": lambda: fetch_text(frame).text, "web_search": lambda: search_text(frame),
+            "agent_browser": lambda: browse_text(frame)}[tool]()
+    assert text == golden_text(case)
+    content = text_result(text, frame).content
+    assert [c.type for c in content] == (["text", "image"] if frame.get("image") else ["text"])
+    if frame.get("image"):
+        assert content[1].data == frame["image"] and content[1].mime_type == "image/png"

@@ -1,0 +1,45 @@
+"""The tool contract: each tool's name, title, description, input schema and annotations, read from
+pi_extension/tools.json, the one file the pi extension reads too.
+
+It lives beside index.ts because `webfetch pi install` copies that directory into pi's extensions
+directory, and the extension must find it there; Python reads it from the package. So the model reads one
+wording whichever client it sits in, and the browse actions are listed once for every front end.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .installation import package_file
+
+CONTRACT_FILE = package_file("pi_extension", "tools.json")
+
+
+@dataclass(frozen=True)
+class ToolContract:
+    """One tool as every front end offers it. `annotations` and `input_schema` are in MCP's wire form."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+
+
+def load(text: str) -> dict[str, ToolContract]:
+    """The contract's tools by name, in the file's order."""
+    tools: dict[str, ToolContract] = {}
+    for t in json.loads(text)["tools"]:
+        tools[t["name"]] = ToolContract(name=t["name"], title=t["title"], description=" ".join(t["description"]),
+                                        input_schema=t["inputSchema"], annotations=t["annotations"])
+    return tools
+
+
+TOOLS = load(CONTRACT_FILE.read_text(encoding="utf-8"))
+FETCH = TOOLS["web_fetch"]
+SEARCH = TOOLS["web_search"]
+BROWSER = TOOLS["agent_browser"]
+# What the browser tool can do, in the order the model reads them (the CLI's `webfetch browse` takes them too).
+BROWSER_ACTIONS: tuple[str, ...] = tuple(BROWSER.input_schema["properties"]["action"]["enum"])

@@ -1,0 +1,7 @@
+/**
+ * Scrolls the element into view and focuses it.
+ * @this {HTMLElement}
+ */
+function focus() {
+  this.scrollIntoView({block: "center"}); this.focus();
+}
