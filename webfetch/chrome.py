@@ -1,6 +1,8 @@
 """The Chrome actor: keeps one browser up (launched by launch.py, or attached to by websocket URL) with
 one CDP connection, restarts it when it dies (at once after a healthy run, with backoff while it keeps
-failing), and hands out tabs, each in a browser context of its own, from a small pool."""
+failing), and hands out tabs, each in a browser context of its own, from a small pool, and browser
+contexts (`BrowserContext`) for browse sessions. It is the one module that speaks CDP's Target and Browser
+domains: the others get handles (`Tab`, `BrowserContext`, `PageTarget`) that do it for them."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,6 +54,13 @@ class Browser:
     generation: int
     pid: int | None = None
     proxy: PolicyProxy | None = None  # the address-policy proxy its page contexts connect through
+    _discovering: bool = field(default=False, init=False)
+
+    async def discover_targets(self) -> None:
+        """Have the browser report every target's creation (browser-level events), once per browser."""
+        if not self._discovering:
+            self._discovering = True
+            await self.conn.call("Target.setDiscoverTargets", {"discover": True})
 
 
 @dataclass(frozen=True)
@@ -63,22 +72,102 @@ class TabSetup:
     fetch_patterns: tuple[dict[str, str], ...] = ()
 
 
-class Tab:
-    """One page target in a browser context of its own, attached as a flat session, set up as its
-    TabSetup says. A handle: its owner calls it, subscribes to its events and says whether it may be
-    reused; the Chrome actor closes or recycles it."""
+# The events a page target's session reports when its renderer crashed (render.py and browse/tab.py end
+# on them).
+CRASH_EVENTS = frozenset({"Inspector.targetCrashed", "Target.targetCrashed"})
 
-    def __init__(self, browser: Browser, context_id: str, target_id: str, session_id: str) -> None:
+
+class PageTarget:
+    """One page target attached as a flat session on the browser's one connection: its CDP calls and
+    events. Fetch tabs (`Tab`) and browse tabs (browse/tab.py) are built on it."""
+
+    def __init__(self, browser: Browser, target_id: str, session_id: str) -> None:
         self.browser = browser
-        self.context_id = context_id
         self.target_id = target_id
         self.session_id = session_id
-        self.uses = 0                 # requests served so far
-        self._reuse_allowed = False
-        self.minimized_window: int | None = None  # the tab's window, while it is minimized
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.browser.conn.call(method, params, self.session_id)
+
+    @contextmanager
+    def subscribe(self, buffer: int = 1024) -> Iterator[Subscription]:
+        """This target's CDP events while the block runs."""
+        with self.browser.conn.subscribe(self.session_id, buffer) as sub:
+            yield sub
+
+    def connect_failure(self, host: str) -> Failure | None:
+        """Why the address-policy proxy failed the latest connection to `host`, if it did lately: Chrome
+        reports all of those as one generic SOCKS error."""
+        return self.browser.proxy.failure(host) if self.browser.proxy is not None else None
+
+    async def title(self) -> str:
+        """The page's title as the browser knows it (no script in the page, so an open dialog cannot block it)."""
+        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
+        return str(info.get("title") or "")
+
+
+class BrowserContext:
+    """A browser context (cookies, storage and cache of its own) made by the Chrome actor: downloads denied
+    and pages connecting through the address-policy proxy from the start. A handle: its owner makes,
+    adopts and closes page targets in it, and disposes of it with `aclose()`."""
+
+    def __init__(self, browser: Browser, context_id: str) -> None:
+        self.browser = browser
+        self.id = context_id
+
+    async def new_tab(self) -> PageTarget:
+        """A new blank page in this context, attached."""
+        created = await self.browser.conn.call("Target.createTarget",
+                                               {"url": "about:blank", "browserContextId": self.id})
+        return await self.adopt(created["targetId"])
+
+    async def adopt(self, target_id: str) -> PageTarget:
+        """Attach to a page target that already exists in this context (one a page opened)."""
+        session = (await self.browser.conn.call("Target.attachToTarget",
+                                                {"targetId": target_id, "flatten": True}))["sessionId"]
+        return PageTarget(self.browser, target_id, session)
+
+    async def close_tab(self, target_id: str) -> None:
+        await self.browser.conn.call("Target.closeTarget", {"targetId": target_id})
+
+    async def watch_popups(self, opened: Callable[[str], None], *,
+                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Call `opened(target_id)` for each page a page of this context opens (target=_blank,
+        window.open), until the browser connection closes. Started once the browser reports them."""
+        started = False
+        try:
+            with self.browser.conn.subscribe(None) as sub:
+                await self.browser.discover_targets()
+                task_status.started()
+                started = True
+                while True:
+                    event = await sub.receive()
+                    if event.get("method") != "Target.targetCreated":
+                        continue
+                    info = event["params"]["targetInfo"]
+                    if (info.get("type") == "page" and info.get("openerId")
+                            and info.get("browserContextId") == self.id):
+                        opened(info["targetId"])
+        except CDPClosed as e:
+            if not started:
+                raise BrowserCrashed(str(e)) from None
+
+    async def aclose(self) -> None:
+        """Dispose of the context and every page in it (shielded, bounded: see `dispose_context`)."""
+        await dispose_context(self.browser.conn, self.id)
+
+
+class Tab(PageTarget):
+    """A fetch tab: one page target in a browser context of its own, set up as its TabSetup says. A
+    handle: its owner calls it, subscribes to its events and says whether it may be reused; the Chrome
+    actor closes or recycles it."""
+
+    def __init__(self, context: BrowserContext, page: PageTarget) -> None:
+        super().__init__(page.browser, page.target_id, page.session_id)
+        self.context = context
+        self.uses = 0                 # requests served so far
+        self._reuse_allowed = False
+        self.minimized_window: int | None = None  # the tab's window, while it is minimized
 
     async def minimize(self) -> None:
         """Minimize the tab's window while no page runs in it: Chrome then stops repainting the window's
@@ -103,17 +192,6 @@ class Tab:
                                              {"windowId": window, "bounds": {"windowState": "normal"}})
             except CDPError as e:  # the page then renders hidden: worse than shown, better than not at all
                 log.warning("could not restore a tab's window before rendering: %s", e)
-
-    @contextmanager
-    def subscribe(self) -> Iterator[Subscription]:
-        """This tab's CDP events while the block runs."""
-        with self.browser.conn.subscribe(self.session_id) as sub:
-            yield sub
-
-    def connect_failure(self, host: str) -> Failure | None:
-        """Why the address-policy proxy failed the latest connection to `host`, if it did lately: Chrome
-        reports all of those as one generic SOCKS error."""
-        return self.browser.proxy.failure(host) if self.browser.proxy is not None else None
 
     def allow_reuse(self) -> None:
         """Called by the tab's user when no document was ever committed in it (the request ended at the
@@ -256,18 +334,14 @@ class Chrome:
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass  # that browser is gone, and its tabs with it
 
-    async def open_context(self) -> tuple[Browser, str]:
-        """A new browser context for a browse session (browse.py), connecting through the address-policy
-        proxy as the fetch tabs' contexts do. The caller makes its tabs and disposes of the context."""
+    async def open_context(self) -> BrowserContext:
+        """A new browser context for a browse session (browse/), made as the fetch tabs' contexts are
+        (address-policy proxy, downloads denied). The caller makes its tabs and disposes of it."""
         browser = await self.wait_browser()
-        params: dict[str, object] = {"disposeOnDetach": True}
-        if self.proxy is not None:
-            params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
         try:
-            ctx = await create_context(browser.conn, params)
+            return await self._new_context(browser)
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
-        return browser, ctx
 
     # --- the supervisor ---------------------------------------------------------------------------
 
@@ -365,7 +439,7 @@ class Chrome:
         async for tab, frozen_at in disposals:
             if disposals.statistics().current_buffer_used < MAX_FROZEN:
                 await self._wait_quiet(frozen_at + BACKGROUND_DEFER_S)
-            await close_tab(tab)
+            await tab.context.aclose()
             # Refill after a request, not when its tab was taken: creating a context and a renderer
             # while the request's page loads would compete with it for the CPU.
             self._pool_wanted.set()
@@ -380,7 +454,7 @@ class Chrome:
                 keep = self.config.context_pool
                 surplus, self._pool = self._pool[:len(self._pool) - keep], self._pool[len(self._pool) - keep:]
                 for tab in surplus:
-                    await close_tab(tab)
+                    await tab.context.aclose()
                 await busy.wait()  # until the next fetch
 
     async def _wait_quiet(self, deadline: float) -> None:
@@ -399,7 +473,7 @@ class Chrome:
             return False
         try:
             with trio.move_on_after(TAB_CLOSE_TIMEOUT_S) as timeout:
-                await tab.browser.conn.call("Storage.clearCookies", {"browserContextId": tab.context_id})
+                await tab.browser.conn.call("Storage.clearCookies", {"browserContextId": tab.context.id})
         except (CDPClosed, CDPError):
             return False
         if timeout.cancelled_caught:
@@ -422,28 +496,30 @@ class Chrome:
             self._pool_wanted = trio.Event()
             await self._pool_wanted.wait()
 
-    async def _new_tab(self, browser: Browser) -> Tab:
-        conn = browser.conn
+    async def _new_context(self, browser: Browser) -> BrowserContext:
+        params: dict[str, Any] = {"disposeOnDetach": True}
+        if self.proxy is not None:
+            # everything, loopback included (Chrome would otherwise connect to loopback directly)
+            params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
+        context = BrowserContext(browser, await create_context(browser.conn, params))
         try:
-            params: dict[str, Any] = {"disposeOnDetach": True}
-            if self.proxy is not None:
-                # everything, loopback included (Chrome would otherwise connect to loopback directly)
-                params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
-            ctx = await create_context(conn, params)
+            with suppress(CDPError):
+                await browser.conn.call("Browser.setDownloadBehavior",
+                                        {"behavior": "deny", "browserContextId": context.id})
+        except BaseException:  # cancelled before the caller holds the context: nothing else would dispose of it
+            await context.aclose()
+            raise
+        return context
+
+    async def _new_tab(self, browser: Browser) -> Tab:
+        try:
+            context = await self._new_context(browser)
             try:
-                target = (await conn.call("Target.createTarget",
-                                          {"url": "about:blank", "browserContextId": ctx}))["targetId"]
-                session = (await conn.call("Target.attachToTarget",
-                                           {"targetId": target, "flatten": True}))["sessionId"]
-                tab = Tab(browser, ctx, target, session)
+                tab = Tab(context, await context.new_tab())
                 await self._set_up(tab)
                 await tab.minimize()
             except BaseException:
-                with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
-                    try:
-                        await conn.call("Target.disposeBrowserContext", {"browserContextId": ctx})
-                    except (CDPClosed, CDPError):
-                        pass
+                await context.aclose()
                 raise
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
@@ -455,11 +531,6 @@ class Chrome:
             await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": script})
         if self.tab_setup.fetch_patterns:
             await tab.call("Fetch.enable", {"patterns": list(self.tab_setup.fetch_patterns)})
-        try:
-            await tab.browser.conn.call("Browser.setDownloadBehavior",
-                                        {"behavior": "deny", "browserContextId": tab.context_id})
-        except CDPError:
-            pass
 
     # --- getting a browser ------------------------------------------------------------------------
 
@@ -467,8 +538,7 @@ class Chrome:
     async def _launch_or_attach(self, generation: int) -> AsyncIterator[Browser]:
         if self.config.endpoint:
             async with open_cdp(self.config.endpoint) as conn:
-                yield Browser(conn, (await conn.call("Browser.getVersion"))["product"], generation,
-                              proxy=self.proxy)
+                yield Browser(conn, await browser_version(conn), generation, proxy=self.proxy)
             return
         if self.executable is None:
             raise BrowserLaunchError(f"no Chrome found; {INSTALL_HINT}")
@@ -477,8 +547,7 @@ class Chrome:
                 async with trio.open_nursery() as nursery:
                     async with open_cdp(ws_url) as conn:
                         nursery.start_soon(_close_when_exits, proc, conn)
-                        version = (await conn.call("Browser.getVersion"))["product"]
-                        yield Browser(conn, version, generation, proc.pid, self.proxy)
+                        yield Browser(conn, await browser_version(conn), generation, proc.pid, self.proxy)
                     nursery.cancel_scope.cancel()
 
 
@@ -523,10 +592,16 @@ async def freeze_tab(tab: Tab) -> None:
             log.debug("could not freeze a used tab: %s", e)
 
 
-async def close_tab(tab: Tab) -> None:
-    """Dispose of the tab's browser context (which closes the tab), shielded and bounded in time."""
+async def dispose_context(conn: CDPConnection, context_id: str) -> None:
+    """Dispose of a browser context (which closes its pages): shielded, since it is cleanup that must
+    happen in a cancelled scope too, and bounded in time, since a browser that does not answer is gone."""
     with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
         try:
-            await tab.browser.conn.call("Target.disposeBrowserContext", {"browserContextId": tab.context_id})
+            await conn.call("Target.disposeBrowserContext", {"browserContextId": context_id})
         except (CDPClosed, CDPError):
             pass
+
+
+async def browser_version(conn: CDPConnection) -> str:
+    """The browser's product and version, e.g. "HeadlessChrome/140.0.7339.185"."""
+    return str((await conn.call("Browser.getVersion"))["product"])

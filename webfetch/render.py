@@ -21,7 +21,7 @@ import trio
 from . import page_scripts
 from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
-from .chrome import Tab, TabSetup
+from .chrome import CRASH_EVENTS, Tab, TabSetup
 from .errors import BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType, WebfetchError
 from .extractor import Extracted
 from .flags import explain_error_page
@@ -293,7 +293,7 @@ class _Render:
                 self._document_phase(method, params)
             elif method == "Page.javascriptDialogOpening":
                 await self._answer_dialog(params.get("type") == "beforeunload")
-            elif method in ("Inspector.targetCrashed", "Target.targetCrashed"):
+            elif method in CRASH_EVENTS:
                 self._end(failure=BrowserCrashed("the page's renderer process crashed"))
 
     def _document_phase(self, method: str, params: dict[str, Any]) -> None:

@@ -1,8 +1,10 @@
 """The browse op: browser sessions an agent drives by refs (open, click, fill, read, tabs, dialogs).
 
 The daemon's one door into this package is `Browse`, the sessions actor; everything else here is its
-inside: `tab` (one page and its event pump), `actions` (what each verb does), `snapshot` (the page as
-text)."""
+inside: `sessions` (the actor: sessions, their browser contexts and tabs, the reaper, dispatch), `verbs`
+(each verb's step, a function of tab and request), `reply` (the result: page line, what changed, the
+snapshot cut to size), `tab` (one page, its event pump and its state), `actions` (what a step does in
+the page), `snapshot` (the page as text)."""
 
 from .sessions import Browse
 

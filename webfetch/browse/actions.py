@@ -1,5 +1,6 @@
 """What each browse action does to a tab: clicks that are hit-tested first, fills that React sees, native
-selects, keys, waits. Results and snapshots are browse.py's; these functions only act and read back."""
+selects, keys, waits, the page as HTML. Results and snapshots are reply.py's; these functions only act and
+read back."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ POINT = page_scripts.load("point")
 HIT_OK = page_scripts.load("hit_ok")
 DESCRIBE = page_scripts.load("describe")
 FOCUS = page_scripts.load("focus")
+# What the page shows, as HTML for the extractor (webfetch/js/shown.js): of the document, or of a ref's element.
+SHOWN_HTML = page_scripts.load("shown")
 
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
 # key -> (code, windowsVirtualKeyCode, text)
@@ -149,7 +152,7 @@ async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) ->
     except CDPError:
         return {"ok": True}  # nothing answers at that point; let the click happen and the page decide
     hit_frame = hit.get("frameId") or tab.target_id
-    if hit_frame not in tab.frames:
+    if not tab.has_frame(hit_frame):
         return {"ok": True}
     ctx = await tab.world(hit_frame)
     hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
@@ -285,8 +288,7 @@ async def screenshot(tab: BrowseTab, ref: str | None, full_page: bool) -> tuple[
 
 async def navigate(tab: BrowseTab, url: str) -> None:
     """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
-    tab.blocked = None
-    tab.status = None
+    tab.start_navigation()
     downloads = len(tab.downloads)
     before = tab.doc_gen
     reply = await tab.call("Page.navigate", {"url": url})
@@ -296,10 +298,21 @@ async def navigate(tab: BrowseTab, url: str) -> None:
             return
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
-        proxy = tab.browser.proxy
-        failure = proxy.failure(host_of(url)) if proxy is not None and "SOCKS" in error else None
+        failure = tab.connect_failure(host_of(url)) if "SOCKS" in error else None
         if failure is not None and failure.blocked:
             raise BlockedUrl(failure.message)
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")
     if reply.get("loaderId"):
         await tab.wait_for(lambda: tab.doc_gen > before or tab.dialog is not None)
+
+
+async def shown_html(tab: BrowseTab, ref: str | None) -> str:
+    """What the tab shows, as HTML for the extractor: the page, a ref's element, or an iframe ref's document."""
+    child = await tab.child_frame(tab.ref_frame(ref), ref) if ref is not None else None
+    if child is not None and tab.has_frame(child):  # an iframe's ref: the frame's own document
+        html = await tab.evaluate(child, SHOWN_HTML.call())
+    elif ref is not None:
+        html = await tab.on_ref(ref, SHOWN_HTML)
+    else:
+        html = await tab.evaluate(tab.target_id, SHOWN_HTML.call())
+    return str(html or "")

@@ -5,67 +5,56 @@ proxy) with its tabs. One action at a time per session (a lock; others queue); a
 `close`, after `browse.idle_s` without an action, or when the daemon stops, and its context goes with it.
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
+An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
+`settle`), then its result (reply.py); open, tabs, snapshot, read and screenshot answer on their own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import trio
 
-from .. import page_scripts
 from ..cdp import CDPClosed, CDPError
-from ..chrome import Browser, Chrome
+from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
-from ..errors import (
-    BadRequest,
-    BlockedUrl,
-    BrowseDisabled,
-    BrowserCrashed,
-    BrowserUnavailable,
-    NoSuchTab,
-    WebfetchError,
-)
+from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, BrowserUnavailable, NoSuchTab
 from ..extractor import Extractor
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy, HostGate, prepare_url
+from ..urls import AddressPolicy, HostGate
 from . import actions
-from .snapshot import diff, page
-from .tab import BrowseTab, Marks, now_ms
+from .reply import Reply, after_action, snapshot
+from .tab import BrowseTab, Marks
+from .verbs import STEPS, Acted, checked_url, need
 
 log = logging.getLogger("webfetch.browse")
 
 CLOSE_TIMEOUT_S = 2.0
-REFUSED_SCHEMES = ("file", "chrome", "javascript", "data", "about", "view-source", "blob", "filesystem",
-                   "chrome-extension", "devtools")
-# What the page shows, as HTML for the extractor (webfetch/js/shown.js): of the document, or of a ref's element.
-SHOWN_HTML = page_scripts.load("shown")
 
 
 class Session:
-    def __init__(self, name: str, browser: Browser, context_id: str, gate: HostGate) -> None:
+    """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
+    actor's, not a request's: a cancelled action leaves the session intact)."""
+
+    def __init__(self, name: str, context: BrowserContext, gate: HostGate) -> None:
         self.name = name
-        self.browser = browser
-        self.context_id = context_id
+        self.context = context
+        self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
         self.tabs: dict[str, BrowseTab] = {}
         self.active: str | None = None
         self.lock = trio.Lock()
         self.last_used = trio.current_time()
         self.numbers = itertools.count(1)
-        self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
-        self.scope = trio.CancelScope()
-        self.done = trio.Event()
-        self.nursery: trio.Nursery | None = None
         self.opened: list[BrowseTab] = []    # tabs the page opened (popups), since the last action's start
-        self.adopting = 0
-        self.adopted = trio.Event()
+        self._scope = trio.CancelScope()
+        self._done = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._adopting = 0
+        self._adopted = trio.Event()
 
     def tab(self, name: str | None) -> BrowseTab:
         if name is None and (self.active not in self.tabs or self.tabs[self.active or ""].closed):
@@ -78,6 +67,74 @@ class Session:
             raise NoSuchTab(f"session {self.name!r} has no tab {key!r}; its tabs are "
                             f"{', '.join(self.tabs) or 'none'} (tabs action, do: list)")
         return tab
+
+    async def run(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """The session's tasks (tab pumps, adoptions, the popup watch), until `aclose`."""
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    # tabs a page opens (target=_blank, window.open) join the session
+                    await nursery.start(self.context.watch_popups, self._popup)
+                    task_status.started()
+                    await trio.sleep_forever()
+        finally:
+            self._done.set()
+
+    async def new_tab(self) -> BrowseTab:
+        """A new blank tab, the active one from now on."""
+        tab = await self._add(await self.context.new_tab())
+        self.active = tab.name
+        return tab
+
+    async def close_tab(self, tab: BrowseTab) -> None:
+        await self.context.close_tab(tab.target_id)
+        tab.mark_closed()
+        del self.tabs[tab.name]
+        if self.active == tab.name:
+            self.active = list(self.tabs)[-1]
+
+    async def adoptions_settled(self) -> None:
+        """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
+        if self._adopting:
+            with trio.move_on_after(2):
+                while self._adopting:
+                    await self._adopted.wait()
+
+    async def aclose(self) -> None:
+        """End the session: its tabs, its tasks and its browser context."""
+        for tab in self.tabs.values():
+            tab.mark_closed()
+        self._scope.cancel()
+        await self.context.aclose()
+        # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
+        with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
+            await self._done.wait()
+
+    async def _add(self, page: PageTarget) -> BrowseTab:
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate)
+        assert self._nursery is not None
+        await self._nursery.start(tab.run)
+        await tab.setup()
+        self.tabs[tab.name] = tab
+        return tab
+
+    def _popup(self, target_id: str) -> None:
+        assert self._nursery is not None
+        self._adopting += 1
+        self._nursery.start_soon(self._adopt, target_id)
+
+    async def _adopt(self, target_id: str) -> None:
+        try:
+            tab = await self._add(await self.context.adopt(target_id))
+            self.opened.append(tab)
+            self.active = tab.name
+        except (CDPError, CDPClosed) as e:
+            log.info("browse: could not follow a new tab: %s", e)
+        finally:
+            self._adopting -= 1
+            self._adopted.set()
+            self._adopted = trio.Event()
 
 
 class Browse:
@@ -92,7 +149,6 @@ class Browse:
         self.sessions: dict[str, Session] = {}
         self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
-        self._watched: set[int] = set()   # browser generations whose new targets are watched
         self._opening = trio.Lock()
 
     def statistics(self) -> list[BrowseSessionStatus]:
@@ -112,7 +168,7 @@ class Browse:
             # daemon stop: every session's context goes, so no tab outlives the daemon's browser either
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
                 for session in list(self.sessions.values()):
-                    await self._dispose(session)
+                    await session.aclose()
             self.sessions.clear()
 
     # --- sessions ---------------------------------------------------------------------------------
@@ -135,111 +191,21 @@ class Browse:
             raise BadRequest(f"{len(self.sessions)} browse sessions are open (browse.max_sessions); close one "
                              f"(action close) or wait for an idle one to expire")
         assert self._nursery is not None
-        browser, context = await self.chrome.open_context()
-        session = Session(name, browser, context, HostGate(self.policy))
+        context = await self.chrome.open_context()
+        session = Session(name, context, HostGate(self.policy))
         try:
-            with contextlib.suppress(CDPError):
-                await browser.conn.call("Browser.setDownloadBehavior",
-                                        {"behavior": "deny", "browserContextId": context})
-            await self._nursery.start(self._session_main, session)
+            await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
-                with contextlib.suppress(CDPClosed, CDPError):
-                    await browser.conn.call("Target.disposeBrowserContext", {"browserContextId": context})
+            await context.aclose()
             raise
         self.sessions[name] = session
-        await self._watch(browser)
         return session
-
-    async def _session_main(self, session: Session, *, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            with session.scope:
-                async with trio.open_nursery() as nursery:
-                    session.nursery = nursery
-                    task_status.started()
-                    await trio.sleep_forever()
-        finally:
-            session.done.set()
-
-    async def _dispose(self, session: Session) -> None:
-        session.scope.cancel()
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
-            try:
-                await session.browser.conn.call("Target.disposeBrowserContext",
-                                                {"browserContextId": session.context_id})
-            except (CDPClosed, CDPError):
-                pass
-            await session.done.wait()
 
     async def _close(self, session: Session) -> None:
         if self.sessions.get(session.name) is session:
             del self.sessions[session.name]
-        for tab in session.tabs.values():
-            tab.closed = True
-            tab.pulse()
-        await self._dispose(session)
+        await session.aclose()
         self._wake.set()
-
-    async def _new_tab(self, session: Session, target_id: str) -> BrowseTab:
-        conn = session.browser.conn
-        sid = (await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}))["sessionId"]
-        tab = BrowseTab(f"t{next(session.numbers)}", session.browser, target_id, sid, session.gate)
-        assert session.nursery is not None
-        await session.nursery.start(self._tab_main, session, tab)
-        await tab.setup()
-        session.tabs[tab.name] = tab
-        return tab
-
-    async def _tab_main(self, session: Session, tab: BrowseTab, *, task_status: trio.TaskStatus[None]) -> None:
-        # a page loading hundreds of resources at once sends thousands of events: room for them
-        with tab.browser.conn.subscribe(tab.session_id, buffer=16_384) as sub:
-            task_status.started()
-            try:
-                await tab.pump(sub)
-            except CDPClosed:
-                pass
-            finally:
-                tab.closed = True
-                tab.pulse()
-
-    async def _watch(self, browser: Browser) -> None:
-        """Tabs a page opens (target=_blank, window.open) join its session."""
-        if browser.generation in self._watched:
-            return
-        self._watched.add(browser.generation)
-        assert self._nursery is not None
-        await self._nursery.start(self._watch_targets, browser)
-
-    async def _watch_targets(self, browser: Browser, *, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            with browser.conn.subscribe(None) as sub:
-                await browser.conn.call("Target.setDiscoverTargets", {"discover": True})
-                task_status.started()
-                while True:
-                    event = await sub.receive()
-                    if event.get("method") != "Target.targetCreated":
-                        continue
-                    info = event["params"]["targetInfo"]
-                    if info.get("type") != "page" or not info.get("openerId"):
-                        continue
-                    for session in self.sessions.values():
-                        if session.context_id == info.get("browserContextId") and session.nursery is not None:
-                            session.adopting += 1
-                            session.nursery.start_soon(self._adopt, session, info["targetId"])
-        except CDPClosed:
-            self._watched.discard(browser.generation)
-
-    async def _adopt(self, session: Session, target_id: str) -> None:
-        try:
-            tab = await self._new_tab(session, target_id)
-            session.opened.append(tab)
-            session.active = tab.name
-        except (CDPError, CDPClosed) as e:
-            log.info("browse: could not follow a new tab: %s", e)
-        finally:
-            session.adopting -= 1
-            session.adopted.set()
-            session.adopted = trio.Event()
 
     # --- requests ---------------------------------------------------------------------------------
 
@@ -247,13 +213,12 @@ class Browse:
         if not self.config.enabled:
             raise BrowseDisabled("browser automation is switched off (browse.enabled = false in the config); "
                                  "use fetch to read pages")
-        started = time.monotonic()
+        reply = Reply(rid, req.action, req.session, time.monotonic())
         session = self.sessions.get(req.session)
         if req.action == "close":
             if session is not None:
                 await self._close(session)
-            return BrowseResult(id=rid, op="browse", action="close", session=req.session, page=None, change="none",
-                                refs_reset=False, snapshot="", snapshot_kind="none", elapsed_ms=now_ms(started))
+            return reply.result(None)
         if session is None:
             async with self._opening:
                 session = self.sessions.get(req.session)
@@ -269,7 +234,7 @@ class Browse:
             session.last_used = trio.current_time()
             self._wake.set()
             try:
-                return await self._act(session, req, rid, progress, started)
+                return await self._act(session, req, reply, progress)
             except (CDPClosed, BrowserCrashed) as e:
                 await self._close(session)
                 raise BrowserUnavailable(f"the browser went away during the action ({e}); the session is closed: "
@@ -278,115 +243,56 @@ class Browse:
                 session.last_used = trio.current_time()
                 self._wake.set()
 
-    async def _act(self, session: Session, req: BrowseRequest, rid: Any, progress: ReportProgress,
-                   started: float) -> BrowseResult:
+    async def _act(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
         a = req.action
         if a == "tabs":
-            return await self._tabs(session, req, rid, started)
+            return await self._tabs(session, req, reply)
         if a == "open":
-            return await self._open(session, req, rid, progress, started)
+            return await self._open(session, req, reply, progress)
         tab = session.tab(req.tab)
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
         session.opened = []
-        tab.blocked = None
-        marks = tab.marks()
+        marks = tab.start_action()
         progress("browse", f"{a} on {tab.name}")
         if a == "snapshot":
-            return await self._snapshot(session, tab, req, rid, started)
+            return await snapshot(reply, tab, req, self.config.snapshot_chars)
         if a == "read":
-            return await self._read(session, tab, req, rid, started)
+            return await self._read(tab, req, reply)
         if a == "screenshot":
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
-            return await self._result(session, tab, req, rid, started, marks, snapshot=False,
+            return await self._answer(session, tab, reply, marks, snapshot=False,
                                       image=image, width=width, height=height)
-        step = _STEPS.get(a)
-        acted = await step(self, tab, req) if step is not None else _Acted()
-        return await self._settled(session, tab, req, rid, started, marks, acted)
+        step = STEPS.get(a)
+        acted = await step(tab, req) if step is not None else Acted()
+        return await self._settled(session, tab, reply, marks, acted)
 
-    async def _settled(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any, started: float,
-                       marks: Marks, acted: _Acted) -> BrowseResult:
+    async def _settled(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
+                       acted: Acted) -> BrowseResult:
         """After an action's step: wait for what it set off to settle, then tell what it changed."""
         step_done = time.monotonic()
         notes: list[str] = []
         if acted.settle:
             notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
-        log.debug("browse %s: acted in %d ms, settled in %d ms", req.action, (step_done - started) * 1000,
+        log.debug("browse %s: acted in %d ms, settled in %d ms", reply.action, (step_done - reply.started) * 1000,
                   (time.monotonic() - step_done) * 1000)
         if tab.blocked is not None:
             raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
                              f"shows an error page now (nav back returns to the page before)")
-        return await self._result(session, tab, req, rid, started, marks, full=acted.full, notes=notes or None,
-                                  **acted.fields)
+        return await self._answer(session, tab, reply, marks, full=acted.full, notes=notes or None, **acted.fields)
 
-    # --- one step per action: what it does to the tab (the result and settling are _settled's) ---
+    async def _answer(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
+                      **options: Any) -> BrowseResult:
+        """The result of an action on `tab`, once the tabs it opened joined the session."""
+        await session.adoptions_settled()
+        return await after_action(reply, tab, marks, session.opened, self.config.snapshot_chars, **options)
 
-    async def _nav(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        if req.to is None:
-            raise BadRequest("nav needs `to`: back, forward or reload")
-        await self._history(tab, req.to)
-        return _Acted(full=True)
+    # --- the verbs that answer on their own (the others are verbs.STEPS) ---------------------------
 
-    async def _click(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        await actions.click(tab, _need(req.ref, "click", "ref"), req.button, req.double)
-        return _Acted()
-
-    async def _fill(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        value = await actions.fill(tab, _need(req.ref, "fill", "ref"), _need(req.text, "fill", "text"))
-        if req.submit:
-            await actions.press(tab, "Enter")
-        return _Acted(fields={"value": value})
-
-    async def _type(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        if req.ref is not None:
-            await actions.focus(tab, req.ref)
-        await actions.type_text(tab, _need(req.text, "type", "text"))
-        return _Acted()
-
-    async def _press(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        if req.ref is not None:
-            await actions.focus(tab, req.ref)
-        await actions.press(tab, _need(req.key, "press", "key"))
-        return _Acted()
-
-    async def _select(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        value = await actions.select(tab, _need(req.ref, "select", "ref"), _need(req.values, "select", "values"))
-        return _Acted(fields={"value": value})
-
-    async def _check(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        value = await actions.check(tab, _need(req.ref, "check", "ref"), _need(req.checked, "check", "checked"))
-        return _Acted(fields={"value": value})
-
-    async def _hover(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        await actions.hover(tab, _need(req.ref, "hover", "ref"))
-        return _Acted()
-
-    async def _scroll(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        await actions.scroll(tab, req.ref, req.direction, req.px)
-        return _Acted()
-
-    async def _wait(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        waited_for = await actions.wait(tab, req.text, req.text_gone, req.url, req.ms, req.timeout_s or 10.0)
-        return _Acted(fields={"waited_for": waited_for}, settle=False)
-
-    async def _dialog(self, tab: BrowseTab, req: BrowseRequest) -> _Acted:
-        if tab.dialog is None:
-            raise BadRequest(f"no dialog is open on {tab.name}")
-        params: dict[str, Any] = {"accept": _need(req.accept, "dialog", "accept")}
-        if req.prompt_text is not None:
-            params["promptText"] = req.prompt_text
-        await tab.call("Page.handleJavaScriptDialog", params)
-        await tab.wait_for(lambda: tab.dialog is None)
-        return _Acted()
-
-    async def _open(self, session: Session, req: BrowseRequest, rid: Any, progress: ReportProgress,
-                    started: float) -> BrowseResult:
-        url = await _checked_url(_need(req.url, "open", "url"), self.policy)
+    async def _open(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
+        url = await checked_url(need(req.url, "open", "url"), self.policy)
         if req.new_tab or not session.tabs:
-            created = await session.browser.conn.call("Target.createTarget", {
-                "url": "about:blank", "browserContextId": session.context_id})
-            tab = await self._new_tab(session, created["targetId"])
-            session.active = tab.name
+            tab = await session.new_tab()
         else:
             tab = session.tab(req.tab)
             if tab.dialog is not None:
@@ -398,69 +304,26 @@ class Browse:
         notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
-        return await self._result(session, tab, req, rid, started, marks, full=True, notes=notes or None,
-                                  status=tab.status)
+        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status)
 
-    async def _history(self, tab: BrowseTab, to: str) -> None:
-        if to == "reload":
-            await tab.call("Page.reload")
-            await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
-            return
-        history = await tab.call("Page.getNavigationHistory")
-        index = history["currentIndex"] + (-1 if to == "back" else 1)
-        entries = history["entries"]
-        if not 0 <= index < len(entries):
-            raise BadRequest(f"there is no page to go {to} to in {tab.name}'s history")
-        await tab.call("Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]})
-
-    async def _snapshot(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any,
-                        started: float) -> BrowseResult:
-        whole = req.ref is None and req.find is None
-        snap = await tab.snapshot(req.mode, req.ref, req.find, both=whole)
-        if whole and snap.full is not None:
-            tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
-        title = snap.title
-        text = _header(tab, title) + "\n" + snap.text
-        if snap.truncated:
-            text += "\n- … (the page is larger than the snapshot's node budget: use find or ref to reach the rest)"
-        chunk, next_offset = page(text, req.offset, req.max_chars or self.config.snapshot_chars)
-        return BrowseResult(id=rid, op="browse", action="snapshot", session=session.name,
-                            page=PageInfo(tab=tab.name, url=tab.url, title=title), change="none", refs_reset=False,
-                            snapshot=chunk, snapshot_kind="full", elapsed_ms=now_ms(started),
-                            ref_count=sum(1 for line in snap.lines if "ref=e" in line), next_offset=next_offset)
-
-    async def _read(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any,
-                    started: float) -> BrowseResult:
-        child = await tab.child_frame(tab.ref_frame(req.ref), req.ref) if req.ref is not None else None
-        if child is not None and child in tab.frames:  # an iframe's ref: the frame's own document
-            html = await tab.evaluate(child, SHOWN_HTML.call())
-        elif req.ref is not None:
-            html = await tab.on_ref(req.ref, SHOWN_HTML)
-        else:
-            html = await tab.evaluate(tab.target_id, SHOWN_HTML.call())
-        extracted = await self.extractor.html(html or "", tab.url)
+    async def _read(self, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        html = await actions.shown_html(tab, req.ref)
+        extracted = await self.extractor.html(html, tab.url)
         content, next_offset = paginate(extracted.markdown, req.offset, req.max_chars or self.fetch_config.page_chars,
                                         self.fetch_config.page_lines)
         title = await tab.title()
-        return BrowseResult(id=rid, op="browse", action="read", session=session.name,
-                            page=PageInfo(tab=tab.name, url=tab.url, title=title), change="none", refs_reset=False,
-                            snapshot="", snapshot_kind="none", elapsed_ms=now_ms(started), content=content,
-                            next_offset=next_offset)
+        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), content=content, next_offset=next_offset)
 
-    async def _tabs(self, session: Session, req: BrowseRequest, rid: Any, started: float) -> BrowseResult:
+    async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         if req.do == "select":
-            tab = session.tab(_need(req.tab, "tabs select", "tab"))
+            tab = session.tab(need(req.tab, "tabs select", "tab"))
             session.active = tab.name
             await tab.call("Page.bringToFront")
         elif req.do == "close":
-            tab = session.tab(_need(req.tab, "tabs close", "tab"))
+            tab = session.tab(need(req.tab, "tabs close", "tab"))
             if len([t for t in session.tabs.values() if not t.closed]) == 1:
                 raise BadRequest(f"{tab.name} is the session's last tab; close the session instead (action close)")
-            await session.browser.conn.call("Target.closeTarget", {"targetId": tab.target_id})
-            tab.closed = True
-            del session.tabs[tab.name]
-            if session.active == tab.name:
-                session.active = list(session.tabs)[-1]
+            await session.close_tab(tab)
         infos = []
         for t in list(session.tabs.values()):
             if t.closed:
@@ -468,119 +331,4 @@ class Browse:
             infos.append(TabInfo(tab=t.name, url=t.url, title=await t.title(), active=t.name == session.active))
         active = session.tabs.get(session.active or "")
         shown = PageInfo(tab=active.name, url=active.url, title=await active.title()) if active else None
-        return BrowseResult(id=rid, op="browse", action="tabs", session=session.name, page=shown,
-                            change="none", refs_reset=False, snapshot="", snapshot_kind="none",
-                            elapsed_ms=now_ms(started), tabs=infos)
-
-    async def _result(self, session: Session, tab: BrowseTab, req: BrowseRequest, rid: Any, started: float,
-                      marks: Marks, *, full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
-        """The common fields: the page, what changed, and the snapshot (whole, or what changed)."""
-        await _adoptions_settled(session)
-        if session.opened:
-            fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in session.opened]
-            tab = session.opened[-1]  # the newest tab is the active one now: show it
-            full = True
-        navigated = tab.doc_gen != marks.doc_gen or bool(session.opened)
-        change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
-        fields.update(_events_since(tab, marks))
-        if snapshot and tab.dialog is None:
-            shown = await self._shown(tab, whole=full or navigated)
-        else:
-            shown = _Shown(title=await tab.title())
-        if shown.dom_changed and change == "none":
-            change = "dom"
-        text = _header(tab, shown.title) + "\n" + shown.body if shown.kind != "none" else ""
-        chunk, next_offset = page(text, 0, self.config.snapshot_chars)
-        if next_offset is not None:
-            fields["next_offset"] = next_offset
-        return BrowseResult(id=rid, op="browse", action=req.action, session=session.name,
-                            page=PageInfo(tab=tab.name, url=tab.url, title=shown.title), change=change,  # type: ignore[arg-type]
-                            refs_reset=navigated, snapshot=chunk, snapshot_kind=shown.kind,  # type: ignore[arg-type]
-                            elapsed_ms=now_ms(started), **fields)
-
-    async def _shown(self, tab: BrowseTab, *, whole: bool) -> _Shown:
-        """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
-        snap = await tab.snapshot("interactive", None, None, both=True)
-        old = tab.last_lines if tab.last_doc_gen == tab.doc_gen else None
-        assert snap.full is not None
-        tab.last_lines, tab.last_doc_gen = snap.full, tab.doc_gen
-        if whole or old is None:
-            return _Shown(snap.title, "full", snap.text)
-        # what changed is told from every line, text included ("Profile saved"), not only controls
-        added, removed = diff(old, snap.full)
-        added = [line.lstrip() for line in added]
-        if not added and not removed:
-            return _Shown(snap.title)
-        body = "\n".join(added + ([f"- (removed: {', '.join(removed)})"] if removed else []))
-        if len(body) > len(snap.text):
-            return _Shown(snap.title, "full", snap.text, dom_changed=True)
-        return _Shown(snap.title, "diff", body, dom_changed=True)
-
-
-@dataclass
-class _Acted:
-    """What an action's step leaves for its result: fields to report, whether the snapshot is shown whole
-    (a navigation), and whether to wait for the page to settle (a wait has waited already)."""
-
-    fields: dict[str, Any] = field(default_factory=dict)
-    full: bool = False
-    settle: bool = True
-
-
-class _Shown(NamedTuple):
-    """The snapshot a result shows: its kind (full, diff or none), and whether the document's lines changed."""
-
-    title: str
-    kind: str = "none"
-    body: str = ""
-    dom_changed: bool = False
-
-
-# Each action's step by name; snapshot, read, screenshot, tabs and open answer in _act on their own.
-_Step = Callable[[Browse, BrowseTab, BrowseRequest], Awaitable[_Acted]]
-_STEPS: dict[str, _Step] = {
-    "nav": Browse._nav, "click": Browse._click, "fill": Browse._fill, "type": Browse._type,
-    "press": Browse._press, "select": Browse._select, "check": Browse._check, "hover": Browse._hover,
-    "scroll": Browse._scroll, "wait": Browse._wait, "dialog": Browse._dialog,
-}
-
-
-async def _adoptions_settled(session: Session) -> None:
-    """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
-    if session.adopting:
-        with trio.move_on_after(2):
-            while session.adopting:
-                await session.adopted.wait()
-
-
-def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
-    """The dialog (the latest) and downloads the page raised since the action began."""
-    events: dict[str, Any] = {}
-    dialogs = tab.dialogs[marks.dialogs:]
-    if dialogs:
-        events["dialog"] = dialogs[-1]
-    if len(tab.downloads) > marks.downloads:
-        events["downloads"] = tab.downloads[marks.downloads:]
-    return events
-
-def _header(tab: BrowseTab, title: str) -> str:
-    return f"[{tab.name}] {title or '(no title)'} — {tab.url}"
-
-
-def _need(value: Any, action: str, name: str) -> Any:
-    if value is None:
-        raise BadRequest(f"{action} needs `{name}`")
-    return value
-
-
-async def _checked_url(url: str, policy: AddressPolicy) -> str:
-    """http(s) only, through the address policy; the fragment is kept (single-page apps route by it)."""
-    scheme = url.split(":", 1)[0].strip().lower() if ":" in url else ""
-    if scheme in REFUSED_SCHEMES:
-        raise BlockedUrl(f"{scheme}: URLs are not opened by browse; it opens http(s) pages only")
-    base, _, fragment = url.partition("#")
-    try:
-        checked = await prepare_url(base, policy)
-    except WebfetchError:
-        raise
-    return checked + (f"#{fragment}" if fragment else "")
+        return reply.result(shown, tabs=infos)

@@ -6,7 +6,7 @@ see or change it), because Chrome's accessibility tree is too slow for big pages
 follow the accessibility rules closely enough for an agent (explicit role, then the element's own role;
 aria-labelledby, aria-label, label, placeholder, title, then text content). Refs live in the world as a
 ref -> element map, so the same element keeps its ref; a new document starts an empty world, and the
-daemon knows every ref's document (browse.py), so an old ref is `stale_ref`, never a guess.
+daemon knows every ref's document (tab.py), so an old ref is `stale_ref`, never a guess.
 Long runs of similar siblings are collapsed (`find` reaches them) and the walk has a node budget.
 """
 
@@ -36,19 +36,6 @@ class Snapshot:
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
-
-
-def page(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
-    """`max_chars` of `text` from `offset`, cut at a line end where possible; and the next offset or None."""
-    if offset >= len(text):
-        return "", None
-    end = offset + max_chars
-    if end >= len(text):
-        return text[offset:], None
-    cut = text.rfind("\n", offset, end)
-    if cut <= offset:
-        cut = end
-    return text[offset:cut], cut + (1 if text[cut:cut + 1] == "\n" else 0)
 
 
 def diff(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:

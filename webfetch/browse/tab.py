@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -14,9 +14,10 @@ import trio
 
 from .._trio import single_error
 from ..cdp import CDPClosed, CDPError, Subscription
-from ..chrome import Browser
+from ..chrome import CRASH_EVENTS, PageTarget
 from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
 from ..page_scripts import Script, invoke, load
+from ..proxy import Failure
 from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
@@ -56,62 +57,149 @@ class Marks:
     downloads: int
 
 
-@dataclass
 class BrowseTab:
-    name: str                       # t1, t2, …
-    browser: Browser
-    target_id: str
-    session_id: str
-    gate: HostGate                  # the session's: the address policy for every request of the page
-    url: str = "about:blank"
-    frames: dict[str, FrameInfo] = field(default_factory=dict)
-    refs: dict[str, RefInfo] = field(default_factory=dict)
-    next_ref: int = 1
-    doc_gen: int = 0                # main-frame documents committed
-    same_doc: int = 0               # history pushes and fragment changes in the main frame
-    loading_frames: set[str] = field(default_factory=set)  # frames whose document is loading
-    request_seq: int = 0
-    inflight: dict[str, int] = field(default_factory=dict)  # Network requestId -> its sequence number
-    dialog: dict[str, str] | None = None                    # an open confirm or prompt
-    dialogs: list[dict[str, str]] = field(default_factory=list)  # every dialog seen, in order
-    downloads: list[dict[str, Any]] = field(default_factory=list)
-    status: int | None = None       # the main document's HTTP status
-    blocked: str | None = None      # why the address policy refused the last main-frame navigation
-    worlds: dict[str, tuple[str, int]] = field(default_factory=dict)  # frame -> (loader, context id)
-    last_lines: list[str] | None = None
-    last_doc_gen: int = -1          # the document last_lines shows
-    crashed: bool = False
-    closed: bool = False
-    _changed: trio.Event = field(default_factory=trio.Event)
+    """One page of a session. Its state is its own: the event pump (`run`) keeps it true to the page, the
+    other modules read it through the properties below and change it only through its methods."""
+
+    def __init__(self, name: str, page: PageTarget, gate: HostGate) -> None:
+        self._name = name               # t1, t2, …
+        self._page = page
+        self._gate = gate               # the session's: the address policy for every request of the page
+        self._url = "about:blank"
+        self._frames: dict[str, FrameInfo] = {}
+        self._refs: dict[str, RefInfo] = {}
+        self._next_ref = 1
+        self._doc_gen = 0               # main-frame documents committed
+        self._same_doc = 0              # history pushes and fragment changes in the main frame
+        self._loading_frames: set[str] = set()  # frames whose document is loading
+        self._request_seq = 0
+        self._inflight: dict[str, int] = {}     # Network requestId -> its sequence number
+        self._dialog: dict[str, str] | None = None           # an open confirm or prompt
+        self._dialogs: list[dict[str, str]] = []             # every dialog seen, in order
+        self._downloads: list[dict[str, Any]] = []
+        self._status: int | None = None     # the main document's HTTP status
+        self._blocked: str | None = None    # why the address policy refused the last main-frame navigation
+        self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
+        self._last_lines: list[str] | None = None
+        self._last_doc_gen = -1             # the document _last_lines shows
+        self._crashed = False
+        self._closed = False
+        self._changed = trio.Event()
+
+    # --- what others read ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def target_id(self) -> str:
+        """The page target, which is also the id of its main frame."""
+        return self._page.target_id
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def dialog(self) -> dict[str, str] | None:
+        """The confirm or prompt open now, if one is."""
+        return self._dialog
+
+    @property
+    def dialogs(self) -> Sequence[dict[str, str]]:
+        """Every dialog the page raised, in order."""
+        return self._dialogs
+
+    @property
+    def downloads(self) -> Sequence[dict[str, Any]]:
+        """Every download the page started (each refused), in order."""
+        return self._downloads
+
+    @property
+    def status(self) -> int | None:
+        """The main document's HTTP status, if it came from the network."""
+        return self._status
+
+    @property
+    def blocked(self) -> str | None:
+        """Why the address policy refused the latest main-frame navigation since the action began, if it did."""
+        return self._blocked
+
+    @property
+    def doc_gen(self) -> int:
+        """Main-frame documents committed so far."""
+        return self._doc_gen
+
+    @property
+    def same_doc(self) -> int:
+        """History pushes and fragment changes in the main frame so far."""
+        return self._same_doc
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def loading(self) -> bool:
-        return bool(self.loading_frames)
+        return bool(self._loading_frames)
 
     # methods, not properties: they change under an await, which type checkers would not expect
     def dialog_pending(self) -> bool:
-        return self.dialog is not None
+        return self._dialog is not None
 
     def navigating(self) -> bool:
-        return self.target_id in self.loading_frames
+        return self.target_id in self._loading_frames
 
     @property
     def main_loading(self) -> bool:
-        return self.target_id in self.loading_frames
+        return self.target_id in self._loading_frames
+
+    def has_frame(self, frame: str) -> bool:
+        return frame in self._frames
+
+    def connect_failure(self, host: str) -> Failure | None:
+        """Why the address-policy proxy failed the latest connection to `host`, if it did lately."""
+        return self._page.connect_failure(host)
+
+    # --- what others change, through the tab ---------------------------------------------------------
+
+    def start_action(self) -> Marks:
+        """Where the tab stands as an action begins; a refusal of an earlier action's navigation is forgotten."""
+        self._blocked = None
+        return self.marks()
+
+    def start_navigation(self) -> None:
+        """Forget the last navigation's status and refusal: the caller is about to navigate."""
+        self._blocked = None
+        self._status = None
+
+    def previous_lines(self) -> list[str] | None:
+        """The last whole snapshot's lines, if it showed the document the tab shows now."""
+        return self._last_lines if self._last_doc_gen == self._doc_gen else None
+
+    def remember_lines(self, lines: list[str]) -> None:
+        """Keep a whole snapshot of the current document, to tell what the next action changed."""
+        self._last_lines, self._last_doc_gen = lines, self._doc_gen
+
+    def mark_closed(self) -> None:
+        """The tab is gone (closed by the agent, or its session ended): waits on it end."""
+        self._closed = True
+        self._pulse()
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.browser.conn.call(method, params, self.session_id)
+        return await self._page.call(method, params)
 
     # --- events --------------------------------------------------------------------------------
 
-    def pulse(self) -> None:
+    def _pulse(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
     async def wait_for(self, condition: Callable[[], bool]) -> None:
         """Until `condition()` holds, re-checked on every event of the tab (no polling)."""
         while not condition():
-            if self.closed or self.crashed:
+            if self._closed or self._crashed:
                 raise CDPClosed("the tab is gone")
             await self._changed.wait()
 
@@ -127,19 +215,32 @@ class BrowseTab:
 
     def _learn_frames(self, node: dict[str, Any], parent: str | None) -> None:
         f = node["frame"]
-        self.frames[f["id"]] = FrameInfo(parent, f.get("loaderId", ""), f.get("url", ""))
+        self._frames[f["id"]] = FrameInfo(parent, f.get("loaderId", ""), f.get("url", ""))
         if parent is None:
-            self.url = f.get("url", self.url)
+            self._url = f.get("url", self._url)
         for child in node.get("childFrames", []):
             self._learn_frames(child, f["id"])
 
-    async def pump(self, sub: Subscription) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The tab's event pump, run in its session's nursery (not a request's): started once it hears the
+        tab's events, it keeps the tab's state true to them until the tab or the browser goes."""
+        # a page loading hundreds of resources at once sends thousands of events: room for them
+        with self._page.subscribe(buffer=16_384) as sub:
+            task_status.started()
+            try:
+                await self._pump(sub)
+            except CDPClosed:
+                pass
+            finally:
+                self.mark_closed()
+
+    async def _pump(self, sub: Subscription) -> None:
         """Handle the tab's events until it closes; requests are answered in tasks of their own."""
         async with trio.open_nursery() as nursery:
             while True:
                 event = await sub.receive()
                 self._event(event.get("method", ""), event.get("params", {}), nursery)
-                self.pulse()
+                self._pulse()
 
     def _event(self, method: str, p: dict[str, Any], nursery: trio.Nursery) -> None:
         handler = _EVENT_HANDLERS.get(method)
@@ -152,59 +253,59 @@ class BrowseTab:
         nursery.start_soon(self._paused_safely, p)
 
     def _on_request_sent(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        if p["requestId"] not in self.inflight:
-            self.request_seq += 1
-            self.inflight[p["requestId"]] = self.request_seq
+        if p["requestId"] not in self._inflight:
+            self._request_seq += 1
+            self._inflight[p["requestId"]] = self._request_seq
 
     def _on_request_ended(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.inflight.pop(p["requestId"], None)
+        self._inflight.pop(p["requestId"], None)
 
     def _on_frame_navigated(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         f = p["frame"]
         parent = f.get("parentId")
-        old = self.frames.get(f["id"])
-        self.frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
+        old = self._frames.get(f["id"])
+        self._frames[f["id"]] = FrameInfo(parent, f["loaderId"], f["url"])
         if parent is None:
-            self.url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
+            self._url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
             if old is None or old.loader != f["loaderId"]:
-                self.doc_gen += 1
+                self._doc_gen += 1
                 # requests of the old document will never report their end
-                self.inflight.clear()
+                self._inflight.clear()
 
     def _on_frame_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.frames.pop(p["frameId"], None)
-        self.loading_frames.discard(p["frameId"])
+        self._frames.pop(p["frameId"], None)
+        self._loading_frames.discard(p["frameId"])
 
     def _on_navigated_within_document(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         if p["frameId"] == self.target_id:
-            self.url = p["url"]
-            self.same_doc += 1
+            self._url = p["url"]
+            self._same_doc += 1
 
     def _on_frame_started_loading(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.loading_frames.add(p["frameId"])
+        self._loading_frames.add(p["frameId"])
 
     def _on_frame_stopped_loading(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.loading_frames.discard(p["frameId"])
+        self._loading_frames.discard(p["frameId"])
 
     def _on_dialog_opening(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         dialog = {"type": p.get("type", "alert"), "message": p.get("message", "")}
         if p.get("type") == "prompt":
             dialog["default_prompt"] = p.get("defaultPrompt", "")
-        self.dialogs.append(dialog)
+        self._dialogs.append(dialog)
         if dialog["type"] in ("alert", "beforeunload"):
             # nothing to decide: accepted at once and reported with the action's result
             nursery.start_soon(self._accept_dialog)
         else:
-            self.dialog = dialog
+            self._dialog = dialog
 
     def _on_dialog_closed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.dialog = None
+        self._dialog = None
 
     def _on_crashed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.crashed = True
+        self._crashed = True
 
     def _on_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.closed = True
+        self._closed = True
 
     async def _accept_dialog(self) -> None:
         try:
@@ -228,20 +329,20 @@ class BrowseTab:
             disposition = headers.get("content-disposition", "")
             if status is not None and status < 300 and (
                     disposition.lower().startswith("attachment") or classify(headers.get("content-type")) == "other"):
-                self.downloads.append({"url": url, "filename": _filename(disposition, url), "refused": True})
+                self._downloads.append({"url": url, "filename": _filename(disposition, url), "refused": True})
                 # "204 No Content" leaves the tab on the page it shows (a failed request would put an error
                 # page in its place); the file is never written
                 await self.call("Fetch.fulfillRequest", {"requestId": rid, "responseCode": 204, "body": ""})
                 return
             if main:
-                self.status = status
+                self._status = status
             await self.call("Fetch.continueRequest", {"requestId": rid})
             return
-        why = await self.gate.check(url)
+        why = await self._gate.check(url)
         if why is not None:
             log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
             if main:
-                self.blocked = why
+                self._blocked = why
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
         await self.call("Fetch.continueRequest", {"requestId": rid})
@@ -251,7 +352,7 @@ class BrowseTab:
     async def unless_dialog(self, fn: Callable[[], Awaitable[Any]]) -> Any:
         """`fn()`, unless a confirm or prompt opens first: then None. (While one is open, script in the
         page and the mouse release never return.)"""
-        if self.dialog is not None:
+        if self._dialog is not None:
             return None
         result: list[Any] = []
 
@@ -262,14 +363,14 @@ class BrowseTab:
         with single_error():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(run, nursery.cancel_scope)
-                await self.wait_for(lambda: self.dialog is not None)
+                await self.wait_for(lambda: self._dialog is not None)
                 nursery.cancel_scope.cancel()
         return result[0] if result else None
 
     async def in_world(self, frame: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A Runtime call in the frame's isolated world (`contextId` or `executionContextId` filled in);
         a world that vanished under us (the document was replaced a moment ago) is made again once."""
-        if self.dialog is not None:
+        if self._dialog is not None:
             raise self.dialog_open()
         for attempt in (1, 2):
             ctx = await self.world(frame)
@@ -279,7 +380,7 @@ class BrowseTab:
             except CDPError as e:
                 if attempt == 2 or "context" not in e.message.lower():
                     raise
-                self.worlds.pop(frame, None)
+                self._worlds.pop(frame, None)
                 continue
             if reply is None:
                 raise self.dialog_open()
@@ -288,16 +389,16 @@ class BrowseTab:
 
     async def world(self, frame: str) -> int:
         """The isolated world of `frame`'s current document, with the snapshot library installed."""
-        info = self.frames.get(frame)
+        info = self._frames.get(frame)
         if info is None:
             raise StaleRef("that frame is gone from the page; take a new snapshot")
-        known = self.worlds.get(frame)
+        known = self._worlds.get(frame)
         if known is not None and known[0] == info.loader:
             return known[1]
         ctx = (await self.call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD_NAME,
                                                            "grantUniveralAccess": False}))["executionContextId"]
         await self._check(await self.call("Runtime.evaluate", {"expression": PAGE_JS, "contextId": ctx}))
-        self.worlds[frame] = (info.loader, int(ctx))
+        self._worlds[frame] = (info.loader, int(ctx))
         return int(ctx)
 
     async def evaluate(self, frame: str, expression: str) -> Any:
@@ -309,7 +410,7 @@ class BrowseTab:
     async def on_element(self, object_id: str, script: Script, *args: Any, objects: tuple[str, ...] = ()) -> Any:
         """`script`'s function called with the element as `this`, in its isolated world; `objects` come after
         `args` as elements."""
-        if self.dialog is not None:
+        if self._dialog is not None:
             raise self.dialog_open()
         arguments = [{"value": a} for a in args] + [{"objectId": o} for o in objects]
         reply = await self.unless_dialog(lambda: self.call("Runtime.callFunctionOn", {
@@ -328,7 +429,7 @@ class BrowseTab:
         return reply
 
     def dialog_open(self) -> DialogOpen:
-        d = self.dialog or {}
+        d = self._dialog or {}
         return DialogOpen(f"a {d.get('type')} dialog is open on {self.name} ({d.get('message', '')!r}); answer it "
                           f"with the dialog action (accept true or false) before anything else on this tab")
 
@@ -336,10 +437,10 @@ class BrowseTab:
 
     def ref_frame(self, ref: str) -> str:
         """The frame of a ref's document; unknown_ref or stale_ref."""
-        info = self.refs.get(ref)
+        info = self._refs.get(ref)
         if info is None:
             raise UnknownRef(f"{ref} was never given out on tab {self.name}; take a snapshot and use a ref from it")
-        frame = self.frames.get(info.frame)
+        frame = self._frames.get(info.frame)
         if frame is None or frame.loader != info.loader:
             raise StaleRef(f"{ref} belongs to a document that is gone (the page navigated); take a new snapshot "
                            f"and use the refs it shows")
@@ -374,13 +475,13 @@ class BrowseTab:
 
     async def _frame_lines(self, frame: str, base: int,
                            opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
-        loader = self.frames[frame].loader
-        got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self.next_ref}))
+        loader = self._frames[frame].loader
+        got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
-        self.next_ref = got["next"]
+        self._next_ref = got["next"]
         for r in got["created"]:
-            self.refs[r] = RefInfo(frame, loader)
+            self._refs[r] = RefInfo(frame, loader)
         truncated = bool(got["truncated"])
         child_opts = opts | {"ref": None}
         inlined: dict[str, tuple[list[str], list[str]]] = {}  # iframe ref -> its lines (both views)
@@ -394,7 +495,7 @@ class BrowseTab:
                     continue
                 if iframe_ref not in inlined:
                     child = await self.child_frame(frame, iframe_ref)
-                    if child is None or child not in self.frames:
+                    if child is None or child not in self._frames:
                         inlined[iframe_ref] = ([], [])
                         continue
                     try:
@@ -424,7 +525,7 @@ class BrowseTab:
     # --- waiting for what an action started --------------------------------------------------------
 
     def marks(self) -> Marks:
-        return Marks(self.doc_gen, self.same_doc, self.request_seq, len(self.dialogs), len(self.downloads))
+        return Marks(self._doc_gen, self._same_doc, self._request_seq, len(self._dialogs), len(self._downloads))
 
     async def settle(self, since: Marks, nav_timeout_s: float, settle_s: float) -> list[str]:
         """Wait as a person would: a navigation the action started loads (at most `nav_timeout_s`), then the
@@ -458,7 +559,7 @@ class BrowseTab:
         (the caller tells which). True when `settle_s` ran out first: the page was still busy."""
         def idle() -> bool:
             # no frame loading (a form posted in an iframe), none of the action's requests pending
-            return not self.loading and not any(seq > since.request_seq for seq in self.inflight.values())
+            return not self.loading and not any(seq > since.request_seq for seq in self._inflight.values())
 
         with trio.move_on_after(settle_s) as quiet:
             while True:
@@ -474,8 +575,7 @@ class BrowseTab:
         return quiet.cancelled_caught
 
     async def title(self) -> str:
-        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
-        return str(info.get("title") or "")
+        return await self._page.title()
 
 
 # CDP event name -> the BrowseTab method that keeps the tab's state true to it; other events are ignored.
@@ -491,8 +591,7 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Page.frameStoppedLoading": BrowseTab._on_frame_stopped_loading,
     "Page.javascriptDialogOpening": BrowseTab._on_dialog_opening,
     "Page.javascriptDialogClosed": BrowseTab._on_dialog_closed,
-    "Inspector.targetCrashed": BrowseTab._on_crashed,
-    "Target.targetCrashed": BrowseTab._on_crashed,
+    **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }
 

@@ -53,17 +53,18 @@ def check_packages() -> Check:
 
 async def _browser_version(config: Config) -> str:
     from ..cdp import open_cdp
+    from ..chrome import browser_version
     from ..launch import find_chrome, launch_chrome
 
     with trio.fail_after(45):
         if config.browser.endpoint:
             async with open_cdp(config.browser.endpoint) as conn:
-                return str((await conn.call("Browser.getVersion"))["product"])
+                return await browser_version(conn)
         executable = find_chrome(config.browser.executable)
         assert executable is not None
         async with launch_chrome(executable, config.browser.args) as (ws_url, _proc):
             async with open_cdp(ws_url) as conn:
-                return str((await conn.call("Browser.getVersion"))["product"])
+                return await browser_version(conn)
 
 
 def check_chrome(config: Config) -> Check:

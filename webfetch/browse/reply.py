@@ -1,0 +1,126 @@
+"""What a browse request answers: the result's common fields, the page line, the snapshot an action shows
+(whole, or what changed since the last one of the same document, cut to size), and the dialogs and
+downloads the page raised meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..protocol import BrowseRequest, BrowseResult, PageInfo
+from .snapshot import diff
+from .tab import BrowseTab, Marks, now_ms
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One request's answer in the making: its id, action and session, and when it began."""
+
+    rid: Any
+    action: str
+    session: str
+    started: float
+
+    def result(self, page: PageInfo | None, **fields: Any) -> BrowseResult:
+        """The result; it shows no change and no snapshot unless `fields` say otherwise."""
+        common: dict[str, Any] = {"change": "none", "refs_reset": False, "snapshot": "", "snapshot_kind": "none"}
+        return BrowseResult(id=self.rid, op="browse", action=self.action, session=self.session, page=page,
+                            elapsed_ms=now_ms(self.started), **(common | fields))
+
+
+async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Sequence[BrowseTab], max_chars: int, *,
+                       full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
+    """The result of an action that may have changed the page: the page, what changed since `marks`, and the
+    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown."""
+    if opened:
+        fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in opened]
+        tab = opened[-1]  # the newest tab is the active one now: show it
+        full = True
+    navigated = tab.doc_gen != marks.doc_gen or bool(opened)
+    change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
+    fields.update(_events_since(tab, marks))
+    if snapshot and tab.dialog is None:
+        shown = await _shown(tab, whole=full or navigated)
+    else:
+        shown = _Shown(title=await tab.title())
+    if shown.dom_changed and change == "none":
+        change = "dom"
+    text = header(tab, shown.title) + "\n" + shown.body if shown.kind != "none" else ""
+    chunk, next_offset = page(text, 0, max_chars)
+    if next_offset is not None:
+        fields["next_offset"] = next_offset
+    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=shown.title), change=change,
+                        refs_reset=navigated, snapshot=chunk, snapshot_kind=shown.kind, **fields)
+
+
+async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: int) -> BrowseResult:
+    """The snapshot action's result: the tab (or a ref's subtree, or what matches `find`) as text, a page of it."""
+    whole = req.ref is None and req.find is None
+    snap = await tab.snapshot(req.mode, req.ref, req.find, both=whole)
+    if whole and snap.full is not None:
+        tab.remember_lines(snap.full)
+    title = snap.title
+    text = header(tab, title) + "\n" + snap.text
+    if snap.truncated:
+        text += "\n- … (the page is larger than the snapshot's node budget: use find or ref to reach the rest)"
+    chunk, next_offset = page(text, req.offset, req.max_chars or max_chars)
+    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), snapshot=chunk, snapshot_kind="full",
+                        ref_count=sum(1 for line in snap.lines if "ref=e" in line), next_offset=next_offset)
+
+
+class _Shown(NamedTuple):
+    """The snapshot a result shows: its kind (full, diff or none), and whether the document's lines changed."""
+
+    title: str
+    kind: str = "none"
+    body: str = ""
+    dom_changed: bool = False
+
+
+async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
+    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
+    snap = await tab.snapshot("interactive", None, None, both=True)
+    old = tab.previous_lines()
+    assert snap.full is not None
+    tab.remember_lines(snap.full)
+    if whole or old is None:
+        return _Shown(snap.title, "full", snap.text)
+    # what changed is told from every line, text included ("Profile saved"), not only controls
+    added, removed = diff(old, snap.full)
+    added = [line.lstrip() for line in added]
+    if not added and not removed:
+        return _Shown(snap.title)
+    body = "\n".join(added + ([f"- (removed: {', '.join(removed)})"] if removed else []))
+    if len(body) > len(snap.text):
+        return _Shown(snap.title, "full", snap.text, dom_changed=True)
+    return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
+    """The dialog (the latest) and downloads the page raised since the action began."""
+    events: dict[str, Any] = {}
+    dialogs = tab.dialogs[marks.dialogs:]
+    if dialogs:
+        events["dialog"] = dialogs[-1]
+    if len(tab.downloads) > marks.downloads:
+        events["downloads"] = list(tab.downloads[marks.downloads:])
+    return events
+
+
+def header(tab: BrowseTab, title: str) -> str:
+    """The page line that heads a snapshot: the tab, its title and its address."""
+    return f"[{tab.name}] {title or '(no title)'} — {tab.url}"
+
+
+def page(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
+    """`max_chars` of `text` from `offset`, cut at a line end where possible; and the next offset or None."""
+    if offset >= len(text):
+        return "", None
+    end = offset + max_chars
+    if end >= len(text):
+        return text[offset:], None
+    cut = text.rfind("\n", offset, end)
+    if cut <= offset:
+        cut = end
+    return text[offset:cut], cut + (1 if text[cut:cut + 1] == "\n" else 0)
