@@ -236,11 +236,14 @@ class BrowseTab:
 
     async def _pump(self, sub: Subscription) -> None:
         """Handle the tab's events until it closes; requests are answered in tasks of their own."""
-        async with trio.open_nursery() as nursery:
-            while True:
-                event = await sub.receive()
-                self._event(event.get("method", ""), event.get("params", {}), nursery)
-                self._pulse()
+        # the subscription's end (CDPClosed) leaves as itself, not wrapped in the nursery's ExceptionGroup,
+        # so `run` ends quietly instead of taking the session's nursery down with it
+        with single_error():
+            async with trio.open_nursery() as nursery:
+                while True:
+                    event = await sub.receive()
+                    self._event(event.get("method", ""), event.get("params", {}), nursery)
+                    self._pulse()
 
     def _event(self, method: str, p: dict[str, Any], nursery: trio.Nursery) -> None:
         handler = _EVENT_HANDLERS.get(method)
