@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from webfetch import __version__
 from webfetch.config import log_path_for
 
 from .support.client import run_cli
@@ -166,3 +167,58 @@ def test_stop_under_socket_activation_leaves_the_socket_to_systemd_and_says_so(s
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_changed_config_restarts_an_idle_background_daemon_and_is_named_for_a_busy_one(short_tmp, site):
+    """Issue 26's trap end to end: the first fetch starts a daemon with the defaults (127.0.0.1 refused);
+    the user writes the config the error names; the next fetch gets a daemon that reads it."""
+    path = short_tmp / "wf.sock"
+    cfg = short_tmp / "xdg" / "webfetch" / "config.toml"
+    env = {"WEBFETCH_SOCKET": str(path), "XDG_CONFIG_HOME": str(short_tmp / "xdg"), "WEBFETCH_CONFIG": ""}
+    try:
+        blocked = run_cli("fetch", site.url("/article"), env=env)
+        assert blocked.returncode == 1 and "blocked_url" in blocked.stderr, blocked.stderr
+        first = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]
+        assert first["config"] is None
+        cfg.parent.mkdir(parents=True)
+        cfg.write_text('[fetch]\nallow_private = true\n[subagent]\ncommand = "/nonexistent/pi-for-tests"\n')
+        fetched = run_cli("fetch", site.url("/article"), env=env)
+        assert fetched.returncode == 0 and ARTICLE_TEXT[0] in fetched.stdout, fetched.stderr
+        assert fetched.stderr == (f"webfetch: restarted the daemon (pid {first['pid']}), which read no config file "
+                                  f"(all defaults), and this command reads {cfg}\n")
+        second = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]
+        # the same file changed on disk, while a browse session is open: named, not restarted
+        opened = request(path, {"op": "browse", "session": "s1", "action": "open", "url": site.url("/article")})
+        assert opened["type"] == "result", opened
+        cfg.write_text(cfg.read_text() + "[cache]\nttl_s = 60\n")
+        again = run_cli("fetch", site.url("/article"), env=env)
+        assert again.returncode == 0 and ARTICLE_TEXT[0] in again.stdout
+        assert again.stderr == (f"webfetch: the running daemon (pid {second['pid']}) read {cfg} before it last "
+                                f"changed; `webfetch restart` gives you one that runs this command's\n")
+        status = run_cli("status", env=env)
+        assert (f"\nnote:     this daemon read {cfg} before it last changed; `webfetch restart` gives you one "
+                f"that runs this command's\n") in status.stdout
+        assert json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]["pid"] == second["pid"]
+    finally:
+        run_cli("stop", env=env)
+
+
+def test_a_daemon_of_another_version_is_named_with_the_command_that_fixes_it(short_tmp, site):
+    """An upgrade leaves the old daemon serving: simulated by a real daemon that reports another version."""
+    path = short_tmp / "wf.sock"
+    cfg = write_config(short_tmp)
+    old = ("import sys, webfetch; webfetch.__version__ = '0.0.1-old'; from webfetch.frontends.cli import main; "
+           "sys.exit(main(sys.argv[1:]))")
+    with open(short_tmp / "old.stderr", "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", old, "serve", "--socket", str(path), "--config", str(cfg)],
+                                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    try:
+        wait_until("the socket", path.exists)
+        r = run_cli("fetch", "--socket", str(path), "--config", str(cfg), site.url("/article"))
+        assert r.returncode == 0 and ARTICLE_TEXT[0] in r.stdout
+        assert r.stderr == (f"webfetch: the running daemon (pid {proc.pid}) runs webfetch 0.0.1-old, and this is "
+                            f"{__version__}; `webfetch restart` gives you one that runs this command's\n")
+        assert proc.poll() is None, "a daemon in a terminal is not restarted behind its user's back"
+    finally:
+        proc.terminate()
+        proc.wait(30)

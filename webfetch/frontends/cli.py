@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import pi_install
 
         return pi_install.main(args.action, config, args.socket)
-    return _client_command(args, path)
+    return _client_command(args, path, source)
 
 
 def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Namespace) -> int:
@@ -154,9 +154,12 @@ def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Name
     return 0
 
 
-def _client_command(args: argparse.Namespace, path: Path) -> int:
+def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) -> int:
     from .client import Client, ClientError
+    from .skew import reconcile
 
+    if args.command != "status":  # status shows the difference itself
+        reconcile(path, source)
     try:
         with Client(path, config=args.config) as client:
             if args.command == "fetch":
@@ -167,7 +170,7 @@ def _client_command(args: argparse.Namespace, path: Path) -> int:
                 from . import browse_cli
 
                 return browse_cli.run(client, args)
-            return _status(client, args)
+            return _status(client, args, source)
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
@@ -245,7 +248,9 @@ def _daemon_lines(d: dict[str, Any]) -> str:
             f"socket:   {socket}\nconfig:   {config}\nlog:      {log}")
 
 
-def _status(client: Client, args: argparse.Namespace) -> int:
+def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> int:
+    from .skew import difference
+
     for frame in client.request("status"):
         if frame.get("type") == "error":
             print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
@@ -266,5 +271,8 @@ def _status(client: Client, args: argparse.Namespace) -> int:
         print(f"browse:   {_browse_state(frame)}")
         for problem in frame.get("problems", []):
             print(f"problem:  {problem}")
+        what = difference(frame, source)
+        if what is not None:
+            print(f"note:     this daemon {what}; `webfetch restart` gives you one that runs this command's")
         return 1 if frame.get("problems") else 0
     return 1

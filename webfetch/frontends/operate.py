@@ -31,30 +31,45 @@ def running_status(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def stop(path: Path) -> tuple[int, dict[str, Any] | None]:
-    """Stop the daemon on `path` and wait until it is gone; (exit code, its stop answer)."""
+class NotRunning(Exception):
+    pass
+
+
+def stop_daemon(path: Path) -> dict[str, Any]:
+    """Stop the daemon on `path` and wait until its process is gone; its `stop` answer. NotRunning when
+    none listens there; ClientError when it refuses or does not end within STOP_WAIT_S."""
     try:
         with Client(path, autostart=False, timeout=30) as client:
             answer = list(client.request("stop"))[-1]
     except ClientError:
-        _say(f"no webfetch daemon is running on {path}")
-        return 0, None
+        raise NotRunning(f"no webfetch daemon is running on {path}") from None
     if answer.get("type") != "result":
-        _say(f"{answer.get('code')}: {answer.get('message')}")
-        return 1, None
+        raise ClientError(f"{answer.get('code')}: {answer.get('message')}")
     pid = int(answer["pid"])
     deadline = time.monotonic() + STOP_WAIT_S
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     if _alive(pid):
-        _say(f"the daemon (pid {pid}) is still stopping after {STOP_WAIT_S:.0f} s")
-        return 1, answer
+        raise ClientError(f"the daemon (pid {pid}) is still stopping after {STOP_WAIT_S:.0f} s")
+    return answer
+
+
+def stop(path: Path) -> tuple[int, dict[str, Any] | None]:
+    """`webfetch stop`: stop the daemon on `path` and say what stopped; (exit code, its stop answer)."""
+    try:
+        answer = stop_daemon(path)
+    except NotRunning as e:
+        _say(str(e))
+        return 0, None
+    except ClientError as e:
+        _say(str(e))
+        return 1, None
     ended = []
     if answer["in_flight"]:
         ended.append(f"{answer['in_flight']} request(s) in flight ended with shutting_down")
     if answer["browse_sessions"]:
         ended.append(f"{answer['browse_sessions']} browse session(s) closed")
-    print(f"stopped the webfetch daemon (pid {pid}) on {path}" + (f": {'; '.join(ended)}" if ended else ""))
+    print(f"stopped the webfetch daemon (pid {answer['pid']}) on {path}" + (f": {'; '.join(ended)}" if ended else ""))
     if answer["socket_activated"]:
         print("systemd's webfetch.socket keeps listening: the next client starts the daemon again")
     return 0, answer
