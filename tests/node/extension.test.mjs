@@ -71,12 +71,14 @@ before(async () => {
 		env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" },
 	});
 	process.env.WEBFETCH_SOCKET = daemon.socket;
+	process.env.WEBFETCH_CONFIG = daemon.config; // the config a daemon the extension starts would read
 	extension = await loadExtension();
 	tool = extension.tools.get("web_fetch").definition;
 });
 
 after(async () => {
 	delete process.env.WEBFETCH_SOCKET;
+	delete process.env.WEBFETCH_CONFIG;
 	const end = await daemon?.stop();
 	assert.deepEqual(end, { code: 0, signal: null }, "the daemon exits 0 on SIGTERM");
 	await site?.stop();
@@ -304,7 +306,7 @@ describe("session_start", () => {
 		// neither its Chrome nor its sub-agent command exists
 		const other = await startDaemon({ extra: '[browser]\nexecutable = "/nonexistent/chrome"\n' });
 		try {
-			const got = await notifications({ WEBFETCH_SOCKET: other.socket });
+			const got = await notifications({ WEBFETCH_SOCKET: other.socket, WEBFETCH_CONFIG: other.config });
 			assert.equal(got.length, 1);
 			assert.equal(got[0][1], "error");
 			assert.match(got[0][0], /^webfetch: no Chrome found: .*apt-get install chromium/);
@@ -338,6 +340,34 @@ describe("session_start", () => {
 			assert.deepEqual(await tools(none, true), ["web_fetch", "web_search", "agent_browser"]);
 		} finally {
 			await off.stop();
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	});
+
+	test("restarts an idle background daemon that read another config, and only names one it must not restart", async () => {
+		// a daemon a client started in the background, with the config of that moment
+		const old = await startDaemon({ args: ["--exit-when-idle"] });
+		const dir = tempDir("wf-skew");
+		const mine = writeConfig(dir, { subagent: PI, extra: "[cache]\nttl_s = 60\n" });
+		const env = { WEBFETCH_SOCKET: old.socket, WEBFETCH_CONFIG: mine, WEBFETCH_BIN: WEBFETCH };
+		try {
+			const pid = old.proc.pid;
+			const got = await notifications(env);
+			assert.deepEqual(got, [
+				[`webfetch: restarted the daemon (pid ${pid}), which read ${old.config}, and this extension's daemon reads ${mine}`, "info"],
+			]);
+			assert.deepEqual(await old.exited, { code: 0, signal: null }, "the old daemon stopped cleanly");
+			const now = await rawRequest(old.socket, { op: "status" });
+			assert.equal(now.daemon.config, mine, "the new daemon reads the extension's config");
+			// a daemon that was not started in the background (a terminal's, systemd's) is only named
+			const kept = await notifications({ ...env, WEBFETCH_SOCKET: daemon.socket });
+			assert.deepEqual(kept, [
+				[`webfetch: the running daemon (pid ${daemon.proc.pid}) read ${daemon.config}, and this extension's daemon reads ${mine}; \`webfetch restart\` gives you one that runs this extension's`, "warning"],
+			]);
+			assert.equal((await rawRequest(daemon.socket, { op: "status" })).daemon.pid, daemon.proc.pid);
+		} finally {
+			await rawRequest(old.socket, { op: "stop" }).catch(() => {});
+			await old.stop();
 			fs.rmSync(dir, { recursive: true, force: true });
 		}
 	});
@@ -398,7 +428,7 @@ test("loaded in place from an installed webfetch, it starts the daemon with that
 			installed.execute("c", { url: site.url("/article") }, undefined, undefined, CTX),
 		);
 		assert.equal(r.details.kind, "page");
-		assert.match(fs.readFileSync(marker, "utf8"), /^serve --socket .* --exit-when-idle\n$/);
+		assert.match(fs.readFileSync(marker, "utf8"), /^serve --socket .* --exit-when-idle --log-file .*\/webfetch\/webfetch-[0-9a-f]{8}\.log\n$/);
 		await waitFor("the started daemon to exit when idle", () => !fs.existsSync(socket), 20_000);
 	} finally {
 		fs.rmSync(env, { recursive: true, force: true });

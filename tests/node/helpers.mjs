@@ -284,13 +284,13 @@ export function writeConfig(dir, { subagent = "/nonexistent/pi-for-tests", extra
  * A real `webfetch serve` with its own Chrome. TMPDIR is the daemon's own directory, so the test can find
  * its Chrome's DevTools port (Chrome writes DevToolsActivePort into its profile) and list its tabs.
  */
-export async function startDaemon({ subagent, extra = "", search, env = {} } = {}) {
+export async function startDaemon({ subagent, extra = "", search, env = {}, args = [] } = {}) {
 	const dir = tempDir("wf-d");
 	const socket = path.join(dir, "s.sock");
 	if (search) extra += `\n[search]\nsearxng_url = ${JSON.stringify(search)}\n`;
 	const config = writeConfig(dir, { subagent, extra });
 	const log = fs.openSync(path.join(dir, "daemon.log"), "a");
-	const proc = spawn(PYTHON, ["-m", "webfetch", "serve", "--socket", socket, "--config", config], {
+	const proc = spawn(PYTHON, ["-m", "webfetch", "serve", "--socket", socket, "--config", config, ...args], {
 		env: { ...process.env, TMPDIR: dir, KAGI_API_KEY: "", BRAVE_API_KEY: "", ...env },
 		stdio: ["ignore", log, log],
 	});
@@ -302,6 +302,7 @@ export async function startDaemon({ subagent, extra = "", search, env = {} } = {
 		socket,
 		config,
 		proc,
+		exited,
 		log: () => fs.readFileSync(path.join(dir, "daemon.log"), "utf8"),
 		/** The page targets of the daemon's Chrome, as Chrome itself lists them. */
 		async pageTargets() {

@@ -158,8 +158,9 @@ def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) 
     from .client import Client, ClientError
     from .skew import reconcile
 
-    if args.command != "status":  # status shows the difference itself
-        reconcile(path, source)
+    note = None if args.command == "status" else reconcile(path, source)  # status shows it itself
+    if note is not None:
+        print(f"webfetch: {note}", file=sys.stderr)
     try:
         with Client(path, config=args.config) as client:
             if args.command == "fetch":

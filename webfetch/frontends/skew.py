@@ -9,7 +9,6 @@ requests or browse sessions) is left alone, and the client says in one line what
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,21 +41,22 @@ def _idle(status: dict[str, Any]) -> bool:
     return not status["requests"]["in_flight"] and not status.get("browse")
 
 
-def reconcile(path: Path, source: ConfigSource) -> None:
-    """Before a command uses the daemon on `path`: restart it when it differs and may be restarted, else
-    say what differs. Nothing when no daemon runs (the client starts one with this config)."""
+def reconcile(path: Path, source: ConfigSource) -> str | None:
+    """Before a client uses the daemon on `path`: stop it when it differs and may be restarted (the client
+    then starts one with this config), else leave it; the one line that says which, or None when nothing
+    differs or no daemon runs."""
     from .operate import NotRunning, stop_daemon
 
     try:
         with Client(path, autostart=False, timeout=30) as client:
             status = next((f for f in client.request("status") if f.get("type") == "result"), None)
     except (ClientError, OSError):
-        return
+        return None
     if status is None:
-        return
+        return None
     what = difference(status, source)
     if what is None:
-        return
+        return None
     info = status.get("daemon") or {}
     pid = info.get("pid", "?")
     if info.get("exit_when_idle") and _idle(status):
@@ -65,10 +65,6 @@ def reconcile(path: Path, source: ConfigSource) -> None:
         except NotRunning:
             pass
         except ClientError as e:
-            print(f"webfetch: the running daemon (pid {pid}) {what}, and could not be restarted: {e}",
-                  file=sys.stderr)
-            return
-        print(f"webfetch: restarted the daemon (pid {pid}), which {what}", file=sys.stderr)
-        return
-    print(f"webfetch: the running daemon (pid {pid}) {what}; `webfetch restart` gives you one that runs "
-          f"this command's", file=sys.stderr)
+            return f"the running daemon (pid {pid}) {what}, and could not be restarted: {e}"
+        return f"restarted the daemon (pid {pid}), which {what}"
+    return f"the running daemon (pid {pid}) {what}; `webfetch restart` gives you one that runs this command's"

@@ -164,6 +164,24 @@ interface StatusResultFrame {
 	subagent?: { command: string; available: boolean; version: string | null };
 	/** false when `browse.enabled` is off: every browse action would fail with browse_disabled */
 	browse_enabled?: boolean;
+	version?: string;
+	requests?: { in_flight: number; served: number };
+	browse?: unknown[];
+	/** which daemon answered (PROTOCOL.md); absent from daemons before webfetch 0.1.0's operable work */
+	daemon?: {
+		pid: number;
+		exit_when_idle: boolean;
+		socket_activated: boolean;
+		config: string | null;
+		config_digest: string | null;
+	};
+}
+
+interface StopResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "stop";
+	pid: number;
 }
 
 interface PageInfo {
@@ -221,7 +239,7 @@ interface ErrorFrame {
 	message: string;
 }
 
-type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame | BrowseResultFrame;
+type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame | BrowseResultFrame | StopResultFrame;
 type Frame = ProgressFrame | ResultFrame | ErrorFrame;
 
 interface FetchBody {
@@ -244,13 +262,17 @@ interface StatusBody {
 	op: "status";
 }
 
+interface StopBody {
+	op: "stop";
+}
+
 /** One browse action (protocol.py's BrowseRequest): which fields apply depends on `action`. */
 interface BrowseBody extends BrowseParams {
 	op: "browse";
 	session: string;
 }
 
-type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody;
+type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody | StopBody;
 /** The result frame that answers each kind of request. */
 type ResultOf<B extends RequestBody> = B extends FetchBody
 	? FetchResultFrame
@@ -258,7 +280,9 @@ type ResultOf<B extends RequestBody> = B extends FetchBody
 		? SearchResultFrame
 		: B extends BrowseBody
 			? BrowseResultFrame
-			: StatusResultFrame;
+			: B extends StopBody
+				? StopResultFrame
+				: StatusResultFrame;
 
 // ---- what this file uses of pi (@earendil-works/pi-coding-agent's extension API) ---------------------
 
@@ -349,14 +373,14 @@ interface ExtensionAPI {
 	getThinkingLevel?(): string;
 }
 
-type Settings = { command: string[]; socket: string; log: string };
+type Settings = { command: string[]; socket: string; log: string; version: string | null };
 
 /**
  * Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install`
  * recorded, then the webfetch this file belongs to, then `webfetch` on PATH.
  */
 export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HERE): Settings {
-	let recorded: { command?: string[]; socket?: string | null } = {};
+	let recorded: { command?: string[]; socket?: string | null; version?: string } = {};
 	try {
 		recorded = JSON.parse(fs.readFileSync(path.join(here, "webfetch.json"), "utf8"));
 	} catch {
@@ -368,7 +392,39 @@ export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HE
 			? recorded.command
 			: ownWebfetch(here) ?? ["webfetch"];
 	const socket = env.WEBFETCH_SOCKET || recorded.socket || defaultSocket(env);
-	return { command, socket, log: logPathFor(socket, env) };
+	return { command, socket, log: logPathFor(socket, env), version: recorded.version ?? null };
+}
+
+/**
+ * What differs between the daemon that answered `status` and the one this extension would start
+ * (frontends/skew.py's twin): its webfetch version (known when `webfetch pi install` recorded it), the
+ * config file it read, or that file changed since. null when nothing does.
+ */
+export function daemonDifference(status: StatusResultFrame, s: Settings, env: NodeJS.ProcessEnv = process.env): string | null {
+	const diffs: string[] = [];
+	if (s.version && status.version && status.version !== s.version) {
+		diffs.push(`runs webfetch ${status.version}, and this extension's is ${s.version}`);
+	}
+	const info = status.daemon;
+	if (info) {
+		const mine = ownConfig(env);
+		const name = (p: string | null) => p ?? "no config file (all defaults)";
+		if (info.config !== mine.path) diffs.push(`read ${name(info.config)}, and this extension's daemon reads ${name(mine.path)}`);
+		else if (info.config_digest !== mine.digest) diffs.push(`read ${mine.path} before it last changed`);
+	}
+	return diffs.length ? diffs.join("; ") : null;
+}
+
+/** The config file a daemon this extension starts reads (config.load_config_and_source), and its digest. */
+function ownConfig(env: NodeJS.ProcessEnv): { path: string | null; digest: string | null } {
+	const explicit = env.WEBFETCH_CONFIG || null;
+	const file = explicit ?? path.join(env.XDG_CONFIG_HOME || path.join(os.homedir(), ".config"), "webfetch", "config.toml");
+	try {
+		const data = fs.readFileSync(file);
+		return { path: path.resolve(file), digest: createHash("sha256").update(data).digest("hex").slice(0, 16) };
+	} catch {
+		return { path: explicit ? path.resolve(file) : null, digest: null };
+	}
 }
 
 /** Where a daemon started in the background logs: config.py's log_path_for, the same file for every client. */
@@ -995,6 +1051,21 @@ async function askStatus(start: boolean): Promise<{ status: StatusResultFrame | 
 	}
 }
 
+/** Stop the listening daemon (the `stop` op) and wait until its socket is gone; false when it would not. */
+async function stopDaemon(): Promise<boolean> {
+	const s = settings();
+	try {
+		await request({ op: "stop" }, { signal: AbortSignal.timeout(STATUS_TIMEOUT_MS), start: false });
+	} catch {
+		return false;
+	}
+	for (const until = Date.now() + 20_000; Date.now() < until; ) {
+		if (!fs.existsSync(s.socket)) return true;
+		await new Promise((r) => setTimeout(r, 50));
+	}
+	return false;
+}
+
 function toolNames(pi: ExtensionAPI): string[] {
 	try {
 		return (pi.getAllTools?.() ?? []).map((t) => t.name);
@@ -1073,7 +1144,21 @@ export default function webfetch(pi: ExtensionAPI): void {
 		// that listens (a socket-activated one too) is asked only whether the browser tool can serve.
 		const ui = !!ctx?.hasUI;
 		if (!ui && browser.registered) return;
-		const { status, problems } = await askStatus(ui);
+		let { status, problems } = await askStatus(ui);
+		const differs = ui && status ? daemonDifference(status, settings()) : null;
+		if (differs && status) {
+			const info = status.daemon;
+			const idle = !status.requests?.in_flight && !status.browse?.length;
+			if (info?.exit_when_idle && idle && (await stopDaemon())) {
+				({ status, problems } = await askStatus(true));
+				ctx.ui?.notify(`webfetch: restarted the daemon (pid ${info.pid}), which ${differs}`, "info");
+			} else {
+				ctx.ui?.notify(
+					`webfetch: the running daemon (pid ${info?.pid ?? "?"}) ${differs}; \`webfetch restart\` gives you one that runs this extension's`,
+					"warning",
+				);
+			}
+		}
 		if (ui && problems.length) ctx.ui?.notify(`webfetch: ${problems.join("; ")}`, "error");
 		browser.offer(ctx, status);
 	});
