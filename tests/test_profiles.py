@@ -1,0 +1,142 @@
+"""The profile store (webfetch/profiles.py): names, files and their modes, the two import formats and
+their errors, the host rule. Pure and fast: real files in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from webfetch.profiles import (
+    Cookie,
+    Profile,
+    ProfileError,
+    ProfileNotAllowed,
+    ProfileStore,
+    StorageState,
+    UnknownProfile,
+    check_name,
+    cookie_hosts,
+    export_state,
+    from_cdp,
+    merge_cookies,
+    parse_state_file,
+    to_cdp,
+)
+
+STATE = {"cookies": [{"name": "sid", "value": "s3cr3t-value", "domain": ".example.com", "path": "/",
+                      "expires": -1, "httpOnly": True, "secure": True, "sameSite": "Lax"}],
+         "origins": [{"origin": "https://app.example.com", "localStorage": [{"name": "k", "value": "v"}]}]}
+
+
+def test_a_saved_profile_is_0600_in_a_0700_directory_and_reads_back(tmp_path):
+    store = ProfileStore(tmp_path / "profiles")
+    state = parse_state_file(json.dumps(STATE).encode(), "state.json")
+    store.save(Profile(name="work", hosts=cookie_hosts(state.cookies), state=state))
+    path = tmp_path / "profiles" / "work.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    back = store.load("work")
+    assert back.hosts == ["example.com"] and back.state == state
+    assert json.loads(export_state(back)) == STATE, "Playwright's storageState, as it came in"
+    assert store.names() == ["work"] and os.listdir(path.parent) == ["work.json"], "no temporary file left"
+
+
+@pytest.mark.parametrize("name", ["", "..", "../x", "a/b", ".hidden", "x" * 65, "a b", "a..b"])
+def test_a_name_that_is_not_a_plain_file_name_is_refused(name):
+    with pytest.raises(ProfileError, match="is not a profile name"):
+        check_name(name)
+
+
+def test_an_unknown_profile_names_the_known_ones_and_how_to_make_one(tmp_path):
+    store = ProfileStore(tmp_path)
+    store.save(Profile(name="a", hosts=["a.test"]))
+    with pytest.raises(UnknownProfile) as e:
+        store.load("b")
+    assert e.value.message == ("no profile named 'b' (profiles: a); make one with `webfetch profile login b URL` "
+                               "or `webfetch profile import b FILE`")
+
+
+def test_a_write_that_fails_leaves_the_old_profile_whole(tmp_path):
+    """A disk that fills up mid-write, for real: the writer runs under a file-size limit (RLIMIT_FSIZE), so
+    its write fails with EFBIG as it would with ENOSPC."""
+    store = ProfileStore(tmp_path)
+    store.save(Profile(name="a", hosts=["a.test"]))
+    before = (tmp_path / "a.json").read_bytes()
+    script = (
+        "import resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "from webfetch.profiles import Cookie, Profile, ProfileError, ProfileStore, StorageState\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))\n"
+        "big = StorageState(cookies=[Cookie(name=f'c{i}', value='x' * 100, domain='a.test') for i in range(200)])\n"
+        "try:\n"
+        "    ProfileStore(Path(sys.argv[1])).save(Profile(name='a', hosts=['a.test'], state=big))\n"
+        "except ProfileError as e:\n"
+        "    print(e.message)\n")
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.stdout.startswith("could not write profile 'a' to "), r
+    assert r.stdout.endswith(": File too large; the profile is as it was\n"), r
+    assert (tmp_path / "a.json").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["a.json"], "the partial temporary file is removed"
+
+
+def test_a_damaged_file_is_an_error_naming_the_profile_never_a_half_profile(tmp_path):
+    store = ProfileStore(tmp_path)
+    (tmp_path / "x.json").write_text('{"name": "x", "hosts": 3}')
+    with pytest.raises(ProfileError, match=r"profile 'x' \(.*x.json\) is damaged .*hosts"):
+        store.load("x")
+
+
+def test_cookies_txt_imports_with_httponly_subdomains_and_session_cookies():
+    text = ("# Netscape HTTP Cookie File\n"
+            "#HttpOnly_.example.com\tTRUE\t/\tTRUE\t0\tsid\tabc\n"
+            "wiki.example.org\tFALSE\t/w\tFALSE\t4102444800\tpref\tdark\n")
+    state = parse_state_file(text.encode(), "cookies.txt")
+    assert state.cookies == [
+        Cookie(name="sid", value="abc", domain=".example.com", path="/", expires=-1, httpOnly=True, secure=True),
+        Cookie(name="pref", value="dark", domain="wiki.example.org", path="/w", expires=4102444800.0)]
+    assert cookie_hosts(state.cookies) == ["example.com", "wiki.example.org"]
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("example.com\tTRUE\t/\tTRUE\t0\tsid\n", "cookies.txt, line 1: a cookies.txt line has 7 tab-separated fields"),
+    ("# only a comment\n", "cookies.txt: no cookies in it"),
+    ("example.com\tyes\t/\tTRUE\t0\ta\tb\n", "line 1: the 2nd and 4th fields are TRUE or FALSE"),
+    ("example.com\tTRUE\t/\tTRUE\tsoon\ta\tb\n", "line 1: the expiry (5th field) is not a number"),
+    ('{"cookies": [{"name": "a"}]}', "not a Playwright storage state: Object missing required field 'value' at "
+                                     "cookies[0]"),
+    ('{"cookies": ', "not valid JSON"),
+])
+def test_a_malformed_file_names_the_line_or_key(text, error):
+    with pytest.raises(ProfileError) as e:
+        parse_state_file(text.encode(), "cookies.txt")
+    assert error in e.value.message
+    assert "s3cr3t" not in e.value.message
+
+
+def test_a_profile_goes_only_to_the_hosts_it_lists_and_says_how_to_allow_another():
+    p = Profile(name="work", hosts=["example.com"])
+    assert p.allows("example.com") and p.allows("wiki.example.com") and p.allows("WIKI.Example.com.")
+    assert not p.allows("notexample.com") and not p.allows("example.com.evil.test")
+    assert p.refuse("evil.test").message.endswith("To allow it: webfetch profile allow work evil.test")
+    assert isinstance(p.refuse("evil.test"), ProfileNotAllowed)
+
+
+def test_summary_counts_and_never_shows_a_value():
+    state = StorageState(cookies=[Cookie(name="a", value="s3cr3t", domain="x.test"),
+                                  Cookie(name="old", value="v", domain="x.test", expires=1.0)])
+    summary = Profile(name="p", hosts=["x.test"], state=state).summary()
+    assert summary.cookies == 1 and "s3cr3t" not in repr(summary)
+
+
+def test_cookies_round_trip_through_cdp_and_merge_as_a_browser_sets_them():
+    c = Cookie(name="sid", value="v1", domain=".example.com", httpOnly=True, secure=True, sameSite="None")
+    assert from_cdp({**to_cdp(c), "session": True, "expires": -1, "size": 5}) == c
+    assert "expires" not in to_cdp(c)
+    refreshed = Cookie(name="sid", value="v2", domain=".example.com", expires=4102444800.0)
+    assert merge_cookies([c, Cookie(name="x", value="gone", domain="a.test", expires=1.0)], [refreshed]) == [refreshed]

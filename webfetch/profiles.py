@@ -1,0 +1,319 @@
+"""Profiles: named, persistent browser state (cookies and each origin's localStorage) that fetch and browse
+share, and the hosts each may be used for.
+
+The one place that says what a profile may be used for (`Profile.allows`) and how one is stored. A
+profile is a file `<name>.json` under `$XDG_DATA_HOME/webfetch/profiles` (0600 in a 0700 directory: it
+holds session cookies, which are as good as a password), written atomically (a temporary file in the
+same directory, fsynced, renamed over the old one), so a crash or a full disk leaves the old profile
+whole. Its `state` is Playwright's `storageState` JSON as it is (`cookies`, `origins`), so a state a user
+already has imports unchanged and ours opens in Playwright; webfetch's own fields sit beside it.
+
+Cookie values never leave this module in words: `summary()` counts them, and errors name the profile,
+the file and the key that is wrong, never a value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+from msgspec import Struct
+
+from .errors import WebfetchError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+FORMAT = 1
+
+
+class UnknownProfile(WebfetchError):
+    code = "unknown_profile"
+
+
+class ProfileError(WebfetchError):
+    """A profile that cannot be read, written or used as asked; the message says what to do."""
+
+    code = "profile_error"
+
+
+class ProfileNotAllowed(WebfetchError):
+    """A profile used for a host it does not list: a page read with a login can carry instructions, and
+    a login must not be spent on hosts the user never chose."""
+
+    code = "profile_not_allowed"
+
+
+class Cookie(Struct, kw_only=True):
+    """One cookie, as Playwright's storageState writes it."""
+
+    name: str
+    value: str
+    domain: str                       # ".example.com" for the domain and its subdomains, else the host
+    path: str = "/"
+    expires: float = -1               # Unix seconds; -1: a session cookie
+    httpOnly: bool = False            # noqa: N815 (Playwright's field names)
+    secure: bool = False
+    sameSite: Literal["Strict", "Lax", "None"] = "Lax"  # noqa: N815
+
+
+class LocalStorageItem(Struct):
+    name: str
+    value: str
+
+
+class OriginState(Struct, kw_only=True):
+    origin: str                       # "https://example.com"
+    localStorage: list[LocalStorageItem] = []  # noqa: N815
+
+
+class StorageState(Struct, kw_only=True):
+    """Playwright's storageState."""
+
+    cookies: list[Cookie] = []
+    origins: list[OriginState] = []
+
+
+class Profile(Struct, kw_only=True):
+    name: str
+    hosts: list[str]                  # hosts it may be used for, each with its subdomains
+    state: StorageState = msgspec.field(default_factory=StorageState)
+    created: float = 0.0
+    last_used: float | None = None
+    format: int = FORMAT
+
+    def allows(self, host: str) -> bool:
+        """Whether this profile may be used on `host` (a listed host or a subdomain of one)."""
+        host = host.lower().rstrip(".")
+        return any(host == h or host.endswith("." + h) for h in self.hosts)
+
+    def refuse(self, host: str) -> ProfileNotAllowed:
+        """The error for a request that would use this profile on a host it does not list."""
+        return ProfileNotAllowed(
+            f"profile {self.name!r} may be used for {', '.join(self.hosts) or 'no host yet'}, not for {host}: "
+            f"a page read with a login can carry instructions, so a profile goes only where you send it. "
+            f"To allow it: webfetch profile allow {self.name} {host}")
+
+    def summary(self) -> ProfileSummary:
+        """What may be shown about the profile: names and counts, never a cookie's value."""
+        now = time.time()
+        live = [c for c in self.state.cookies if c.expires < 0 or c.expires > now]
+        return ProfileSummary(name=self.name, hosts=self.hosts, cookies=len(live),
+                              origins=len(self.state.origins), last_used=self.last_used)
+
+
+class ProfileSummary(Struct, kw_only=True):
+    name: str
+    hosts: list[str]
+    cookies: int                      # live cookies (session cookies and those not yet expired)
+    origins: int                      # origins with localStorage
+    last_used: float | None
+
+
+def check_name(name: str) -> str:
+    """A profile name is a plain file name: letters, digits, '.', '_', '-', at most 64, not starting with
+    a dot (no path separators, no '..', never empty)."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
+        raise ProfileError(f"{name!r} is not a profile name: use letters, digits, '.', '_' and '-' (at most 64, "
+                           f"starting with a letter or digit), for example work-github")
+    return name
+
+
+def normalize_host(host: str) -> str:
+    host = host.strip().lower().rstrip(".")
+    host = host.removeprefix("http://").removeprefix("https://").split("/", 1)[0]
+    if not host or any(c in host for c in " \t/\\@"):
+        raise ProfileError(f"{host!r} is not a host name; give hosts like github.com or wiki.example.com")
+    return host.lstrip(".")
+
+
+def cookie_hosts(cookies: list[Cookie]) -> list[str]:
+    """The hosts a set of cookies belongs to: a profile's default host list."""
+    return sorted({c.domain.lower().lstrip(".").rstrip(".") for c in cookies if c.domain.strip(".")})
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"))
+
+
+def profiles_dir() -> Path:
+    return data_home() / "webfetch" / "profiles"
+
+
+_decoder = msgspec.json.Decoder(Profile)
+_encoder = msgspec.json.Encoder()
+
+
+class ProfileStore:
+    """The profiles on disk. Every write is whole or not at all; reads never see half a file."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or profiles_dir()
+
+    def path(self, name: str) -> Path:
+        return self.root / f"{check_name(name)}.json"
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def load(self, name: str) -> Profile:
+        path = self.path(name)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            known = ", ".join(self.names()) or "none yet"
+            raise UnknownProfile(f"no profile named {name!r} (profiles: {known}); make one with `webfetch profile "
+                                 f"login {name} URL` or `webfetch profile import {name} FILE`") from None
+        except OSError as e:
+            raise ProfileError(f"cannot read profile {name!r} ({path}): {e.strerror}") from None
+        try:
+            return _decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise ProfileError(f"profile {name!r} ({path}) is damaged ({_where(e)}); import it again") from None
+
+    def names(self) -> list[str]:
+        try:
+            return sorted(p.stem for p in self.root.glob("*.json") if NAME_RE.fullmatch(p.stem))
+        except OSError:
+            return []
+
+    def save(self, profile: Profile) -> None:
+        """Write the profile atomically: 0600 in a 0700 directory."""
+        path = self.path(profile.name)
+        self._ensure_root()
+        data = _encoder.encode(profile)
+        fd, tmp = tempfile.mkstemp(prefix=f".{profile.name}.", suffix=".tmp", dir=self.root)
+        try:
+            with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise ProfileError(f"could not write profile {profile.name!r} to {path}: {e.strerror}; the profile "
+                               f"is as it was") from None
+
+    def delete(self, name: str) -> None:
+        try:
+            self.path(name).unlink()
+        except FileNotFoundError:
+            raise UnknownProfile(f"no profile named {name!r}") from None
+
+    def touch(self, profile: Profile) -> Profile:
+        """The profile with `last_used` now, saved."""
+        used = msgspec.structs.replace(profile, last_used=time.time())
+        self.save(used)
+        return used
+
+    def _ensure_root(self) -> None:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)  # mkdir's mode is filtered by the umask, and an older dir may be wider
+
+
+def _where(e: Exception) -> str:
+    """msgspec's "Object missing required field `value` - at `$.cookies[0]`" as "... 'value' at cookies[0]"."""
+    m = re.fullmatch(r"(.*) - at `\$\.?([^`]*)`", str(e))
+    text, key = (m.group(1), m.group(2)) if m else (str(e), "")
+    return text.replace("`", "'") + (f" at {key}" if key else "")
+
+
+# --- import and export --------------------------------------------------------------------------
+
+_state_decoder = msgspec.json.Decoder(StorageState)
+
+
+def parse_storage_state(data: bytes, source: str) -> StorageState:
+    """Playwright's storageState JSON; ProfileError naming the key that is wrong."""
+    try:
+        return _state_decoder.decode(data)
+    except msgspec.ValidationError as e:
+        raise ProfileError(f"{source}: not a Playwright storage state: {_where(e)}") from None
+    except msgspec.DecodeError as e:
+        raise ProfileError(f"{source}: not valid JSON ({e})") from None
+
+
+def parse_cookies_txt(text: str, source: str) -> StorageState:
+    """A Netscape cookies.txt (what curl and the "export cookies" browser extensions write): per line
+    domain, include-subdomains, path, secure, expiry, name, value, tab-separated; `#HttpOnly_` before the
+    domain marks an HttpOnly cookie; other lines starting with '#' are comments."""
+    cookies = []
+    for number, line in enumerate(text.splitlines(), 1):
+        http_only = line.startswith("#HttpOnly_")
+        if http_only:
+            line = line[len("#HttpOnly_"):]
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 7:
+            raise ProfileError(f"{source}, line {number}: a cookies.txt line has 7 tab-separated fields (domain, "
+                               f"subdomains, path, secure, expiry, name, value); this one has {len(fields)}")
+        domain, subdomains, path, secure, expiry, name, value = fields
+        if subdomains.upper() not in ("TRUE", "FALSE") or secure.upper() not in ("TRUE", "FALSE"):
+            raise ProfileError(f"{source}, line {number}: the 2nd and 4th fields are TRUE or FALSE")
+        try:
+            expires = float(expiry)
+        except ValueError:
+            raise ProfileError(f"{source}, line {number}: the expiry (5th field) is not a number") from None
+        if subdomains.upper() == "TRUE" and not domain.startswith("."):
+            domain = "." + domain
+        cookies.append(Cookie(name=name, value=value, domain=domain, path=path or "/",
+                              expires=expires if expires > 0 else -1, httpOnly=http_only,
+                              secure=secure.upper() == "TRUE"))
+    if not cookies:
+        raise ProfileError(f"{source}: no cookies in it (a cookies.txt has one cookie a line)")
+    return StorageState(cookies=cookies)
+
+
+def parse_state_file(data: bytes, source: str) -> StorageState:
+    """A storage state (JSON) or a cookies.txt, told apart by their first character."""
+    if data.lstrip()[:1] == b"{":
+        return parse_storage_state(data, source)
+    try:
+        return parse_cookies_txt(data.decode("utf-8"), source)
+    except UnicodeDecodeError:
+        raise ProfileError(f"{source}: neither a storage state (JSON) nor a cookies.txt (text)") from None
+
+
+def export_state(profile: Profile) -> bytes:
+    """The profile's state as Playwright's storageState JSON."""
+    return msgspec.json.format(msgspec.json.encode(profile.state), indent=2)
+
+
+def merge_cookies(old: list[Cookie], new: list[Cookie]) -> list[Cookie]:
+    """`old` with every cookie of `new` set over the one of the same name, domain and path (as a browser
+    sets them); expired ones dropped."""
+    now = time.time()
+    merged = {(c.name, c.domain, c.path): c for c in old}
+    merged.update({(c.name, c.domain, c.path): c for c in new})
+    return [c for c in merged.values() if c.expires < 0 or c.expires > now]
+
+
+# --- CDP's cookies ------------------------------------------------------------------------------
+
+
+def to_cdp(cookie: Cookie) -> dict[str, object]:
+    """A cookie as CDP's Storage.setCookies takes it (Network.CookieParam)."""
+    param: dict[str, object] = {"name": cookie.name, "value": cookie.value, "domain": cookie.domain,
+                                "path": cookie.path, "secure": cookie.secure, "httpOnly": cookie.httpOnly,
+                                "sameSite": cookie.sameSite}
+    if cookie.expires > 0:
+        param["expires"] = cookie.expires
+    return param
+
+
+def from_cdp(cookie: dict[str, object]) -> Cookie:
+    """A cookie as CDP's Storage.getCookies gives it (Network.Cookie); a session cookie's expiry is -1."""
+    same_site = cookie.get("sameSite")
+    expires = cookie.get("expires")
+    return Cookie(name=str(cookie["name"]), value=str(cookie["value"]), domain=str(cookie["domain"]),
+                  path=str(cookie.get("path") or "/"),
+                  expires=-1 if cookie.get("session") or not isinstance(expires, (int, float)) or expires <= 0
+                  else float(expires),
+                  httpOnly=bool(cookie.get("httpOnly")), secure=bool(cookie.get("secure")),
+                  sameSite=same_site if same_site in ("Strict", "Lax", "None") else "Lax")
