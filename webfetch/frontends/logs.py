@@ -6,6 +6,7 @@ directory (config.log_path_for), bounded: LOG_BYTES a file, LOG_BACKUPS old file
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
@@ -25,6 +26,11 @@ TAIL_LINES = 200
 class _RotatingLog(logging.handlers.RotatingFileHandler):
     """Rotates, and points the process's stderr at the new file each time: a traceback that Python writes
     to stderr at a crash lands in the current log, not in a rotated one."""
+
+    def _open(self) -> io.TextIOWrapper:
+        # every file it opens is born 0600 (the log names the URLs people read), rotated ones too
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def doRollover(self) -> None:  # noqa: N802 (logging's name)
         super().doRollover()
