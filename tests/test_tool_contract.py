@@ -68,7 +68,8 @@ def test_a_daemon_frame_reads_as_the_golden_text(path: Path):
     # a frame the daemon sends, field for field: decoded as its result struct and encoded again, it is unchanged
     assert msgspec.to_builtins(msgspec.convert(frame, RESULT[tool])) == frame
     msgspec.convert({**OP[tool], **case["args"]}, REQUEST[tool])  # and the args make a request the daemon takes
-    text = {"web_fetch": lambda: fetch_text(frame).text, "web_search": lambda: search_text(frame),
+    prompted = bool(case["args"].get("prompt"))
+    text = {"web_fetch": lambda: fetch_text(frame, prompted=prompted).text, "web_search": lambda: search_text(frame),
             "agent_browser": lambda: browse_text(frame)}[tool]()
     assert text == golden_text(case)
     content = text_result(text, frame).content
