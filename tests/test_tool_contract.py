@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from webfetch import protocol
-from webfetch.frontends import browse_cli, contract
+from webfetch.frontends import arguments, browse_cli, contract
 from webfetch.frontends.mcp_server import TOOLS, text_result
 from webfetch.frontends.tool_text import browse_text, fetch_text, search_text
 
@@ -76,3 +76,27 @@ def test_a_daemon_frame_reads_as_the_golden_text(path: Path):
     assert [c.type for c in content] == (["text", "image"] if frame.get("image") else ["text"])
     if frame.get("image"):
         assert content[1].data == frame["image"] and content[1].mime_type == "image/png"
+
+
+def _keywords(schema: dict[str, Any]) -> set[str]:
+    """Every JSON Schema keyword a tool's input schema uses, nested ones included."""
+    found = set(schema)
+    for prop in schema.get("properties", {}).values():
+        found |= _keywords(prop)
+    if isinstance(schema.get("items"), dict):
+        found |= _keywords(schema["items"])
+    return found
+
+
+def test_webfetch_mcp_checks_every_rule_the_contracts_schemas_use():
+    # arguments.check knows a small part of JSON Schema: a keyword beyond it would be ignored without a word
+    for tool in contract.TOOLS.values():
+        assert _keywords(tool.input_schema) <= arguments.KEYWORDS, tool.name
+
+
+def test_without_a_sub_agent_web_fetch_is_listed_without_prompt():
+    spec = next(s for s in TOOLS if s.tool.name == "web_fetch")
+    assert spec.listed({"subagent": {"available": True}}) is spec.tool
+    bare = spec.listed({"subagent": {"available": False}})
+    assert bare is not None and "prompt" not in bare.input_schema["properties"] and "prompt" not in bare.description
+    assert bare.input_schema["required"] == ["url"] and bare.annotations == spec.tool.annotations
