@@ -1,4 +1,4 @@
-"""`webfetch mcp`: the daemon's tools for every MCP client (Claude Code, Codex CLI, Cursor, Zed, Goose, VS Code),
+"""`webfetch mcp`: the daemon's tools for every MCP client (Claude Code, Codex, Cursor, VS Code: README),
 an MCP server over stdio that forwards each tool call to the daemon over its socket.
 
 It is a thin front door, a process of its own per MCP client: the daemon (one Chrome, one cache) stays
