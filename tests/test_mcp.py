@@ -115,7 +115,7 @@ def _text(result: Any) -> str:
 
 
 async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_with_progress(mcp_setup, site):
-    setup = mcp_setup()
+    setup = mcp_setup('[subagent]\ncommand = "true"\n')  # a sub-agent CLI is found: web_fetch offers `prompt`
     assert not setup.socket.exists()
     progress: list[tuple[float, str | None]] = []
 
