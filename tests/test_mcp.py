@@ -231,7 +231,10 @@ async def test_tools_follow_the_daemon_search_listed_with_a_backend_browser_not_
             assert client.protocol_version == "2026-07-28"
             tools = {t.name: t for t in (await client.list_tools()).tools}
             r = await client.call_tool("web_fetch", {"url": "http://127.0.0.1:1/"})
+            off = await client.call_tool("agent_browser", {"action": "open", "url": "http://127.0.0.1:1/"})
     assert r.is_error is True and r.structured_content["code"] == "network_error"  # nothing listens on port 1
+    assert _text(off) == ("browse_disabled: browser automation is switched off (browse.enabled = false in the "
+                          "config); read pages with web_fetch (`webfetch fetch` on the command line)")
     assert list(tools) == ["web_fetch", "web_search"]
     assert tools["web_search"].annotations.read_only_hint is True
     assert tools["web_search"].input_schema["required"] == ["query"]
