@@ -1,5 +1,8 @@
 """Layer 1: the config file."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from webfetch.config import Config, ConfigError, load_config, parse_config, socket_path
@@ -65,7 +68,8 @@ def test_socket_path_precedence(monkeypatch, tmp_path):
     assert str(socket_path(Config())) == "/run/user/1000/webfetch/webfetch.sock"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
     import os
-    assert str(socket_path(Config())) == f"/tmp/webfetch-{os.getuid()}/webfetch.sock"
+    if not os.path.isdir(f"/run/user/{os.getuid()}"):
+        assert str(socket_path(Config())) == f"/tmp/webfetch-{os.getuid()}/webfetch.sock"
     c = parse_config(b'[server]\nsocket = "/tmp/from-config.sock"\n')
     assert str(socket_path(c)) == "/tmp/from-config.sock"
     monkeypatch.setenv("WEBFETCH_SOCKET", "/tmp/from-env.sock")
@@ -84,3 +88,15 @@ def test_the_extract_threads_key_of_older_configs_still_sets_the_workers():
     assert parse_config(b"").extract.worker_count() == 2
     assert parse_config(b"[extract]\nthreads = 3\n").extract.worker_count() == 3
     assert parse_config(b"[extract]\nthreads = 3\nworkers = 1\n").extract.worker_count() == 1
+
+
+def test_without_xdg_runtime_dir_the_socket_is_under_run_user_when_it_exists(tmp_path):
+    # what an MCP client's minimal environment gives `webfetch mcp`: it must find the daemon a login shell's
+    # client started (XDG_RUNTIME_DIR=/run/user/<uid>), not start another under /tmp
+    from webfetch.config import default_socket_path
+    uid = str(os.getuid())
+    run_user = tmp_path / "run-user"
+    login = default_socket_path({"XDG_RUNTIME_DIR": str(run_user / uid)}, run_user)
+    assert default_socket_path({}, run_user) == Path(f"/tmp/webfetch-{uid}/webfetch.sock")  # no such directory
+    (run_user / uid).mkdir(parents=True)
+    assert default_socket_path({}, run_user) == login == run_user / uid / "webfetch" / "webfetch.sock"

@@ -83,10 +83,15 @@ async def test_the_gate_itself(policy):
     with trio.fail_after(10):
         verdicts = {row: await gate.check(url) for row, url in URLS.items()}
     assert {row for row, why in verdicts.items() if why is None} == ALLOWED[policy]
-    # a refusal says why: the address and what would allow it, or the scheme
+    # a refusal says why: the address and what would allow it (never for the metadata address), or the scheme
     refused = {row: why for row, why in verdicts.items() if why is not None}
     for row, why in refused.items():
-        assert f"{row}: URLs" in why if row in ("data", "blob") else "fetch.allow_private" in why, (row, why)
+        if row in ("data", "blob"):
+            assert f"{row}: URLs" in why, (row, why)
+        elif row == "metadata":
+            assert "link-local address" in why and "allow" not in why, why
+        else:
+            assert "fetch.allow_private" in why, (row, why)
 
 
 async def test_a_gate_looks_each_host_up_once_and_remembers_why():

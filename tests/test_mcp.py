@@ -90,8 +90,9 @@ class McpSetup:
 def mcp_setup(short_tmp):
     made: list[McpSetup] = []
 
-    def make(config: str = "", **env: str) -> McpSetup:
-        s = McpSetup(short_tmp, "[fetch]\nallow_private = true\n[server]\nidle_exit_s = 120\n" + config, env)
+    def make(config: str = "", *, private: bool = True, **env: str) -> McpSetup:
+        fetch = "[fetch]\nallow_private = true\n" if private else ""
+        s = McpSetup(short_tmp, fetch + "[server]\nidle_exit_s = 120\n" + config, env)
         made.append(s)
         return s
     yield make
@@ -114,7 +115,7 @@ def _text(result: Any) -> str:
 
 
 async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_with_progress(mcp_setup, site):
-    setup = mcp_setup()
+    setup = mcp_setup('[subagent]\ncommand = "true"\n')  # a sub-agent CLI is found: web_fetch offers `prompt`
     assert not setup.socket.exists()
     progress: list[tuple[float, str | None]] = []
 
@@ -130,7 +131,7 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
-            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw"}
+            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh"}
             assert fetch.input_schema["required"] == ["url"]
             assert setup.socket.exists()  # listing the tools started the daemon
 
@@ -230,7 +231,10 @@ async def test_tools_follow_the_daemon_search_listed_with_a_backend_browser_not_
             assert client.protocol_version == "2026-07-28"
             tools = {t.name: t for t in (await client.list_tools()).tools}
             r = await client.call_tool("web_fetch", {"url": "http://127.0.0.1:1/"})
+            off = await client.call_tool("agent_browser", {"action": "open", "url": "http://127.0.0.1:1/"})
     assert r.is_error is True and r.structured_content["code"] == "network_error"  # nothing listens on port 1
+    assert _text(off) == ("browse_disabled: browser automation is switched off (browse.enabled = false in the "
+                          "config); read pages with web_fetch (`webfetch fetch` on the command line)")
     assert list(tools) == ["web_fetch", "web_search"]
     assert tools["web_search"].annotations.read_only_hint is True
     assert tools["web_search"].input_schema["required"] == ["query"]
@@ -456,3 +460,107 @@ def test_a_browse_result_reads_as_in_pi():
             "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}
     assert browse_text(held).split("\n")[1:] == ['dialog (confirm): "Sure?" — open: answer it with action dialog']
     assert browse_text({"action": "close", "session": "mcp-1-ab"}) == "closed the browser session mcp-1-ab"
+
+
+# ---- as MCP clients see it (issue 26 item 7) -----------------------------------------------------------
+
+async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its_terms(mcp_setup, app):
+    setup = mcp_setup(private=False)  # the default address policy: the metadata address below is refused
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            async def error(tool: str, args: dict[str, Any]) -> str:
+                r = await client.call_tool(tool, args)
+                assert r.is_error is True, _text(r)
+                return _text(r)
+
+            assert await error("web_fetch", {"url": None}) == (
+                "bad_request: web_fetch needs `url`: Absolute http(s) URL of the page")
+            assert await error("web_fetch", {"url": "https://example.com/", "raw": "false"}) == (
+                'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
+            assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
+                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, prompt, offset, raw, "
+                "fresh")
+            assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
+                "bad_request: web_fetch: `offset` must be at least 0, not -1")
+            assert (await error("agent_browser", {"action": "fly"})).startswith(
+                'bad_request: agent_browser: `action` must be one of "open", "snapshot", "click", ')
+            # the tools the model was given, not web_search, which this daemon cannot serve
+            assert await error("web_serch", {"query": "x"}) == (
+                "bad_request: no tool named 'web_serch'; this server has web_fetch, agent_browser")
+            # the file this daemon reads, not the default one
+            assert await error("web_search", {"query": "otters"}) == (
+                "search_unconfigured: no web search backend is configured. Either set KAGI_API_KEY (or "
+                f"search.kagi_api_key in {setup.config}); or set BRAVE_API_KEY (or search.brave_api_key in "
+                f"{setup.config}); or set search.searxng_url in {setup.config} to an instance with JSON output, "
+                "then restart the daemon")
+            assert await error("web_fetch", {"url": "http://169.254.169.254/latest/meta-data/"}) == (
+                "blocked_url: 169.254.169.254 is a link-local address (where a cloud's metadata service answers "
+                "with the machine's credentials), which webfetch does not fetch; it is not a web page to read")
+
+            # a browser action before open, and after close, says what to do
+            session = re.escape("'mcp-") + r"\d+-[0-9a-f]{8}'"
+            no_page = rf"no_such_tab: no page is open in browse session {session}: call open with a url first"
+            assert re.fullmatch(no_page, await error("agent_browser", {"action": "snapshot"}))
+            assert await _sessions(setup) == []  # and no browser context was made for it
+            await client.call_tool("agent_browser", {"action": "close"})
+            assert re.fullmatch(no_page, await error("agent_browser", {"action": "click", "ref": "e1"}))
+
+
+async def test_fresh_loads_a_cached_page_again_and_a_flagged_page_says_so_on_its_first_line(mcp_setup, site):
+    from .support.flag_pages import CLOUDFLARE_VERIFY
+    site.html("/mine", "<html><head><title>Mine</title></head><body><main><h1>Mine</h1><p>" + "v1 " * 80
+              + "</p></main></body></html>")
+    site.html("/wall", CLOUDFLARE_VERIFY)
+    setup = mcp_setup()
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            first = await client.call_tool("web_fetch", {"url": site.url("/mine")})
+            cached = await client.call_tool("web_fetch", {"url": site.url("/mine")})
+            fresh = await client.call_tool("web_fetch", {"url": site.url("/mine"), "fresh": True})
+            wall = await client.call_tool("web_fetch", {"url": site.url("/wall")})
+    assert " · fetched now · " in _text(first).split("\n")[0]
+    assert " · cached (" in _text(cached).split("\n")[0]
+    assert " · fetched now · " in _text(fresh).split("\n")[0] and site.hits["/mine"] == 2
+    assert _text(wall).split("\n")[0].endswith(" · FLAGS: challenge (read the notes before using this content)")
+
+
+async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_says_it_got_the_page(mcp_setup, site,
+                                                                                                  short_tmp):
+    setup = mcp_setup(f'[subagent]\ncommand = "{short_tmp}/no-such-pi"\n')
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            fetch = {t.name: t for t in (await client.list_tools()).tools}["web_fetch"]
+            r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
+    assert "prompt" not in fetch.input_schema["properties"] and "prompt" not in fetch.description
+    assert set(fetch.input_schema["properties"]) == {"url", "offset", "raw", "fresh"}
+    facts = _text(r).split("\n")[0]
+    assert r.is_error is False and facts.endswith(
+        " · NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)")
+    assert f"Notes:\n- the sub-agent CLI `{short_tmp}/no-such-pi` was not found; " in _text(r)
+
+
+async def test_a_config_error_is_every_calls_answer_and_the_server_keeps_serving(short_tmp):
+    bad = short_tmp / "config.toml"
+    bad.write_text("[fetch]\ncolour = 1\n")
+    env = {**os.environ, "WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "XDG_STATE_HOME": str(short_tmp)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp", "--config", str(bad)],
+                                   env=env)
+    with trio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            first = await client.call_tool("web_fetch", {"url": "https://example.com/"})
+            again = await client.call_tool("agent_browser", {"action": "open", "url": "https://example.com/"})
+    assert tools == ["web_fetch", "web_search", "agent_browser"]
+    want = (f"config_error: webfetch cannot start: {bad}: unknown key `fetch.colour`; see the README for the keys "
+            "webfetch knows; fix the config file, then restart the MCP server (or the client)")
+    assert first.is_error is True and _text(first) == want and _text(again) == want
+    assert not (short_tmp / "wf.sock").exists()  # no daemon was started with a config it cannot read
+
+
+def test_webfetch_mcp_help_says_what_it_is_and_how_to_add_it():
+    out = subprocess.run([sys.executable, "-m", "webfetch", "mcp", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0
+    assert "An MCP server on stdin/stdout: web_fetch, web_search" in out.stdout
+    assert "claude mcp add -s user webfetch -- webfetch mcp" in out.stdout
+    assert "codex mcp add webfetch -- webfetch mcp" in out.stdout

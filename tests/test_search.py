@@ -187,8 +187,7 @@ async def test_kagi_errors_come_from_the_body(nursery, api):
     e = await _error(nursery, search_config(api), {"KAGI_API_KEY": KEY})
     assert e["code"] == "search_failed"
     assert e["message"] == ("Kagi refused the search (HTTP 401): Unauthorized: bad token Bot *** (error 2); "
-                            "check the API key: set KAGI_API_KEY (or search.kagi_api_key in "
-                            "~/.config/webfetch/config.toml)")
+                            "check the API key: set KAGI_API_KEY (or search.kagi_api_key in the config file)")
     api.answers["/api/v0/search"] = (400, {"meta": {"id": "y"}, "data": None, "error": [
         {"code": 101, "msg": "Insufficient credit to perform this request.", "ref": None}]}, {})
     e = await _error(nursery, search_config(api), {"KAGI_API_KEY": KEY})
@@ -250,15 +249,20 @@ def test_backend_selection_order(env, config, request_backend, chosen):
     assert Search(SearchConfig(**config), env).choose(request_backend) == chosen
 
 
-def test_unconfigured_backends_say_how_to_configure_them():
+def test_unconfigured_backends_say_how_to_configure_them_in_the_daemons_config_file(monkeypatch, tmp_path):
     from webfetch.errors import SearchUnconfigured
-    with pytest.raises(SearchUnconfigured) as info:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    with pytest.raises(SearchUnconfigured) as info:  # no config file: the one the daemon would read
         Search(SearchConfig(), {"KAGI_API_KEY": "", "BRAVE_API_KEY": ""}).choose(None)
+    default = tmp_path / "webfetch" / "config.toml"
     assert info.value.message == (
-        "no web search backend is configured. Either set KAGI_API_KEY (or search.kagi_api_key in "
-        "~/.config/webfetch/config.toml); or set BRAVE_API_KEY (or search.brave_api_key in "
-        "~/.config/webfetch/config.toml); or set search.searxng_url in ~/.config/webfetch/config.toml to an "
-        "instance with JSON output, then restart the daemon")
+        f"no web search backend is configured. Either set KAGI_API_KEY (or search.kagi_api_key in {default}); "
+        f"or set BRAVE_API_KEY (or search.brave_api_key in {default}); or set search.searxng_url in {default} "
+        "to an instance with JSON output, then restart the daemon")
+    with pytest.raises(SearchUnconfigured) as info:  # the daemon's --config
+        Search(SearchConfig(), {}, config_file="/srv/wf/config.toml").choose("searxng")
+    assert info.value.message == ("the SearXNG search backend is not configured: set search.searxng_url in "
+                                  "/srv/wf/config.toml to an instance with JSON output")
     with pytest.raises(SearchUnconfigured, match=r"^the Brave search backend is not configured: set BRAVE_API_KEY"):
         Search(SearchConfig(), {"KAGI_API_KEY": KEY}).choose("brave")
 

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from webfetch import protocol
-from webfetch.frontends import browse_cli, contract
+from webfetch.frontends import arguments, browse_cli, contract
 from webfetch.frontends.mcp_server import TOOLS, text_result
 from webfetch.frontends.tool_text import browse_text, fetch_text, search_text
 
@@ -68,10 +68,35 @@ def test_a_daemon_frame_reads_as_the_golden_text(path: Path):
     # a frame the daemon sends, field for field: decoded as its result struct and encoded again, it is unchanged
     assert msgspec.to_builtins(msgspec.convert(frame, RESULT[tool])) == frame
     msgspec.convert({**OP[tool], **case["args"]}, REQUEST[tool])  # and the args make a request the daemon takes
-    text = {"web_fetch": lambda: fetch_text(frame).text, "web_search": lambda: search_text(frame),
+    prompted = bool(case["args"].get("prompt"))
+    text = {"web_fetch": lambda: fetch_text(frame, prompted=prompted).text, "web_search": lambda: search_text(frame),
             "agent_browser": lambda: browse_text(frame)}[tool]()
     assert text == golden_text(case)
     content = text_result(text, frame).content
     assert [c.type for c in content] == (["text", "image"] if frame.get("image") else ["text"])
     if frame.get("image"):
         assert content[1].data == frame["image"] and content[1].mime_type == "image/png"
+
+
+def _keywords(schema: dict[str, Any]) -> set[str]:
+    """Every JSON Schema keyword a tool's input schema uses, nested ones included."""
+    found = set(schema)
+    for prop in schema.get("properties", {}).values():
+        found |= _keywords(prop)
+    if isinstance(schema.get("items"), dict):
+        found |= _keywords(schema["items"])
+    return found
+
+
+def test_webfetch_mcp_checks_every_rule_the_contracts_schemas_use():
+    # arguments.check knows a small part of JSON Schema: a keyword beyond it would be ignored without a word
+    for tool in contract.TOOLS.values():
+        assert _keywords(tool.input_schema) <= arguments.KEYWORDS, tool.name
+
+
+def test_without_a_sub_agent_web_fetch_is_listed_without_prompt():
+    spec = next(s for s in TOOLS if s.tool.name == "web_fetch")
+    assert spec.listed({"subagent": {"available": True}}) is spec.tool
+    bare = spec.listed({"subagent": {"available": False}})
+    assert bare is not None and "prompt" not in bare.input_schema["properties"] and "prompt" not in bare.description
+    assert bare.input_schema["required"] == ["url"] and bare.annotations == spec.tool.annotations

@@ -36,14 +36,26 @@ async def test_invalid_urls_say_what_to_pass(url, message):
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://localhost:8080/", "http://10.1.2.3/",
-                                 "http://192.168.0.1/", "http://172.16.5.5/", "http://169.254.169.254/latest",
-                                 "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/",
-                                 "http://[::ffff:127.0.0.1]/"])
+                                 "http://192.168.0.1/", "http://172.16.5.5/", "http://[::1]/", "http://[fd00::1]/",
+                                 "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/"])
 async def test_private_addresses_are_blocked_by_default(url):
     with pytest.raises(BlockedUrl) as info:
         await prepare_url(url, DEFAULT)
     assert info.value.code == "blocked_url"
     assert "fetch.allow_private" in info.value.message and "fetch.allow_hosts" in info.value.message
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/",
+                                 "http://[::ffff:169.254.169.254]/"])
+async def test_a_link_local_address_is_blocked_without_a_hint_to_open_it(url):
+    # the cloud metadata service: a model must not be told which setting would let it read the credentials
+    with pytest.raises(BlockedUrl) as info:
+        await prepare_url(url, DEFAULT)
+    host = url.split("/")[2].strip("[]")
+    assert info.value.message.startswith(host) and info.value.message.endswith(
+        " is a link-local address (where a cloud's metadata service answers with the machine's credentials), "
+        "which webfetch does not fetch; it is not a web page to read")
+    assert "allow" not in info.value.message
 
 
 async def test_allowed_local_hosts_keep_plain_http():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -188,11 +189,17 @@ def _toml_path(msg: str) -> str:
     return msg
 
 
-def default_socket_path() -> Path:
-    """PROTOCOL.md: $XDG_RUNTIME_DIR/webfetch/webfetch.sock, else /tmp/webfetch-<uid>/webfetch.sock."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
+def default_socket_path(env: Mapping[str, str] = os.environ, run_user: Path = Path("/run/user")) -> Path:
+    """PROTOCOL.md: $XDG_RUNTIME_DIR/webfetch/webfetch.sock, else /run/user/<uid>/webfetch/webfetch.sock when
+    that directory exists, else /tmp/webfetch-<uid>/webfetch.sock. The middle rule is for clients started
+    with a minimal environment (MCP SDKs start stdio servers without XDG_RUNTIME_DIR): they must find the
+    daemon a login shell's client started, not start a second one under /tmp."""
+    runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "webfetch" / "webfetch.sock"
+    own = run_user / str(os.getuid())
+    if own.is_dir():
+        return own / "webfetch" / "webfetch.sock"
     return Path(f"/tmp/webfetch-{os.getuid()}") / "webfetch.sock"
 
 

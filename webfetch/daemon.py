@@ -120,8 +120,9 @@ class Daemon:
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
-        self.subagent = Subagent(config.subagent)
-        self.search = Search(config.search)
+        # their messages name the file this daemon read (a --config one too), not the default path
+        self.subagent = Subagent(config.subagent, config_file=source.path)
+        self.search = Search(config.search, config_file=source.path)
         self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
         self.browse = Browse(config, self.chrome, self.extractor, policy)
         self.server = Server(self.handle, config.server.max_line_bytes)

@@ -22,7 +22,7 @@ import trio
 
 from . import __version__
 from .cache import Cache
-from .config import SearchConfig
+from .config import SearchConfig, default_config_path
 from .errors import BadRequest, SearchFailed, SearchUnconfigured, Timeout
 from .protocol import ReportProgress, SearchHit, SearchRequest, SearchResult
 
@@ -31,11 +31,13 @@ logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request UR
 
 BACKENDS = ("kagi", "brave", "searxng")
 NAMES = {"kagi": "Kagi", "brave": "Brave", "searxng": "SearXNG"}
-HOW_TO_CONFIGURE = {
-    "kagi": "set KAGI_API_KEY (or search.kagi_api_key in ~/.config/webfetch/config.toml)",
-    "brave": "set BRAVE_API_KEY (or search.brave_api_key in ~/.config/webfetch/config.toml)",
-    "searxng": "set search.searxng_url in ~/.config/webfetch/config.toml to an instance with JSON output",
-}
+
+
+def how_to_configure(backend: str, config_file: str) -> str:
+    """How to give the daemon a backend, naming the config file it reads (its --config, not always ours)."""
+    return {"kagi": f"set KAGI_API_KEY (or search.kagi_api_key in {config_file})",
+            "brave": f"set BRAVE_API_KEY (or search.brave_api_key in {config_file})",
+            "searxng": f"set search.searxng_url in {config_file} to an instance with JSON output"}[backend]
 SNIPPET_CHARS = 300
 MAX_RELATED = 8
 
@@ -115,7 +117,8 @@ def _rate_limited(response: httpx.Response, name: str) -> SearchFailed:
 
 
 def _refused(name: str, status: int, detail: str, backend: str) -> SearchFailed:
-    hint = f"; check the API key: {HOW_TO_CONFIGURE[backend]}" if status in (401, 403) else ""
+    hint = (f"; check the API key: {how_to_configure(backend, 'the config file')}" if status in (401, 403)
+            else "")
     return SearchFailed(f"{name} refused the search (HTTP {status}): {detail or 'no reason given'}{hint}",
                         status=status)
 
@@ -198,8 +201,11 @@ CLIENTS: dict[str, Callable[..., Any]] = {"kagi": kagi, "brave": brave, "searxng
 # ---- the actor -------------------------------------------------------------------------------------
 
 class Search:
-    def __init__(self, config: SearchConfig, env: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, config: SearchConfig, env: Mapping[str, str] = os.environ, *,
+                 config_file: str | None = None) -> None:
+        """`config_file`: the file the daemon read its config from (None: none, the default path's)."""
         self.config = config
+        self.config_file = config_file or str(default_config_path())
         # An empty variable counts as unset; the environment beats the config file.
         self._keys = {"kagi": env.get("KAGI_API_KEY") or config.kagi_api_key or "",
                       "brave": env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
@@ -224,11 +230,11 @@ class Search:
         if wanted:
             if wanted not in self.configured:
                 raise SearchUnconfigured(f"the {NAMES[wanted]} search backend is not configured: "
-                                         f"{HOW_TO_CONFIGURE[wanted]}")
+                                         f"{how_to_configure(wanted, self.config_file)}")
             return wanted
         if not self.configured:
             raise SearchUnconfigured("no web search backend is configured. Either "
-                                     + "; or ".join(HOW_TO_CONFIGURE[b] for b in BACKENDS)
+                                     + "; or ".join(how_to_configure(b, self.config_file) for b in BACKENDS)
                                      + ", then restart the daemon")
         return self.configured[0]
 

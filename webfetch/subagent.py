@@ -100,8 +100,10 @@ def fence(page: str, url: str) -> str:
 
 
 class Subagent:
-    def __init__(self, config: SubagentConfig) -> None:
+    def __init__(self, config: SubagentConfig, *, config_file: str | None = None) -> None:
+        """`config_file`: the file the daemon read its config from (None: none, the default path's)."""
         self.config = config
+        self.config_file = config_file or str(default_config_path())
         self.command = shutil.which(os.path.expanduser(config.command))
         self.version: str | None = None
         self.problems: list[str] = []  # what the version probe found wrong, for status
@@ -178,7 +180,7 @@ class Subagent:
         model, thinking = model_settings(model, thinking)
         if not model:
             raise SubagentFailed(
-                f'no model for the sub-agent: set subagent.model = "provider/id" in {default_config_path()}, '
+                f'no model for the sub-agent: set subagent.model = "provider/id" in {self.config_file}, '
                 f'pass "model" in the request, or put {{"model": "provider/id"}} in '
                 f"{pi_agent_dir() / 'web-fetch.json'}")
         limit = self.config.max_input_chars

@@ -110,10 +110,21 @@ async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], R
     blocked = [a for a in local if not policy.allows_address(a)]
     if not blocked or policy.allow_private:
         return addrs, "local"
-    shown = host if str(blocked[0]) == host else f"{host} ({blocked[0]})"
-    raise BlockedUrl(
-        f"{shown} is a loopback, private or link-local address, which webfetch does not fetch by default; "
-        f"set fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
+    raise BlockedUrl(blocked_message(host, blocked[0]))
+
+
+def blocked_message(host: str, ip: IPAddress) -> str:
+    """Why the policy refuses `host` at `ip`, and how to allow it, except for a link-local address: that
+    is where clouds serve their metadata (169.254.169.254: the machine's credentials), which no message of
+    ours may talk a model into opening."""
+    shown = host if str(ip) == host else f"{host} ({ip})"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_link_local:
+        return (f"{shown} is a link-local address (where a cloud's metadata service answers with the machine's "
+                f"credentials), which webfetch does not fetch; it is not a web page to read")
+    return (f"{shown} is a loopback or private address, which webfetch does not fetch by default; set "
+            f"fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
 
 
 async def admit_host(host: str, policy: AddressPolicy) -> Reach:

@@ -7,7 +7,10 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
-import { EXTENSION, ROOT, piModule, tempDir } from "./helpers.mjs";
+import { spawnSync } from "node:child_process";
+import * as os from "node:os";
+import { createJiti } from "jiti";
+import { EXTENSION, PYTHON, ROOT, piModule, tempDir } from "./helpers.mjs";
 
 const { discoverAndLoadExtensions } = await piModule();
 const CONTRACT = JSON.parse(fs.readFileSync(path.join(EXTENSION, "tools.json"), "utf8")).tools;
@@ -114,5 +117,29 @@ test("an extension copied without its tools.json fails to load, saying what is m
 	} finally {
 		fs.rmSync(here, { recursive: true, force: true });
 		fs.rmSync(agentDir, { recursive: true, force: true });
+	}
+});
+
+test("the extension's default socket is config.py's, with and without XDG_RUNTIME_DIR", TIMEOUT, async () => {
+	// MCP clients start `webfetch mcp` without XDG_RUNTIME_DIR: a client that disagreed would start a second daemon
+	const { defaultSocket, logPathFor } = await createJiti(import.meta.url).import(path.join(EXTENSION, "index.ts"));
+	const runUser = tempDir("wf-run");
+	const python = (env) => {
+		const code = "import json, sys\nfrom pathlib import Path\nfrom webfetch.config import default_socket_path\n" +
+			"print(default_socket_path(json.loads(sys.argv[1]), Path(sys.argv[2])))";
+		const out = spawnSync(PYTHON, ["-c", code, JSON.stringify(env), runUser], { encoding: "utf8", cwd: ROOT });
+		assert.equal(out.status, 0, out.stderr);
+		return out.stdout.trim();
+	};
+	try {
+		const uid = String(os.userInfo().uid);
+		for (const [env, made] of [[{ XDG_RUNTIME_DIR: "/run/user/1000" }, false], [{}, false], [{}, true]]) {
+			if (made) fs.mkdirSync(path.join(runUser, uid));
+			assert.equal(defaultSocket(env, runUser), python(env), JSON.stringify({ env, made }));
+		}
+		assert.equal(defaultSocket({}, runUser), path.join(runUser, uid, "webfetch", "webfetch.sock"));
+		assert.match(logPathFor(defaultSocket({}), { XDG_STATE_HOME: "/s" }), /^\/s\/webfetch\/webfetch\.log$/);
+	} finally {
+		fs.rmSync(runUser, { recursive: true, force: true });
 	}
 });

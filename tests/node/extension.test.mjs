@@ -91,9 +91,9 @@ function call(params, { signal, updates } = {}) {
 }
 
 describe("the web_fetch tool", () => {
-	test("is registered once, with url, prompt, offset and raw", () => {
+	test("is registered once, with url, prompt, offset, raw and fresh", () => {
 		assert.deepEqual([...extension.tools.keys()], ["web_fetch"]);
-		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw"]);
+		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw", "fresh"]);
 		assert.deepEqual(tool.parameters.required, ["url"]);
 		assert.equal(tool.parameters.properties.offset.type, "integer");
 		assert.match(tool.description, /prompt/);

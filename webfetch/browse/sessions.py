@@ -36,6 +36,11 @@ log = logging.getLogger("webfetch.browse")
 CLOSE_TIMEOUT_S = 2.0
 
 
+def no_page(session: str) -> NoSuchTab:
+    """An action that needs a page, in a session with none: before the first `open`, after `close`."""
+    return NoSuchTab(f"no page is open in browse session {session!r}: call open with a url first")
+
+
 class Session:
     """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
     actor's, not a request's: a cancelled action leaves the session intact)."""
@@ -57,15 +62,17 @@ class Session:
         self._adopted = trio.Event()
 
     def tab(self, name: str | None) -> BrowseTab:
+        open_tabs = [t for t in self.tabs.values() if not t.closed]
+        if name is None and not open_tabs:
+            raise no_page(self.name)
         if name is None and (self.active not in self.tabs or self.tabs[self.active or ""].closed):
             # the active tab closed itself (window.close()): the newest one left takes its place
-            open_tabs = [t for t in self.tabs.values() if not t.closed]
-            self.active = open_tabs[-1].name if open_tabs else self.active
+            self.active = open_tabs[-1].name
         key = name or self.active
         tab = self.tabs.get(key or "")
         if tab is None or tab.closed:
             raise NoSuchTab(f"session {self.name!r} has no tab {key!r}; its tabs are "
-                            f"{', '.join(self.tabs) or 'none'} (tabs action, do: list)")
+                            f"{', '.join(t.name for t in open_tabs) or 'none'} (tabs action, do: list)")
         return tab
 
     async def run(self, *, task_status: trio.TaskStatus[None]) -> None:
@@ -212,13 +219,15 @@ class Browse:
     async def handle(self, req: BrowseRequest, rid: Any, progress: ReportProgress) -> BrowseResult:
         if not self.config.enabled:
             raise BrowseDisabled("browser automation is switched off (browse.enabled = false in the config); "
-                                 "use fetch to read pages")
+                                 "read pages with web_fetch (`webfetch fetch` on the command line)")
         reply = Reply(rid, req.action, req.session, time.monotonic())
         session = self.sessions.get(req.session)
         if req.action == "close":
             if session is not None:
                 await self._close(session)
             return reply.result(None)
+        if session is None and req.action not in ("open", "tabs"):
+            raise no_page(req.session)  # no browser context is made for an action that cannot run in it
         if session is None:
             async with self._opening:
                 session = self.sessions.get(req.session)

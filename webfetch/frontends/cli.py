@@ -25,6 +25,17 @@ def thinking_level(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a thinking level; pi's are {', '.join(THINKING_LEVELS)}")
     return text
 
+MCP_DESCRIPTION = """\
+An MCP server on stdin/stdout: web_fetch, web_search (when a search backend is configured) and
+agent_browser (when browse.enabled) for an MCP client, each call forwarded to the webfetch daemon,
+which is started when none listens. Your MCP client runs it; you do not. For example:
+
+  claude mcp add -s user webfetch -- webfetch mcp
+  codex mcp add webfetch -- webfetch mcp
+
+The README's MCP section has the entries for Cursor, VS Code and GUI clients (an absolute path)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="webfetch", description="Web pages as clean markdown, for coding agents.")
     parser.add_argument("--version", action="version", version=f"webfetch {__version__}")
@@ -91,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("doctor", help="check everything webfetch needs; each problem with its fix")
     common(p)
 
-    p = sub.add_parser("mcp", help="an MCP server on stdin/stdout with the daemon's tools (for Claude Code, Codex…)")
+    p = sub.add_parser("mcp", help="an MCP server on stdin/stdout with the daemon's tools (for Claude Code, Codex…)",
+                       description=MCP_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common(p)
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
                    help="logs go to stderr; stdout carries only the protocol")
@@ -104,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config, source = load_config_and_source(args.config)
     except ConfigError as e:
+        if args.command == "mcp":  # the client would show only "Connection closed": tell the model instead
+            from . import mcp_server
+
+            return mcp_server.main(socket_path(Config(), args.socket), args.config, args.log_level,
+                                   config_error=f"webfetch cannot start: {e}; fix the config file, then restart "
+                                                f"the MCP server (or the client)")
         print(f"webfetch: {e}", file=sys.stderr)
         return 2
     path = socket_path(config, args.socket)

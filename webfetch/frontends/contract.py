@@ -9,7 +9,7 @@ wording whichever client it sits in, and the browse actions are listed once for 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .installation import package_file
@@ -26,15 +26,26 @@ class ToolContract:
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
+    without_subagent: ToolContract | None = None  # the tool as listed when the daemon has no sub-agent
 
 
 def load(text: str) -> dict[str, ToolContract]:
     """The contract's tools by name, in the file's order."""
     tools: dict[str, ToolContract] = {}
     for t in json.loads(text)["tools"]:
-        tools[t["name"]] = ToolContract(name=t["name"], title=t["title"], description=" ".join(t["description"]),
-                                        input_schema=t["inputSchema"], annotations=t["annotations"])
+        tool = ToolContract(name=t["name"], title=t["title"], description=" ".join(t["description"]),
+                            input_schema=t["inputSchema"], annotations=t["annotations"])
+        if "withoutSubagent" in t:
+            tool = replace(tool, without_subagent=_without(tool, t["withoutSubagent"]))
+        tools[t["name"]] = tool
     return tools
+
+
+def _without(tool: ToolContract, variant: dict[str, Any]) -> ToolContract:
+    """The tool with the variant's description and without the properties it drops."""
+    schema = dict(tool.input_schema)
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in variant["drop"]}
+    return replace(tool, description=" ".join(variant["description"]), input_schema=schema)
 
 
 TOOLS = load(CONTRACT_FILE.read_text(encoding="utf-8"))

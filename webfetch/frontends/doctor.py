@@ -197,12 +197,13 @@ def check_address_policy(config: Config) -> Check:
 
 
 def check_search(config: Config) -> Check:
-    from ..search import HOW_TO_CONFIGURE, NAMES, Search
+    from ..search import BACKENDS, NAMES, Search, how_to_configure
 
     search = Search(config.search)
     if not search.configured:
         return Check(WARN, "web search", "no backend configured; web_search answers search_unconfigured",
-                     "; or ".join(HOW_TO_CONFIGURE.values()) + " (web_fetch works without it)")
+                     "; or ".join(how_to_configure(b, search.config_file) for b in BACKENDS)
+                     + " (web_fetch works without it)")
     try:
         chosen = search.choose(None)
     except WebfetchError as e:

@@ -1,4 +1,4 @@
-"""`webfetch mcp`: the daemon's tools for every MCP client (Claude Code, Codex CLI, Cursor, Zed, Goose, VS Code),
+"""`webfetch mcp`: the daemon's tools for every MCP client (Claude Code, Codex, Cursor, VS Code: README),
 an MCP server over stdio that forwards each tool call to the daemon over its socket.
 
 It is a thin front door, a process of its own per MCP client: the daemon (one Chrome, one cache) stays
@@ -30,7 +30,7 @@ from mcp.server.stdio import stdio_server
 from .. import __version__
 from ..config import log_path_for
 from ..protocol import decode_frame
-from . import contract
+from . import arguments, contract
 from .client import ClientError, start_daemon
 from .tool_text import browse_text, fetch_text, search_text
 
@@ -38,8 +38,8 @@ log = logging.getLogger("webfetch.mcp")
 
 INSTRUCTIONS = (
     "webfetch reads the web for you: web_fetch loads a page in a real browser (JavaScript-rendered pages "
-    "work), extracts its main content as markdown and caches it for 15 minutes. Pass a `prompt` to get the "
-    "answer from the page instead of the whole page.")
+    "work), extracts its main content as markdown and caches it for 15 minutes. When web_fetch takes a "
+    "`prompt`, pass one to get the answer from the page instead of the whole page.")
 
 # How long the exit waits for the daemon to close the browse session: the SDK's stdio client gives a
 # server 2 s after closing its stdin before it sends SIGTERM. The daemon forgets the session as soon as it
@@ -158,11 +158,24 @@ ToolCall = Callable[[DaemonLink, dict[str, Any], Progress], Awaitable[types.Call
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: what the client lists, and how a call becomes a daemon request. `needs`, when set, is
-    the daemon status field that must be non-empty (or true) for the tool to be listed."""
+    the daemon status field that must be non-empty (or true) for the tool to be listed; `without_subagent`
+    is the tool as listed when the daemon's status says it has no sub-agent to answer prompts."""
 
     tool: types.Tool
     call: ToolCall
     needs: str | None = None
+    without_subagent: types.Tool | None = None
+
+    def listed(self, status: dict[str, Any] | None) -> types.Tool | None:
+        """The tool as the daemon with this status serves it; None when it cannot (status None: unknown,
+        so every tool as written)."""
+        if status is None:
+            return self.tool
+        if self.needs is not None and not status.get(self.needs):
+            return None
+        if self.without_subagent is not None and (status.get("subagent") or {}).get("available") is False:
+            return self.without_subagent
+        return self.tool
 
 
 async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
@@ -170,10 +183,11 @@ async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress)
     for key in ("prompt", "offset"):
         if args.get(key) is not None:
             body[key] = args[key]
-    if args.get("raw"):
-        body["raw"] = True
+    for key in ("raw", "fresh"):
+        if args.get(key):
+            body[key] = True
     frame = await link.request(body, progress)  # no model: the daemon's subagent.model decides
-    return text_result(fetch_text(frame).text, frame)
+    return text_result(fetch_text(frame, prompted=args.get("prompt") is not None).text, frame)
 
 
 async def call_search(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
@@ -228,14 +242,17 @@ class BrowseSession:
 BROWSE_SESSION = BrowseSession()
 
 
-def mcp_tool(c: contract.ToolContract) -> types.Tool:
+def mcp_tool(c: contract.ToolContract | None) -> types.Tool:
     """The contract's tool as MCP lists it; the annotations' title is the tool's."""
+    assert c is not None
     return types.Tool(name=c.name, title=c.title, description=c.description, input_schema=c.input_schema,
                       annotations=types.ToolAnnotations.model_validate({"title": c.title, **c.annotations}))
 
 
 TOOLS: list[ToolSpec] = [
-    ToolSpec(mcp_tool(contract.FETCH), call_fetch),
+    # Without a sub-agent a prompt cannot be answered: the tool is listed without one, rather than
+    # steering the model to a parameter that brings back the whole page anyway.
+    ToolSpec(mcp_tool(contract.FETCH), call_fetch, without_subagent=mcp_tool(contract.FETCH.without_subagent)),
     # Listed only when the daemon has a search backend: a tool that can only fail costs the model a turn
     # and every request the tokens of its description, and the client's own search stays the one used.
     ToolSpec(mcp_tool(contract.SEARCH), call_search, needs="search"),
@@ -249,28 +266,41 @@ TOOLS: list[ToolSpec] = [
 class McpFrontDoor:
     """The MCP handlers: list the tools the daemon can serve, forward calls, report progress."""
 
-    def __init__(self, link: DaemonLink, tools: list[ToolSpec] | None = None) -> None:
+    def __init__(self, link: DaemonLink, tools: list[ToolSpec] | None = None, config_error: str | None = None
+                 ) -> None:
         self.link = link
         self.tools = {spec.tool.name: spec for spec in (tools or TOOLS)}
+        # The config could not be read: the server still serves, so that every call can tell the model
+        # (and through it the user) why; a server that exits shows only "Connection closed" in the client.
+        self.config_error = config_error
 
-    async def list_tools(self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-                         ) -> types.ListToolsResult:
+    async def _listed(self) -> list[types.Tool]:
         status: dict[str, Any] | None = None
-        if any(spec.needs for spec in self.tools.values()):
+        if self.config_error is None:
             try:  # starts the daemon when none listens: its Chrome is then warm for the first fetch
                 status = await self.link.request({"op": "status"})
             except (DaemonFailed, DaemonUnreachable) as e:
                 log.warning("cannot ask the daemon which tools it can serve: %s", e)
-        listed = [spec.tool for spec in self.tools.values()
-                  if spec.needs is None or status is None or status.get(spec.needs)]
-        return types.ListToolsResult(tools=listed)
+        return [tool for spec in self.tools.values() if (tool := spec.listed(status)) is not None]
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await self._listed())
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
+        if self.config_error is not None:
+            return error_result("config_error", self.config_error)
         spec = self.tools.get(params.name)
-        if spec is None:
+        if spec is None:  # named with the tools the model was given, not those the daemon cannot serve
+            names = [tool.name for tool in await self._listed()]
             return error_result("bad_request", f"no tool named {params.name!r}; this server has "
-                                f"{', '.join(self.tools)}")
+                                f"{', '.join(names)}")
+        args = params.arguments or {}
+        try:
+            arguments.check(spec.tool.name, spec.tool.input_schema, args)
+        except arguments.BadArguments as e:
+            return error_result("bad_request", str(e))
         sent = 0
 
         async def progress(frame: dict[str, Any]) -> None:
@@ -280,7 +310,7 @@ class McpFrontDoor:
             await ctx.session.report_progress(sent, None, str(frame.get("message") or frame.get("stage") or ""))
 
         try:
-            return await spec.call(self.link, params.arguments or {}, progress)
+            return await spec.call(self.link, args, progress)
         except DaemonFailed as e:
             extra = {k: v for k, v in e.frame.items() if k not in ("type", "id", "code", "message")}
             return error_result(e.code, e.message, **extra)
@@ -288,17 +318,17 @@ class McpFrontDoor:
             return error_result("daemon_unreachable", str(e))
 
 
-def build_server(link: DaemonLink) -> Server[Any]:
-    door = McpFrontDoor(link)
+def build_server(link: DaemonLink, config_error: str | None = None) -> Server[Any]:
+    door = McpFrontDoor(link, config_error=config_error)
     return Server("webfetch", version=__version__, title="webfetch", instructions=INSTRUCTIONS,
                   on_list_tools=door.list_tools, on_call_tool=door.call_tool)
 
 
-async def serve_stdio(path: Path, config: str | None) -> None:
+async def serve_stdio(path: Path, config: str | None, config_error: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin, then close the browse session. While
     serving, the SDK points fd 1 at stderr, so nothing but the protocol reaches stdout."""
     link = DaemonLink(path, config)
-    server = build_server(link)
+    server = build_server(link, config_error)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_close_on_signal, link)
         try:
@@ -320,13 +350,16 @@ async def _close_on_signal(link: DaemonLink) -> None:
             signal.raise_signal(signum)
 
 
-def main(path: Path, config: str | None, log_level: str = "warning") -> int:
+def main(path: Path, config: str | None, log_level: str = "warning", config_error: str | None = None) -> int:
+    """Serve until stdin ends. `config_error`: the config could not be read; every call answers with it."""
     import anyio
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if config_error is not None:
+        log.error("%s", config_error)
     try:
-        anyio.run(serve_stdio, path, config, backend="trio")
+        anyio.run(serve_stdio, path, config, config_error, backend="trio")
     except KeyboardInterrupt:
         pass
     return 0

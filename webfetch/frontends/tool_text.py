@@ -51,25 +51,39 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def facts_line(r: dict[str, Any], shown_end: int | None) -> str:
-    """The one line of facts that starts every fetch result."""
+# The facts line's warnings: a model reads the first line as the verdict on what follows, so what makes the
+# content not what it asked for must be there, not only in the notes at the very end.
+UNANSWERED = "NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)"
+
+
+def facts_line(r: dict[str, Any], shown_end: int | None, prompted: bool = False) -> str:
+    """The one line of facts that starts every fetch result. `prompted`: the call passed a prompt, so a
+    page (not an answer) means the sub-agent could not answer it."""
     parts = [str(r.get("final_url") or r.get("url"))]
     if r.get("title"):
         parts.append(json.dumps(r["title"], ensure_ascii=False))
     parts.append(f"cached ({_age(r.get('age_s') or 0)} old)" if r.get("cached") else "fetched now")
+    parts.append(_extent(r, shown_end))
+    if prompted and r.get("kind") == "page":
+        parts.append(UNANSWERED)
+    if r.get("flags"):
+        parts.append(f"FLAGS: {', '.join(r['flags'])} (read the notes before using this content)")
+    return " · ".join(parts)
+
+
+def _extent(r: dict[str, Any], shown_end: int | None) -> str:
+    """What the content is: an answer, a summary, or which characters of the page."""
     total = r.get("total_chars") or 0
     offset = r.get("offset") or 0
     if r.get("kind") == "answer":
-        parts.append(f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters")
-    elif r.get("kind") == "summary":
-        parts.append(f"summary of {_n(total)} characters")
-    elif total == 0:
-        parts.append("no text")
-    elif shown_end is not None and (offset > 0 or shown_end < total):
-        parts.append(f"characters {_n(offset)}–{_n(shown_end)} of {_n(total)}")
-    else:
-        parts.append(f"all {_n(total)} characters")
-    return " · ".join(parts)
+        return f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters"
+    if r.get("kind") == "summary":
+        return f"summary of {_n(total)} characters"
+    if total == 0:
+        return "no text"
+    if shown_end is not None and (offset > 0 or shown_end < total):
+        return f"characters {_n(offset)}–{_n(shown_end)} of {_n(total)}"
+    return f"all {_n(total)} characters"
 
 
 def cut_to_fit(text: str, max_bytes: int, max_lines: int) -> str:
@@ -89,9 +103,10 @@ def _fits(text: str, limits: Limits) -> bool:
     return _bytes(text) <= limits.bytes and text.count("\n") + 1 <= limits.lines
 
 
-def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limits()) -> ToolText:
+def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limits(), *, prompted: bool = False
+               ) -> ToolText:
     """A fetch result frame as the tool's text: the facts line, the content, the notes; a page too big for
-    one tool result is cut at a line with the offset to continue from."""
+    one tool result is cut at a line with the offset to continue from. `prompted`: the call had a prompt."""
     if r.get("kind") == "redirect":
         status = f" (HTTP {r['status']})" if r.get("status") else ""
         return ToolText(f"{r.get('url')} redirects to {r.get('redirect_url')} on a different host; call {tool} "
@@ -101,7 +116,7 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
     tail = ("\n\nNotes:\n" + "\n".join(f"- {x}" for x in notes)) if notes else ""
     offset: int = r.get("offset") or 0
     end = offset + len(content) if r.get("kind") == "page" else None
-    text = f"{facts_line(r, end)}\n\n{content}{tail}"
+    text = f"{facts_line(r, end, prompted)}\n\n{content}{tail}"
     if _fits(text, limits):
         return ToolText(text, None)
     # Too big for one tool result: keep what fits and say exactly how to read on.
@@ -111,9 +126,9 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
         cut_at = offset + len(kept)
         more = (f"\n\n[Cut at the 50 KB limit of one tool result. Call {tool} with url {json.dumps(r.get('url'))} "
                 f"and offset {cut_at} to read on.]")
-        return ToolText(f"{facts_line(r, cut_at)}\n\n{kept}{more}{tail}", cut_at)
+        return ToolText(f"{facts_line(r, cut_at, prompted)}\n\n{kept}{more}{tail}", cut_at)
     more = "\n\n[Cut at the 50 KB limit of one tool result. Ask a narrower prompt, or read the raw page with offset.]"
-    return ToolText(f"{facts_line(r, None)}\n\n{kept}{more}{tail}", None)
+    return ToolText(f"{facts_line(r, None, prompted)}\n\n{kept}{more}{tail}", None)
 
 
 def search_text(r: dict[str, Any], limits: Limits = Limits()) -> str:

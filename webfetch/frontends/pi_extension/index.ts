@@ -248,6 +248,7 @@ interface FetchBody {
 	prompt?: string;
 	offset?: number;
 	raw?: boolean;
+	fresh?: boolean;
 	model?: string;
 	thinking?: string;
 }
@@ -457,8 +458,15 @@ export function ownWebfetch(here: string): string[] | undefined {
 	return undefined;
 }
 
-function defaultSocket(env: NodeJS.ProcessEnv): string {
+/** config.py's default_socket_path: every client must agree on it, or one starts a second daemon. */
+export function defaultSocket(env: NodeJS.ProcessEnv = process.env, runUser = "/run/user"): string {
 	if (env.XDG_RUNTIME_DIR) return path.join(env.XDG_RUNTIME_DIR, "webfetch", "webfetch.sock");
+	const own = path.join(runUser, String(os.userInfo().uid));
+	try {
+		if (fs.statSync(own).isDirectory()) return path.join(own, "webfetch", "webfetch.sock");
+	} catch {
+		// no such directory: the /tmp rule
+	}
 	return path.join("/tmp", `webfetch-${os.userInfo().uid}`, "webfetch.sock");
 }
 
@@ -645,8 +653,11 @@ function age(seconds: number): string {
 	return `${(seconds / 3600).toFixed(1)} h`;
 }
 
-/** The one line of facts that starts every result. */
-function factsLine(r: FetchResultFrame, shownEnd: number | null): string {
+/** tool_text.py's UNANSWERED: a page where the call asked for an answer, said on the first line. */
+const UNANSWERED = "NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)";
+
+/** The one line of facts that starts every result; `prompted`: the call passed a prompt. */
+function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = false): string {
 	const parts = [r.final_url || r.url];
 	if (r.title) parts.push(JSON.stringify(r.title));
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
@@ -656,6 +667,7 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null): string {
 	else if (shownEnd !== null && (r.offset > 0 || shownEnd < r.total_chars))
 		parts.push(`characters ${n(r.offset)}–${n(shownEnd)} of ${n(r.total_chars)}`);
 	else parts.push(`all ${n(r.total_chars)} characters`);
+	if (prompted && r.kind === "page") parts.push(UNANSWERED);
 	// No silent success: the model must see at once when the content is a wall, not the page (notes say what to do).
 	if (r.flags?.length) parts.push(`FLAGS: ${r.flags.join(", ")} (read the notes before using this content)`);
 	return parts.join(" · ");
@@ -673,7 +685,11 @@ function cutToFit(text: string, maxBytes: number, maxLines: number): string {
 }
 
 /** Turn a fetch result into the tool's text, within pi's 50 KB / 2 000 lines. */
-export function formatResult(r: FetchResultFrame, limits = { bytes: MAX_BYTES, lines: MAX_LINES }): { text: string; cutAt: number | null } {
+export function formatResult(
+	r: FetchResultFrame,
+	limits = { bytes: MAX_BYTES, lines: MAX_LINES },
+	prompted = false,
+): { text: string; cutAt: number | null } {
 	if (r.kind === "redirect") {
 		return {
 			text:
@@ -687,7 +703,7 @@ export function formatResult(r: FetchResultFrame, limits = { bytes: MAX_BYTES, l
 	const tail = notes.length ? `\n\nNotes:\n${notes.map((x) => `- ${x}`).join("\n")}` : "";
 	const whole = (header: string, body: string, extra = "") => `${header}\n\n${body}${extra}${tail}`;
 	const end = r.kind === "page" ? r.offset + codePoints(content) : null;
-	let text = whole(factsLine(r, end), content);
+	let text = whole(factsLine(r, end, prompted), content);
 	if (bytes(text) <= limits.bytes && text.split("\n").length <= limits.lines) return { text, cutAt: null };
 
 	// Too big for pi: keep what fits and say exactly how to read on.
@@ -696,11 +712,11 @@ export function formatResult(r: FetchResultFrame, limits = { bytes: MAX_BYTES, l
 	if (r.kind === "page") {
 		const cutAt = r.offset + codePoints(kept);
 		const more = `\n\n[Cut at pi's 50 KB limit. Call web_fetch with url ${JSON.stringify(r.url)} and offset ${cutAt} to read on.]`;
-		text = whole(factsLine(r, cutAt), kept, more);
+		text = whole(factsLine(r, cutAt, prompted), kept, more);
 		return { text, cutAt };
 	}
 	const more = "\n\n[Cut at pi's 50 KB limit. Ask a narrower prompt, or read the raw page with offset.]";
-	return { text: whole(factsLine(r, null), kept, more), cutAt: null };
+	return { text: whole(factsLine(r, null, prompted), kept, more), cutAt: null };
 }
 
 // ---- rendering in pi's TUI (minimal components: no pi-tui import) ------------------------------
@@ -769,6 +785,7 @@ interface FetchParams {
 	prompt?: string;
 	offset?: number;
 	raw?: boolean;
+	fresh?: boolean;
 }
 
 interface SearchParams {
@@ -1090,12 +1107,13 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.prompt) body.prompt = params.prompt;
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
+			if (params.fresh) body.fresh = true;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
 			if (thinking) body.thinking = thinking;
 			const result = await request(body, { signal, onProgress: progressTo(onUpdate) });
-			const { text, cutAt } = formatResult(result);
+			const { text, cutAt } = formatResult(result, undefined, Boolean(params.prompt));
 			const usage = piUsage(result.usage);
 			return {
 				content: [{ type: "text", text }],
