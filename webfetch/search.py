@@ -199,15 +199,27 @@ CLIENTS: dict[str, Callable[..., Any]] = {"kagi": kagi, "brave": brave, "searxng
 
 class Search:
     def __init__(self, config: SearchConfig, env: Mapping[str, str] = os.environ) -> None:
-        self.config = config
-        # An empty variable counts as unset; the environment beats the config file.
-        self._keys = {"kagi": env.get("KAGI_API_KEY") or config.kagi_api_key or "",
-                      "brave": env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
-        self._bases = {"kagi": config.kagi_url, "brave": config.brave_url, "searxng": config.searxng_url or ""}
-        self.configured = [b for b in BACKENDS if (self._keys[b] if b in self._keys else self._bases[b])]
+        self._env = env
         self.cache: Cache[Results] = Cache(config.cache_s, max(config.cache_s, 60.0), 16 * 1024 * 1024,
                                            lambda r: len(msgspec.json.encode(r)))
         self._client: httpx.AsyncClient | None = None
+        self._configure(config)
+
+    def _configure(self, config: SearchConfig) -> None:
+        self.config = config
+        # An empty variable counts as unset; the environment (the daemon's, from its start) beats the file.
+        self._keys = {"kagi": self._env.get("KAGI_API_KEY") or config.kagi_api_key or "",
+                      "brave": self._env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
+        self._bases = {"kagi": config.kagi_url, "brave": config.brave_url, "searxng": config.searxng_url or ""}
+        self.configured = [b for b in BACKENDS if (self._keys[b] if b in self._keys else self._bases[b])]
+
+    def reconfigure(self, config: SearchConfig) -> None:
+        """A reloaded search section: keys, backends, URLs, limit and timeout apply from the next search (one
+        under way finishes with what it had). Cached results are dropped, since they may come from a
+        backend or instance no longer configured."""
+        self._configure(config)
+        self.cache.reconfigure(config.cache_s, max(config.cache_s, 60.0), self.cache.max_bytes)
+        self.cache.clear()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},
