@@ -53,6 +53,18 @@ async def test_byte_bound_evicts_least_recently_used(clock):
     assert c.get("huge") is None and len(c) == 3
 
 
+async def test_reconfigure_shrinks_at_once_and_a_shorter_ttl_expires_older_entries(clock):
+    """What a reload does to the cache: a smaller bound evicts the least recently used entries now."""
+    c = make(max_bytes=30)
+    for key in "abc":
+        c.put(key, key * 10)
+        await trio.sleep(100)
+    c.get("a")
+    c.reconfigure(ttl_s=250.0, sweep_s=300.0, max_bytes=20)
+    assert c.bytes == 20 and c.get("b") is None
+    assert c.get("a") is None and c.get("c") == ("cc" * 5, 100)  # "a" is 300 s old: past the new TTL
+
+
 async def test_ten_concurrent_requests_cause_one_load(clock):
     c = make()
     loads = 0

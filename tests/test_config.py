@@ -5,7 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from webfetch.config import Config, ConfigError, load_config, parse_config, socket_path
+from webfetch.config import (
+    Config,
+    ConfigError,
+    changed_keys,
+    keep_running,
+    load_config,
+    needs_restart,
+    parse_config,
+    socket_path,
+)
 
 
 def test_every_key_is_optional(tmp_path, monkeypatch):
@@ -38,6 +47,37 @@ def test_bad_config_is_rejected_naming_the_key(text, message):
         parse_config(text, source="config.toml")
     assert message in str(info.value)
     assert str(info.value).startswith("config.toml: ")
+
+
+@pytest.mark.parametrize("text,message", [
+    (b"[fetch]\nallow_private = true\n\n[browser]\n# why\ncolour = 1\n",
+     "config.toml: line 6: unknown key `browser.colour`"),
+    (b"[cache]\nttl_s = 1\n[fetch]\nallow_hosts = [\n  \"a\",\n  2,\n]\n",
+     "config.toml: line 4: key `fetch.allow_hosts[1]`: Expected `str`, got `int`"),
+    (b"fetch.timeout_s = \"soon\"\n", "config.toml: line 1: key `fetch.timeout_s`: Expected `float`"),
+    (b"[colour]\nx = 1\n", "config.toml: line 1: unknown key `colour`"),
+    (b"[fetch]\ntimeout_s = = 3\n", "config.toml: line 2: not valid TOML: Invalid value (column 13)"),
+    (b"[fetch]\nallow_hosts = [\"a\"\n", "config.toml: not valid TOML: Unclosed array (at end of document)"),
+])
+def test_a_bad_config_names_the_line(text, message):
+    """The line of the key (which msgspec does not give for a value) or of TOML's syntax error."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, source="config.toml")
+    assert str(info.value).startswith(message)
+    assert info.value.code == "config_error"
+
+
+def test_what_a_reload_changes_and_what_needs_a_restart():
+    old = parse_config(b'[fetch]\nallow_hosts = ["a"]\n')
+    new = parse_config(b'[server]\nsocket = "/tmp/x.sock"\n[browser]\nargs = ["--x"]\nsettle_s = 1\n'
+                       b'[fetch]\nallow_hosts = ["a", "b"]\n[extract]\nworkers = 3\n[search]\nlimit = 5\n')
+    changed = changed_keys(old, new)
+    assert changed == ["server.socket", "browser.args", "browser.settle_s", "fetch.allow_hosts", "extract.workers",
+                       "search.limit"]
+    restart = [k for k in changed if needs_restart(k)]
+    assert restart == ["server.socket", "browser.args", "extract.workers"]
+    running = keep_running(old, new, restart)
+    assert changed_keys(old, running) == ["browser.settle_s", "fetch.allow_hosts", "search.limit"]
 
 
 def test_missing_explicit_config_is_an_error(tmp_path, monkeypatch):

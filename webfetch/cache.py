@@ -76,9 +76,23 @@ class Cache(Generic[V]):
             return  # would evict everything else and still not fit
         self._entries[key] = _Entry(value, size, trio.current_time() if created is None else created)
         self.bytes += size
+        self._evict()
+
+    def _evict(self) -> None:
         while self.bytes > self.max_bytes:
             oldest = next(iter(self._entries))
             self._remove(oldest)
+
+    def reconfigure(self, ttl_s: float, sweep_s: float, max_bytes: int) -> None:
+        """New limits from a reload: a smaller byte bound evicts the least recently used entries at once, a
+        shorter TTL expires entries at their next read or sweep; sweep_s counts from the next sweep."""
+        self.ttl_s, self.sweep_s, self.max_bytes = ttl_s, sweep_s, max_bytes
+        self._evict()
+
+    def clear(self) -> None:
+        """Forget every entry (loads under way still finish for their callers)."""
+        self._entries.clear()
+        self.bytes = 0
 
     def _remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)

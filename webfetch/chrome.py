@@ -23,7 +23,7 @@ from .errors import BrowserCrashed, BrowserUnavailable
 from .launch import INSTALL_HINT, BrowserLaunchError, find_chrome, launch_chrome
 from .procs import ChildProcess
 from .proxy import Failure, PolicyProxy
-from .urls import AddressPolicy, host_of
+from .urls import AddressPolicy, PolicyHolder, host_of
 
 log = logging.getLogger("webfetch.chrome")
 
@@ -235,7 +235,7 @@ BrowserOpener = Callable[[int], AbstractAsyncContextManager[Browser]]
 class Chrome:
     """Owns the browser: launch or attach, supervise, restart, and a pool of ready tabs."""
 
-    def __init__(self, config: BrowserConfig, policy: AddressPolicy, tab_setup: TabSetup = TabSetup(),
+    def __init__(self, config: BrowserConfig, policy: AddressPolicy | PolicyHolder, tab_setup: TabSetup = TabSetup(),
                  opener: BrowserOpener | None = None) -> None:
         """`opener` makes a browser (tests give a scripted one); by default it is launched or attached to."""
         self.config = config

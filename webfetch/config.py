@@ -1,6 +1,7 @@
 """Configuration: TOML at ~/.config/webfetch/config.toml (or --config); every key optional.
 
-Unknown keys and wrong types are rejected at start with a message naming the key.
+Unknown keys and wrong types are rejected with a message naming the key and its line, at start and on
+`webfetch reload` (which keeps the running config then). `RESTART_KEYS` names what a reload cannot change.
 """
 
 from __future__ import annotations
@@ -172,21 +173,80 @@ def parse_config(data: bytes | str, source: str = "config") -> Config:
     try:
         return msgspec.toml.decode(data, type=Config)
     except msgspec.ValidationError as e:
-        # msgspec says e.g. "Object contains unknown field `colour` - at `$.browser`": name the key plainly.
-        raise ConfigError(f"{source}: {_toml_path(str(e))}") from None
+        # msgspec says e.g. "Object contains unknown field `colour` - at `$.browser`": name the key plainly,
+        # and the line that sets it, which msgspec does not give for a decoded value.
+        message, key = _toml_path(str(e))
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        line = _line_of(text, key) if key else None
+        raise ConfigError(f"{source}: {f'line {line}: ' if line else ''}{message}") from None
     except msgspec.DecodeError as e:
-        raise ConfigError(f"{source}: not valid TOML: {e}") from None
+        # TOML's syntax errors end "(at line 3, column 7)": the line goes first, as for a key
+        m = re.fullmatch(r"(.*) \(at (line \d+), (column \d+)\)", str(e))
+        where, what = (f"{m.group(2)}: ", f"{m.group(1)} ({m.group(3)})") if m else ("", str(e))
+        raise ConfigError(f"{source}: {where}not valid TOML: {what}") from None
 
 
-def _toml_path(msg: str) -> str:
+def _toml_path(msg: str) -> tuple[str, str | None]:
+    """A validation error in our words, and the key it is about."""
     m = re.fullmatch(r"Object contains unknown field `([^`]+)`(?: - at `\$\.?([^`]*)`)?", msg)
     if m:
         key = f"{m.group(2)}.{m.group(1)}" if m.group(2) else m.group(1)
-        return f"unknown key `{key}`; see the README for the keys webfetch knows"
+        return f"unknown key `{key}`; see the README for the keys webfetch knows", key
     m = re.fullmatch(r"(.*) - at `\$\.([^`]*)`", msg)
     if m:
-        return f"key `{m.group(2)}`: {m.group(1)}"
-    return msg
+        return f"key `{m.group(2)}`: {m.group(1)}", m.group(2)
+    return msg, None
+
+
+_TABLE = re.compile(r"\[\s*([A-Za-z0-9_.\- ]+?)\s*\]\s*(#.*)?")
+_ASSIGN = re.compile(r"([A-Za-z0-9_.\- ]+?)\s*=")
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of `text` that sets `key` (`fetch.allow_hosts`, `fetch.allow_hosts[1]`) or opens it as a
+    table; None when it is written in a way this does not follow (quoted keys, inline tables)."""
+    wanted = re.sub(r"\[\d+\]", "", key).split(".")
+    table: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _TABLE.fullmatch(line.strip())
+        if m:
+            table = [part.strip() for part in m.group(1).split(".")]
+            if table == wanted:
+                return number
+            continue
+        m = _ASSIGN.match(line.strip())
+        if m and table + [part.strip() for part in m.group(1).split(".")] == wanted:
+            return number
+    return None
+
+
+# What a reload cannot change in a running daemon, by key or by section: the socket it listens on, the
+# browser's launch (its executable, endpoint and flags, and the tab pool sized at start), the parser
+# processes and the sub-agent's workers. `webfetch restart` applies them.
+RESTART_KEYS = ("server", "browser.executable", "browser.endpoint", "browser.args", "browser.context_pool",
+                "browser.max_renders", "extract", "subagent")
+
+
+def needs_restart(key: str) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in RESTART_KEYS)
+
+
+def changed_keys(old: Config, new: Config) -> list[str]:
+    """The keys (`section.key`) whose values differ between two configs, in the order of the Config."""
+    return [f"{section}.{name}" for section in old.__struct_fields__
+            for name in getattr(old, section).__struct_fields__
+            if getattr(getattr(old, section), name) != getattr(getattr(new, section), name)]
+
+
+def keep_running(old: Config, new: Config, keys: list[str]) -> Config:
+    """`new`, with `keys` (`section.key`) as they are in `old`: the config a reload puts in force when some
+    of what changed needs a restart."""
+    sections: dict[str, dict[str, object]] = {}
+    for key in keys:
+        section, name = key.split(".", 1)
+        sections.setdefault(section, {})[name] = getattr(getattr(old, section), name)
+    return msgspec.structs.replace(new, **{section: msgspec.structs.replace(getattr(new, section), **fields)
+                                           for section, fields in sections.items()})
 
 
 def default_socket_path(env: Mapping[str, str] = os.environ, run_user: Path = Path("/run/user")) -> Path:

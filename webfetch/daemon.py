@@ -1,4 +1,4 @@
-"""The daemon: start order (actors, then the socket), request dispatch, signals and idle exit."""
+"""The daemon: start order (actors, then the socket), request dispatch, signals, reload and idle exit."""
 
 from __future__ import annotations
 
@@ -21,9 +21,18 @@ from . import PROTOCOL_VERSION, __version__
 from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
-from .config import DEFAULTS, Config, ConfigSource, default_socket_path
+from .config import (
+    DEFAULTS,
+    Config,
+    ConfigSource,
+    changed_keys,
+    default_socket_path,
+    keep_running,
+    load_config_and_source,
+    needs_restart,
+)
 from .dns import Resolver
-from .errors import BrowserUnavailable, WebfetchError
+from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
 from .pipeline import Pipeline, page_size
 from .protocol import (
@@ -33,6 +42,8 @@ from .protocol import (
     DaemonInfo,
     FetchRequest,
     Frame,
+    ReloadRequest,
+    ReloadResult,
     ReportProgress,
     Request,
     RequestId,
@@ -49,7 +60,7 @@ from .search import Search
 from .server import Server
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
-from .urls import AddressPolicy
+from .urls import AddressPolicy, PolicyHolder
 
 log = logging.getLogger("webfetch.daemon")
 
@@ -115,16 +126,19 @@ class Daemon:
         self.socket_activated = False
         self.exit_when_idle = False
         self._serving: trio.CancelScope | None = None
-        policy = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts, resolver)
-        self.chrome = Chrome(config.browser, policy, FETCH_TAB)
+        self.needs_restart: list[str] = []  # what the file changes that a reload could not apply
+        # One holder that everything applying the address policy reads at use, so a reload swaps it once.
+        self.policy = PolicyHolder(AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts,
+                                                             resolver))
+        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         # their messages name the file this daemon read (a --config one too), not the default path
         self.subagent = Subagent(config.subagent, config_file=source.path)
         self.search = Search(config.search, config_file=source.path)
-        self.pipeline = Pipeline(config, policy, self.chrome, self.cache, self.extractor, self.subagent)
-        self.browse = Browse(config, self.chrome, self.extractor, policy)
+        self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent)
+        self.browse = Browse(config, self.chrome, self.extractor, self.policy)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
@@ -138,6 +152,8 @@ class Daemon:
             return replace(await self.search.search(req, progress), id=rid)
         if isinstance(req, StopRequest):
             return self.stop(rid)
+        if isinstance(req, ReloadRequest):
+            return replace(self.reload(), id=rid)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def stop(self, rid: RequestId) -> StopResult:
@@ -148,11 +164,46 @@ class Daemon:
         return StopResult(id=rid, pid=os.getpid(), in_flight=self.server.in_flight - 1,
                           browse_sessions=len(self.browse.sessions), socket_activated=self.socket_activated)
 
+    def reload(self) -> ReloadResult:
+        """Read the config file again (the one the daemon started with; with none, the default path if it
+        now exists) and apply what can change while running, at once and with no await, so each request
+        sees the old config or the new one. A file that does not parse changes nothing: ConfigError."""
+        try:
+            config, source = load_config_and_source(self.source.path)
+        except ConfigError as e:
+            log.warning("reload: %s; still running the config it had", e.message)
+            raise ConfigError(f"{e.message}; the daemon still runs the config it had") from None
+        changed = changed_keys(self.config, config)
+        restart = [k for k in changed if needs_restart(k)]
+        applied = [k for k in changed if k not in restart]
+        self._apply(keep_running(self.config, config, restart), {k.split(".")[0] for k in applied})
+        self.source, self.needs_restart = source, restart
+        log.info("reloaded %s: %s%s", source.path or "the defaults (no config file)",
+                 f"applied {', '.join(applied)}" if applied else "nothing to apply",
+                 f"; needs `webfetch restart`: {', '.join(restart)}" if restart else "")
+        return ReloadResult(id=None, config=source.path, config_digest=source.digest, changed=changed,
+                            applied=applied, needs_restart=restart)
+
+    def _apply(self, config: Config, sections: set[str]) -> None:
+        """Put `config` in force: each actor takes its own part through its `reconfigure`."""
+        if config.fetch.allow_private != self.config.fetch.allow_private or \
+                config.fetch.allow_hosts != self.config.fetch.allow_hosts:
+            # the resolver stays: its cache, and a test's scripted one
+            self.policy.current = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts,
+                                                            self.policy.current.resolver)
+        if "cache" in sections:
+            self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
+        if "search" in sections:
+            self.search.reconfigure(config.search)
+        self.pipeline.reconfigure(config)
+        self.browse.reconfigure(config)
+        self.config = config
+
     def identity(self) -> DaemonInfo:
         return DaemonInfo(pid=os.getpid(), started_at=self.started_at, socket=self.socket_path,
                           socket_activated=self.socket_activated, exit_when_idle=self.exit_when_idle,
                           config=self.source.path, config_digest=self.source.digest,
-                          log=str(self.log_path) if self.log_path else None)
+                          log=str(self.log_path) if self.log_path else None, needs_restart=self.needs_restart)
 
     def status(self, rid: RequestId) -> StatusResult:
         c = self.chrome
@@ -231,13 +282,17 @@ class Daemon:
             notifier.status(self.status_line())
 
     async def _stop_on_signal(self, signals: AsyncIterator[int], serving: trio.CancelScope) -> None:
-        """SIGTERM or SIGINT stops serving (a second one while stopping changes nothing); SIGHUP does not."""
+        """SIGTERM or SIGINT stops serving (a second one while stopping changes nothing); SIGHUP reloads the
+        config, as `webfetch reload` does (the log says what it applied)."""
         async for signum in signals:
             name = signal.Signals(signum).name
             if signum == signal.SIGHUP:
-                # A terminal that closes sends it; it must not end a daemon that other clients use.
-                log.info("received SIGHUP: the config is not reloaded while running; `webfetch restart` "
-                         "applies a changed config")
+                # Also what a closing terminal sends: it must not end a daemon that other clients use.
+                log.info("received SIGHUP; reloading the config")
+                try:
+                    self.reload()
+                except ConfigError:
+                    pass  # reload logged it; the old config runs on
             elif serving.cancel_called:
                 log.info("received %s; already shutting down", name)
             else:
@@ -322,14 +377,14 @@ def _rss_bytes() -> int:
         return 0
 
 
-# SIGTERM and SIGINT stop the daemon; SIGHUP is caught so that it does not.
+# SIGTERM and SIGINT stop the daemon; SIGHUP is caught so that it does not: it reloads the config.
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False, source: ConfigSource = DEFAULTS,
                 log_path: Path | None = None) -> None:
     """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment,
-    SIGHUP does not end it. Under systemd socket activation it serves the socket it was given (and leaves
+    SIGHUP reloads the config. Under systemd socket activation it serves the socket it was given (and leaves
     the file to systemd); otherwise it creates its own at `path` and removes it at exit. `source` and
     `log_path` are what `status` reports of the config it read and where it logs."""
     # A signal still pending when the receiver closes is delivered again to the handler it finds then: a

@@ -151,5 +151,8 @@ class BrowserCrashed(Exception):
     """The browser (or its websocket) went away under a request; the pipeline retries once."""
 
 
-class ConfigError(Exception):
-    """The config file is unreadable or has an unknown key or a wrong type; the daemon refuses to start."""
+class ConfigError(WebfetchError):
+    """The config file is unreadable, not TOML, or has an unknown key or a wrong type: the daemon refuses to
+    start, and a reload keeps the config it runs."""
+
+    code = "config_error"

@@ -23,7 +23,7 @@ from .paging import paginate
 from .protocol import FetchRequest, FetchResult, ReportProgress
 from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
-from .urls import AddressPolicy, likely_key, prepare_url
+from .urls import AddressPolicy, PolicyHolder, likely_key, prepare_url
 
 log = logging.getLogger("webfetch.pipeline")
 
@@ -67,24 +67,29 @@ def page_size(packed: bytes) -> int:
 
 
 class Pipeline:
-    def __init__(self, config: Config, policy: AddressPolicy, chrome: Chrome, cache: Cache[bytes],
+    def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
                  extractor: Extractor, subagent: Subagent) -> None:
-        self.config = config
+        self.config = config  # read at use: `reconfigure` changes what the next request gets
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
         self.extractor = extractor
-        self.policy = policy
+        self.policy = PolicyHolder.of(policy)
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
+
+    def reconfigure(self, config: Config) -> None:
+        """A reloaded config: fetch.* and browser.settle_s/block_resources apply from the next request (a
+        request under way keeps the values it read). browser.max_renders needs a restart (the tab pool)."""
+        self.config = config
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
         if not req.fresh:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
-            hit = self.cache.lookup(likely_key(req.url, self.policy))
+            hit = self.cache.lookup(likely_key(req.url, self.policy.current))
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
-        key = await prepare_url(req.url, self.policy)
+        key = await prepare_url(req.url, self.policy.current)
         timeout = req.timeout_s or self.config.fetch.timeout_s
         progress("cache", f"looking up {key}")
         try:
@@ -191,7 +196,7 @@ class Pipeline:
             try:
                 self.renders += 1
                 async with self.render_slots, self.chrome.open_tab() as tab:
-                    return await render(tab, key, policy=self.policy, settle_s=bc.settle_s,
+                    return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
                                         max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
                                         progress=progress,
                                         read_server_html=functools.partial(self._read_server_html, progress),

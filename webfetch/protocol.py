@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel", "stop")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -50,6 +50,10 @@ class StatusRequest(Struct, tag_field="op", tag="status", kw_only=True):
 
 class StopRequest(Struct, tag_field="op", tag="stop", kw_only=True):
     """End the daemon as SIGTERM does (`webfetch stop`): the answer goes out first."""
+
+
+class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
+    """Read the config file again and apply what can change while running (`webfetch reload`, SIGHUP)."""
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
@@ -93,7 +97,8 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     full_page: bool = False
 
 
-Request = FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
+Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
+           | ReloadRequest)
 
 
 class Envelope(Struct):
@@ -310,6 +315,7 @@ class DaemonInfo(Struct, kw_only=True):
     config: str | None                # the config file it read; None: no file, all defaults
     config_digest: str | None         # sha256 of that file's bytes, 16 hex digits
     log: str | None                   # where it logs; None: stderr (a terminal, or systemd's journal)
+    needs_restart: list[str] = []     # keys the file changes that a reload could not apply (`section.key`)
 
 
 class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
@@ -338,6 +344,16 @@ class StopResult(Struct, tag_field="type", tag="result", kw_only=True):
     socket_activated: bool            # systemd keeps the socket: the next client starts the daemon again
 
 
+class ReloadResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "reload"
+    config: str | None                # the file read; None: no file, all defaults
+    config_digest: str | None
+    changed: list[str]                # keys whose value differs from the running config (`section.key`)
+    applied: list[str]                # of those, the ones in force now
+    needs_restart: list[str]          # of those, the ones only `webfetch restart` applies
+
+
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId
     op: str = "cancel"
@@ -362,7 +378,7 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | StopResult
-         | ErrorFrame)
+         | ReloadResult | ErrorFrame)
 
 _encoder = msgspec.json.Encoder()
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import trio
 
 from .errors import BlockedUrl
-from .urls import AddressPolicy, vet_host
+from .urls import AddressPolicy, PolicyHolder, vet_host
 
 log = logging.getLogger("webfetch.proxy")
 
@@ -77,8 +77,8 @@ class _Reader:
 class PolicyProxy:
     """A SOCKS5 server on 127.0.0.1 that connects only where the address policy allows."""
 
-    def __init__(self, policy: AddressPolicy) -> None:
-        self.policy = policy
+    def __init__(self, policy: AddressPolicy | PolicyHolder) -> None:
+        self.policy = PolicyHolder.of(policy)  # read at each connection: a reload applies to the next one
         self.port: int | None = None
         self.open_tunnels = 0
         self.refusals = 0
@@ -156,7 +156,7 @@ class PolicyProxy:
                 return None
         host = host.strip("[]").rstrip(".").lower()
         try:
-            addresses, _ = await vet_host(host, self.policy)
+            addresses, _ = await vet_host(host, self.policy.current)
         except BlockedUrl as e:
             self.refusals += 1
             log.info("refused a connection to %s:%d (address policy)", host, port)

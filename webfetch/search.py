@@ -204,16 +204,30 @@ class Search:
     def __init__(self, config: SearchConfig, env: Mapping[str, str] = os.environ, *,
                  config_file: str | None = None) -> None:
         """`config_file`: the file the daemon read its config from (None: none, the default path's)."""
-        self.config = config
+        self._env = env
         self.config_file = config_file or str(default_config_path())
-        # An empty variable counts as unset; the environment beats the config file.
-        self._keys = {"kagi": env.get("KAGI_API_KEY") or config.kagi_api_key or "",
-                      "brave": env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
-        self._bases = {"kagi": config.kagi_url, "brave": config.brave_url, "searxng": config.searxng_url or ""}
-        self.configured = [b for b in BACKENDS if (self._keys[b] if b in self._keys else self._bases[b])]
         self.cache: Cache[Results] = Cache(config.cache_s, max(config.cache_s, 60.0), 16 * 1024 * 1024,
                                            lambda r: len(msgspec.json.encode(r)))
         self._client: httpx.AsyncClient | None = None
+        self._configure(config)
+
+    def _configure(self, config: SearchConfig) -> None:
+        self.config = config
+        # An empty variable counts as unset; the environment (the daemon's, from its start) beats the file.
+        self._keys = {"kagi": self._env.get("KAGI_API_KEY") or config.kagi_api_key or "",
+                      "brave": self._env.get("BRAVE_API_KEY") or config.brave_api_key or ""}
+        self._bases = {"kagi": config.kagi_url, "brave": config.brave_url, "searxng": config.searxng_url or ""}
+        self.configured = [b for b in BACKENDS if (self._keys[b] if b in self._keys else self._bases[b])]
+
+    def reconfigure(self, config: SearchConfig, config_file: str | None = None) -> None:
+        """A reloaded search section (from `config_file`, when it is another file now): keys, backends,
+        URLs, limit and timeout apply from the next search (one under way finishes with what it had).
+        Cached results are dropped, since they may come from a backend or instance no longer configured."""
+        if config_file is not None:
+            self.config_file = config_file
+        self._configure(config)
+        self.cache.reconfigure(config.cache_s, max(config.cache_s, 60.0), self.cache.max_bytes)
+        self.cache.clear()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},

@@ -40,6 +40,20 @@ class AddressPolicy:
         return any(ip in network for network in self.allow_networks)
 
 
+class PolicyHolder:
+    """The address policy in force, one object shared by everything that applies it (the pipeline, the
+    proxy, each browse session's gate): `webfetch reload` puts a new policy in `current`, and each of them
+    reads `current` when it decides, so the next request, connection or page request follows the new lists."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.current = policy
+
+    @staticmethod
+    def of(policy: AddressPolicy | PolicyHolder) -> PolicyHolder:
+        """`policy` if it is a holder, else a holder of its own (a fixed policy: a render, a test)."""
+        return policy if isinstance(policy, PolicyHolder) else PolicyHolder(policy)
+
+
 def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
     """Split an absolute http(s) URL into (scheme, host, port, path, query); InvalidUrl otherwise."""
     if not isinstance(url, str) or not url.strip():
@@ -171,11 +185,19 @@ class HostGate:
     Chrome does not pause a websocket's handshake either; were one paused, it is the HTTP request to the
     same host that ws(s) stands for. What holds for those, and against a name that resolves differently
     when Chrome looks it up after this check, is the address-policy proxy (proxy.py); this gate is the
-    only check when Chrome connects without it (an outbound proxy of its own, a remote browser)."""
+    only check when Chrome connects without it (an outbound proxy of its own, a remote browser).
 
-    def __init__(self, policy: AddressPolicy) -> None:
-        self.policy = policy
+    Given a `PolicyHolder` (a browse session's gate), the gate follows a reload: the verdicts it kept were
+    made under the old policy, so they are forgotten when the holder's policy changes."""
+
+    def __init__(self, policy: AddressPolicy | PolicyHolder) -> None:
+        self._holder = PolicyHolder.of(policy)
+        self._judged_by = self._holder.current      # the policy the kept verdicts were made under
         self._verdicts: dict[str, str | None] = {}  # host -> None (allowed) or why it is refused
+
+    @property
+    def policy(self) -> AddressPolicy:
+        return self._holder.current
 
     async def check(self, url: str) -> str | None:
         """None when the page may request `url`, else why not (a BlockedUrl message)."""
@@ -185,11 +207,14 @@ class HostGate:
             host = parse_url(url)[1]
         except InvalidUrl:
             return f"{url.split(':', 1)[0]}: URLs are not followed"
-        if self.policy.allow_private:
+        policy = self._holder.current
+        if policy is not self._judged_by:
+            self._judged_by, self._verdicts = policy, {}
+        if policy.allow_private:
             return None  # every host is allowed: no lookup needed
         if host not in self._verdicts:
             try:
-                await admit_host(host, self.policy)
+                await admit_host(host, policy)
                 self._verdicts[host] = None
             except BlockedUrl as e:
                 self._verdicts[host] = e.message

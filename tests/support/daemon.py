@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from webfetch.config import Config, FetchConfig, SubagentConfig
+from webfetch.config import DEFAULTS, Config, ConfigSource, FetchConfig, SubagentConfig
 from webfetch.daemon import Daemon, bind_socket
 from webfetch.dns import Resolver
 from webfetch.frontends.client import Client
@@ -39,9 +39,10 @@ class Harness:
 
     @classmethod
     async def start(cls, nursery: trio.Nursery, path: Path, config: Config | None = None,
-                    resolver: Resolver | None = None) -> Harness:
-        """A real daemon (real Chromium) serving a socket at `path`, until `nursery` is cancelled."""
-        daemon = Daemon(config or make_config(), resolver=resolver)
+                    resolver: Resolver | None = None, source: ConfigSource = DEFAULTS) -> Harness:
+        """A real daemon (real Chromium) serving a socket at `path`, until `nursery` is cancelled; `source`
+        is the config file it read (what a reload reads again)."""
+        daemon = Daemon(config or make_config(), resolver=resolver, source=source)
         sock = bind_socket(path)
         await nursery.start(functools.partial(daemon.run, sock))
         return cls(daemon, path)

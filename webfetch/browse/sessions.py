@@ -25,7 +25,7 @@ from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, Bro
 from ..extractor import Extractor
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy, HostGate
+from ..urls import AddressPolicy, HostGate, PolicyHolder
 from . import actions
 from .reply import Reply, after_action, snapshot
 from .tab import BrowseTab, Marks
@@ -147,16 +147,25 @@ class Session:
 class Browse:
     """Owns the browse sessions; `handle` runs one action in the request's own task."""
 
-    def __init__(self, config: Config, chrome: Chrome, extractor: Extractor, policy: AddressPolicy) -> None:
-        self.config = config.browse
+    def __init__(self, config: Config, chrome: Chrome, extractor: Extractor,
+                 policy: AddressPolicy | PolicyHolder) -> None:
+        self.config = config.browse          # read at use: `reconfigure` replaces both
         self.fetch_config = config.fetch
         self.chrome = chrome
         self.extractor = extractor
-        self.policy = policy
+        self.policy = PolicyHolder.of(policy)  # each session's gate reads it too: a reload reaches open sessions
         self.sessions: dict[str, Session] = {}
         self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
         self._opening = trio.Lock()
+
+    def reconfigure(self, config: Config) -> None:
+        """A reloaded config: browse.* and the page sizes apply from the next action. Switched off, the
+        sessions not in an action close now and the others when their action ends (each then answers
+        `browse_disabled`); a changed idle_s wakes the reaper to count by it."""
+        self.config = config.browse
+        self.fetch_config = config.fetch
+        self._wake.set()
 
     def statistics(self) -> list[BrowseSessionStatus]:
         now = trio.current_time()
@@ -184,13 +193,16 @@ class Browse:
         """Close sessions idle for browse.idle_s; sleeps until the next one is due (or a change)."""
         while True:
             self._wake = trio.Event()
+            # switched off (a reload): every session is due once its action ends
+            idle_s = self.config.idle_s if self.config.enabled else 0.0
             idle = [s.last_used for s in self.sessions.values() if not s.lock.locked()]
-            with trio.move_on_at(min(idle) + self.config.idle_s if idle else float("inf")):
+            with trio.move_on_at(min(idle) + idle_s if idle else float("inf")):
                 await self._wake.wait()
             now = trio.current_time()
             for s in list(self.sessions.values()):
-                if not s.lock.locked() and now - s.last_used >= self.config.idle_s:
-                    log.info("browse session %r idle for %g s; closing it", s.name, self.config.idle_s)
+                if not s.lock.locked() and now - s.last_used >= idle_s:
+                    log.info("browse session %r %s; closing it", s.name, f"idle for {idle_s:g} s" if idle_s
+                             else "open when browse was switched off")
                     await self._close(s)
 
     async def _open_session(self, name: str) -> Session:
@@ -299,7 +311,7 @@ class Browse:
     # --- the verbs that answer on their own (the others are verbs.STEPS) ---------------------------
 
     async def _open(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
-        url = await checked_url(need(req.url, "open", "url"), self.policy)
+        url = await checked_url(need(req.url, "open", "url"), self.policy.current)
         if req.new_tab or not session.tabs:
             tab = await session.new_tab()
         else:

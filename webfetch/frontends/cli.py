@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..config import Config, ConfigSource, load_config_and_source, socket_path
+from ..config import DEFAULTS, Config, ConfigSource, load_config_and_source, socket_path
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p = sub.add_parser("restart", help="stop the running daemon and start one with the current config")
     common(p)
+    p = sub.add_parser("reload", help="make the running daemon read its config file again and apply what can "
+                                      "change while it runs (as SIGHUP does); says what needs a restart")
+    common(p)
     p = sub.add_parser("logs", help="show the log of the daemon (a file, or systemd's journal)")
     common(p)
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
@@ -122,16 +125,21 @@ def main(argv: list[str] | None = None) -> int:
             return mcp_server.main(socket_path(Config(), args.socket), args.config, args.log_level,
                                    config_error=f"webfetch cannot start: {e}; fix the config file, then restart "
                                                 f"the MCP server (or the client)")
-        print(f"webfetch: {e}", file=sys.stderr)
-        return 2
+        if args.command != "reload":
+            print(f"webfetch: {e}", file=sys.stderr)
+            return 2
+        # the daemon reads its file itself and names what is wrong in it; here only the socket is needed
+        config, source = Config(), DEFAULTS
     path = socket_path(config, args.socket)
     if args.command == "serve":
         return _serve(config, source, path, args)
-    if args.command in ("stop", "restart", "logs"):
+    if args.command in ("stop", "restart", "reload", "logs"):
         from . import operate
 
         if args.command == "stop":
             return operate.stop(path)[0]
+        if args.command == "reload":
+            return operate.reload(path)
         if args.command == "restart":
             return operate.restart(path, args.config)
         return operate.show_logs(path, args.follow)
@@ -263,8 +271,10 @@ def _daemon_lines(d: dict[str, Any]) -> str:
     config = f"{d['config']} (sha256 {d['config_digest']})" if d.get("config") else "none (all defaults)"
     log = d.get("log") or ("systemd's journal" if d["socket_activated"] else "stderr")
     started = "started by a client, exits when idle" if d["exit_when_idle"] else "runs until stopped"
+    pending = d.get("needs_restart") or []
+    restart = f"\nrestart:  the config changes {', '.join(pending)}: `webfetch restart` applies them" if pending else ""
     return (f"daemon:   pid {d['pid']}, since {d['started_at']}, {started}\n"
-            f"socket:   {socket}\nconfig:   {config}\nlog:      {log}")
+            f"socket:   {socket}\nconfig:   {config}{restart}\nlog:      {log}")
 
 
 def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> int:

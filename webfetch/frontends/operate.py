@@ -1,4 +1,4 @@
-"""`webfetch stop`, `restart` and `logs`: operating the daemon a user already has.
+"""`webfetch stop`, `restart`, `reload` and `logs`: operating the daemon a user already has.
 
 Stopping goes through the socket (the `stop` op), so it needs no pid file and works the same for a daemon
 in a terminal, one a client started in the background, and one systemd started on its socket (which then
@@ -95,6 +95,31 @@ def restart(path: Path, config: str | None) -> int:
         return 1
     pid = (status or {}).get("daemon", {}).get("pid", "?")
     print(f"started the webfetch daemon (pid {pid}) on {path}; it logs to {log_path_for(path)}")
+    return 0
+
+
+def reload(path: Path) -> int:
+    """Ask the daemon on `path` to read its config file again (the `reload` op) and say what it applied and
+    what needs `webfetch restart`; 1 when the file does not parse (the daemon keeps the config it had)."""
+    try:
+        with Client(path, autostart=False, timeout=30) as client:
+            answer = list(client.request("reload"))[-1]
+    except ClientError:
+        _say(f"no webfetch daemon is running on {path}; the next one started reads the config file")
+        return 0
+    if answer.get("type") != "result":
+        _say(f"{answer.get('code')}: {answer.get('message')}")
+        return 1
+    source = answer["config"] or "no config file (all defaults)"
+    if not answer["changed"]:
+        print(f"reloaded {source}: nothing changed")
+        return 0
+    if answer["applied"]:
+        print(f"reloaded {source}: applied {', '.join(answer['applied'])}")
+    else:
+        print(f"reloaded {source}: nothing that can change while running")
+    if answer["needs_restart"]:
+        print(f"needs `webfetch restart` to take effect: {', '.join(answer['needs_restart'])}")
     return 0
 
 
