@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from .support import procs
 from .support.browse_app import App
-from .support.client import LineClient
+from .support.client import LineClient, run_cli
 from .support.procs import children, gone
 from .support.site import ARTICLE_TEXT
 from .test_browse import ref
@@ -564,3 +564,32 @@ def test_webfetch_mcp_help_says_what_it_is_and_how_to_add_it():
     assert "An MCP server on stdin/stdout: web_fetch, web_search" in out.stdout
     assert "claude mcp add -s user webfetch -- webfetch mcp" in out.stdout
     assert "codex mcp add webfetch -- webfetch mcp" in out.stdout
+
+
+@pytest.mark.chromium
+async def test_a_background_daemon_with_another_config_is_restarted_and_the_first_result_says_so(short_tmp, site):
+    """Issue 26's trap seen from an MCP client: a daemon the CLI started earlier read another config."""
+    old, new = short_tmp / "old.toml", short_tmp / "new.toml"
+    old.write_text('[fetch]\nallow_private = true\n[subagent]\ncommand = "/nonexistent/pi-for-tests"\n')
+    new.write_text(old.read_text() + "[cache]\nttl_s = 60\n")
+    sock = short_tmp / "wf.sock"
+    env = {**os.environ, "WEBFETCH_SOCKET": str(sock)}
+    started = run_cli("status", "--config", str(old), env={"WEBFETCH_SOCKET": str(sock)})  # starts it
+    assert started.returncode == 0, started.stderr
+    first_pid = json.loads(run_cli("status", "--json", env={"WEBFETCH_SOCKET": str(sock)}).stdout)["daemon"]["pid"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp", "--config", str(new)],
+                                   env=env)
+    try:
+        with trio.fail_after(90):
+            async with Client(params, mode="legacy") as client:
+                first = await client.call_tool("web_fetch", {"url": site.url("/article")})
+                second = await client.call_tool("web_fetch", {"url": site.url("/article")})
+        texts = [c.text for c in first.content]
+        assert ARTICLE_TEXT[0] in texts[0]
+        assert texts[-1] == (f"webfetch: restarted the daemon (pid {first_pid}), which read {old}, and this "
+                             f"command reads {new}")
+        assert len(second.content) == 1, "said once"
+        now = json.loads(run_cli("status", "--json", env={"WEBFETCH_SOCKET": str(sock)}).stdout)["daemon"]
+        assert now["config"] == str(new) and now["pid"] != first_pid
+    finally:
+        run_cli("stop", env={"WEBFETCH_SOCKET": str(sock)})

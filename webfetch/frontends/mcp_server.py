@@ -28,10 +28,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
-from ..config import log_path_for
+from ..config import load_config_and_source, log_path_for
+from ..errors import ConfigError
 from ..protocol import decode_frame
 from . import arguments, contract
 from .client import ClientError, start_daemon
+from .skew import reconcile
 from .tool_text import browse_text, fetch_text, search_text
 
 log = logging.getLogger("webfetch.mcp")
@@ -72,6 +74,23 @@ class DaemonLink:
         self.path = path
         self.config = config
         self._starting = trio.Lock()  # two tool calls at once start one daemon, not two
+        self._reconciled = False
+
+    async def reconcile_once(self) -> str | None:
+        """Before this process's first request: a daemon that runs another config or version is restarted
+        when it was started in the background and is idle, else named (skew.py); the line that says which."""
+        async with self._starting:
+            if self._reconciled:
+                return None
+            self._reconciled = True
+            try:
+                source = load_config_and_source(self.config)[1]
+            except ConfigError:
+                return None  # McpFrontDoor answers every call with the error
+            note = await trio.to_thread.run_sync(reconcile, self.path, source, abandon_on_cancel=True)
+        if note is not None:
+            log.warning("%s", note)
+        return note
 
     async def _connect(self, start: bool) -> trio.SocketStream:
         try:
@@ -309,8 +328,12 @@ class McpFrontDoor:
             sent += 1
             await ctx.session.report_progress(sent, None, str(frame.get("message") or frame.get("stage") or ""))
 
+        note = await self.link.reconcile_once()
         try:
-            return await spec.call(self.link, args, progress)
+            result = await spec.call(self.link, args, progress)
+            if note is not None:  # once: the model can tell its user why the daemon changed, or what to run
+                result.content.append(types.TextContent(type="text", text=f"webfetch: {note}"))
+            return result
         except DaemonFailed as e:
             extra = {k: v for k, v in e.frame.items() if k not in ("type", "id", "code", "message")}
             return error_result(e.code, e.message, **extra)
