@@ -36,6 +36,7 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
     model: str | None = None
     thinking: Thinking | None = None
+    profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -61,7 +62,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -95,6 +96,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     do: Literal["list", "select", "close"] = "list"
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
+    profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest

@@ -249,6 +249,7 @@ interface FetchBody {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	profile?: string;
 	model?: string;
 	thinking?: string;
 }
@@ -786,6 +787,7 @@ interface FetchParams {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	profile?: string;
 }
 
 interface SearchParams {
@@ -817,6 +819,7 @@ interface BrowseParams {
 	tab?: string;
 	do?: "list" | "select" | "close";
 	full_page?: boolean;
+	profile?: string;
 }
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
@@ -1108,6 +1111,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
 			if (params.fresh) body.fresh = true;
+			if (params.profile) body.profile = params.profile;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
