@@ -261,6 +261,7 @@ class Daemon:
                 self.notifier.send("STOPPING=1", "STATUS=stopping")
             await listener.aclose()
             await self._shutdown()
+            await self.browse.close_all()  # before Chrome goes: open sessions write their profiles back
             nursery.cancel_scope.cancel()
 
     def status_line(self) -> str:

@@ -202,11 +202,16 @@ class Browse:
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            # daemon stop: every session's context goes, so no tab outlives the daemon's browser either
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
-                for session in list(self.sessions.values()):
-                    await session.aclose()
-            self.sessions.clear()
+            # every session's context goes, so no tab outlives the daemon's browser either
+            await self.close_all()
+
+    async def close_all(self) -> None:
+        """Close every session, its profile written back. The daemon's stop calls it while the browser is
+        still up (once the actors are cancelled, Chrome goes at the same time and its cookies with it)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
+            for session in list(self.sessions.values()):
+                await session.aclose()
+        self.sessions.clear()
 
     # --- sessions ---------------------------------------------------------------------------------
 
