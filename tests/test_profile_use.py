@@ -19,7 +19,7 @@ import trio
 
 from webfetch.pipeline import Page, login_hint
 from webfetch.profile_use import apply_changes
-from webfetch.profiles import Cookie, Profile, ProfileStore, StorageState
+from webfetch.profiles import Cookie, LocalStorageItem, OriginState, Profile, ProfileStore, StorageState
 
 from .support.daemon import Harness, make_config
 from .support.login_app import MEMBER_TEXT, LoginApp
@@ -153,7 +153,7 @@ async def test_a_session_the_site_refreshes_stays_alive(app, data_home, daemon):
     assert new != old and app.sessions.get(new) == "ann" and old not in app.sessions
     # the next fetch sends the refreshed cookie
     assert member_page(await daemon.fetch(app.url("/account"), profile="club"))
-    assert app.hits[-1] == ("127.0.0.1", "/account", new)
+    assert [hit for hit in app.hits if hit[1] == "/account"] == [("127.0.0.1", "/account", new)]
     profile = json.loads((data_home / "club.json").read_text())
     assert profile["last_used"] is not None
 
@@ -218,3 +218,25 @@ async def test_a_session_keeps_the_profile_it_started_with(app, data_home, daemo
         "browse session 's1' was started without a profile; a session keeps the profile it started with: close "
         "it first, or use another session")
     assert (await b("save"))["code"] == "bad_request"
+
+
+@pytest.mark.chromium
+async def test_local_storage_goes_in_and_comes_back(app, data_home, daemon):
+    """The /store page shows what localStorage held for its origin, then sets its own greeting."""
+    origin = app.url("").rstrip("/")
+    other = app.url("", host="127.0.0.2").rstrip("/")
+    profile = Profile(name="club", hosts=["127.0.0.1"], state=StorageState(origins=[
+        OriginState(origin=origin, localStorage=[LocalStorageItem("greeting", "hi from the profile")]),
+        OriginState(origin=other, localStorage=[LocalStorageItem("greeting", "not for this host")])]))
+    ProfileStore().save(profile)
+    fetched = await daemon.fetch(app.url("/store"), profile="club", raw=True)
+    assert "hi from the profile" in fetched["content"] and "nothing" not in fetched["content"], fetched
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/store"), profile="club")
+    shown = (await b.ok("read"))["content"]
+    assert "hi from the profile" in shown and "nothing" not in shown, page
+    await b.ok("close")
+    origins = {o["origin"]: o["localStorage"] for o in
+               json.loads((data_home / "club.json").read_text())["state"]["origins"]}
+    assert origins == {origin: [{"name": "greeting", "value": f"hello from 127.0.0.1:{app.port}"}],
+                       other: [{"name": "greeting", "value": "not for this host"}]}

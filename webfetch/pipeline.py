@@ -209,7 +209,10 @@ class Pipeline:
             try:
                 self.renders += 1
                 async with self.render_slots, self.chrome.open_tab(private=profile is not None) as tab:
-                    given = await self.profiles.seed(tab.context, profile) if profile is not None else []
+                    given = []
+                    if profile is not None:
+                        given = await self.profiles.seed(tab.context, profile)
+                        await self.profiles.seed_page(tab, profile)
                     try:
                         return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
                                             max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,

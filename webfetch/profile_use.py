@@ -14,16 +14,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 import trio
 
+from . import page_scripts
 from .cdp import CDPClosed, CDPError
 from .chrome import BrowserContext
 from .profiles import (
     Cookie,
+    OriginState,
     Profile,
     ProfileStore,
+    StorageState,
     UnknownProfile,
     check_name,
     from_cdp,
@@ -35,8 +40,18 @@ from .profiles import (
 log = logging.getLogger("webfetch.profiles")
 
 WRITE_BACK_TIMEOUT_S = 2.0  # reading a context's cookies: a browser that does not answer is gone
+STORAGE_READ_TIMEOUT_S = 1.0  # reading a tab's localStorage: a page held by a dialog does not answer
+
+SEED_STORAGE = page_scripts.load("seed_storage")
+READ_STORAGE = page_scripts.load("read_storage").call()
 
 CookieKey = tuple[str, str, str]
+
+
+class Page(Protocol):
+    """A page to call CDP on: a fetch `Tab` or a browse tab."""
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 def _key(c: Cookie) -> CookieKey:
@@ -91,8 +106,27 @@ class ProfileUse:
             await context.set_cookies([to_cdp(c) for c in live])
         return live
 
-    async def write_back(self, name: str, context: BrowserContext, before: list[Cookie]) -> list[Cookie] | None:
-        """Write what the context changed since `before` over the profile on disk; the context's cookies
+    async def seed_page(self, page: Page, profile: Profile) -> None:
+        """Give every document of `page` its origin's localStorage from the profile, before the page's scripts
+        run (CDP's DOMStorage can write only to origins a frame of the page already shows)."""
+        if profile.state.origins:
+            source = SEED_STORAGE.call(msgspec.to_builtins(profile.state.origins))
+            await page.call("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+
+    async def read_storage(self, page: Page) -> OriginState | None:
+        """The localStorage of the origin `page` shows, or None (no answer in time, no storage there)."""
+        with trio.move_on_after(STORAGE_READ_TIMEOUT_S):
+            try:
+                reply = await page.call("Runtime.evaluate", {"expression": READ_STORAGE, "returnByValue": True})
+                return msgspec.convert(reply["result"].get("value"), OriginState | None)
+            except (CDPClosed, CDPError, msgspec.ValidationError) as e:
+                log.debug("could not read a tab's localStorage: %s", e)
+        return None
+
+    async def write_back(self, name: str, context: BrowserContext, before: list[Cookie],
+                         origins: Sequence[OriginState] = ()) -> list[Cookie] | None:
+        """Write what the context changed since `before` over the profile on disk (and the localStorage of
+        `origins`, read from its pages, for the origins on hosts the profile lists); the context's cookies
         (the next `before`), or None when they could not be read (the browser went away: nothing written).
         Shielded and bounded: it runs when a request or a session ends, cancelled or not."""
         with trio.CancelScope(shield=True):
@@ -106,17 +140,20 @@ class ProfileUse:
             if after is None:
                 return None
             async with self._lock(name):
-                written: list[Cookie] = await trio.to_thread.run_sync(self._write, name, before, after)
+                written: list[Cookie] = await trio.to_thread.run_sync(self._write, name, before, after, origins)
         return written
 
-    def _write(self, name: str, before: list[Cookie], after: list[Cookie]) -> list[Cookie]:
+    def _write(self, name: str, before: list[Cookie], after: list[Cookie],
+               origins: Sequence[OriginState]) -> list[Cookie]:
         try:
             current = self.store.load(name)
         except UnknownProfile:
             log.info("profile %r was deleted while in use; its changes are dropped", name)
             return after
         cookies = apply_changes(current.state.cookies, before, after)
-        state = msgspec.structs.replace(current.state, cookies=cookies)
+        stored = {o.origin: o for o in current.state.origins}
+        stored |= {o.origin: o for o in origins if current.allows(urlsplit(o.origin).hostname or "")}
+        state = StorageState(cookies=cookies, origins=list(stored.values()))
         self.store.save(msgspec.structs.replace(current, state=state, last_used=time.time()))
         return after
 

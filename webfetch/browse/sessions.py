@@ -28,7 +28,7 @@ from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, Bro
 from ..extractor import Extractor
 from ..paging import paginate
 from ..profile_use import ProfileUse
-from ..profiles import Cookie, ProfileError
+from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import actions
@@ -57,6 +57,7 @@ class Session:
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
         self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
+        self.seed: Profile | None = None     # the profile as the session started: its tabs' localStorage
         self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
         self.tabs: dict[str, BrowseTab] = {}
         self.active: str | None = None
@@ -118,9 +119,16 @@ class Session:
                     await self._adopted.wait()
 
     async def save(self) -> None:
-        """Write the cookies the session's pages changed to its profile (ProfileError: the profile is as it was)."""
+        """Write the cookies the session's pages changed, and the localStorage of the origins its tabs show,
+        to its profile (ProfileError: the profile is as it was)."""
         if self.profile is not None:
-            kept = await self.profiles.write_back(self.profile, self.context, self.given)
+            origins = []
+            for tab in list(self.tabs.values()):
+                if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
+                    origin = await self.profiles.read_storage(tab)
+                    if origin is not None and origin.origin.startswith(("http://", "https://")):
+                        origins.append(origin)
+            kept = await self.profiles.write_back(self.profile, self.context, self.given, origins)
             if kept is not None:
                 self.given = kept
 
@@ -143,6 +151,8 @@ class Session:
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
+        if self.seed is not None:
+            await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
         return tab
 
@@ -248,6 +258,7 @@ class Browse:
         try:
             if profile is not None:
                 session.given = await self.profiles.seed(context, profile)
+                session.seed = profile
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
