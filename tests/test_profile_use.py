@@ -240,3 +240,24 @@ async def test_local_storage_goes_in_and_comes_back(app, data_home, daemon):
                json.loads((data_home / "club.json").read_text())["state"]["origins"]}
     assert origins == {origin: [{"name": "greeting", "value": f"hello from 127.0.0.1:{app.port}"}],
                        other: [{"name": "greeting", "value": "not for this host"}]}
+
+
+@pytest.mark.chromium
+async def test_a_tab_that_held_a_profile_is_never_recycled(app, data_home, daemon):
+    """A text body ends a fetch before any document commits, which lets an anonymous tab go back to the
+    pool; a tab that held a profile's cookies is disposed of instead."""
+    chrome = daemon.daemon.chrome
+    token = app.login("ann")
+    save_profile("club", token)
+    assert (await daemon.fetch(app.url("/whoami?1")))["content"].strip() == "anonymous"
+    with trio.fail_after(5):
+        while not chrome.idle_tabs or chrome.idle_tabs[-1].uses != 1:
+            await trio.sleep(0.02)  # the closer puts the recycled tab back after the answer
+    recycled = chrome.idle_tabs[-1].target_id  # the next one handed out
+    assert (await daemon.fetch(app.url("/whoami?2"), profile="club"))["content"].strip() == "ann"
+    with trio.fail_after(10):
+        while recycled in {t["targetId"] for t in await daemon.page_targets()}:
+            await trio.sleep(0.05)  # disposed of, not put back
+    assert recycled not in {t.target_id for t in chrome.idle_tabs}
+    assert (await daemon.fetch(app.url("/whoami?3")))["content"].strip() == "anonymous"
+    assert [t for _, path, t in app.hits if path == "/whoami"] == [None, token, None]
