@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import trio
 
+from webfetch.config import log_path_for
 from webfetch.pipeline import Page, login_hint
 from webfetch.profile_use import apply_changes
 from webfetch.profiles import Cookie, LocalStorageItem, OriginState, Profile, ProfileStore, StorageState
 
+from .support.client import run_cli
 from .support.daemon import Harness, make_config
 from .support.login_app import MEMBER_TEXT, LoginApp
 from .test_browse import Browser, ref
@@ -261,3 +263,30 @@ async def test_a_tab_that_held_a_profile_is_never_recycled(app, data_home, daemo
     assert recycled not in {t.target_id for t in chrome.idle_tabs}
     assert (await daemon.fetch(app.url("/whoami?3")))["content"].strip() == "anonymous"
     assert [t for _, path, t in app.hits if path == "/whoami"] == [None, token, None]
+
+
+@pytest.mark.chromium
+def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(app, data_home, short_tmp):
+    token = app.login("ann")
+    save_profile("club", token)
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n")
+    path = short_tmp / "wf.sock"
+    env = {"WEBFETCH_SOCKET": str(path)}  # $XDG_DATA_HOME (data_home) is inherited
+    try:
+        r = run_cli("fetch", "--config", str(cfg), "--profile", "club", app.url(), env=env)
+        assert r.returncode == 0 and MEMBER_TEXT in r.stdout, r.stderr
+        r = run_cli("fetch", "--config", str(cfg), "--profile", "club", app.url(host="127.0.0.2"), env=env)
+        assert r.returncode == 1 and r.stderr.startswith("webfetch: profile_not_allowed: profile 'club' may be "
+                                                         "used for 127.0.0.1, not for 127.0.0.2")
+        r = run_cli("browse", "--config", str(cfg), "open", app.url("/refresh"), "--profile", "club", env=env)
+        assert r.returncode == 0 and "Members — " in r.stdout, r.stderr  # the member page, not the sign-in
+        assert run_cli("browse", "--config", str(cfg), "save", env=env).returncode == 0
+        refreshed = sid_of(data_home, "club")
+        assert refreshed not in (None, token) and app.sessions[refreshed] == "ann"
+        assert run_cli("browse", "--config", str(cfg), "close", env=env).returncode == 0
+    finally:
+        run_cli("stop", "--config", str(cfg), env=env)
+    log = log_path_for(path).read_text()
+    assert "op=fetch" in log and "op=BrowseRequest" in log, log  # it logged the requests
+    assert token not in log and refreshed not in log
