@@ -82,7 +82,8 @@ async def test_raw_after_an_answer_is_the_text_the_answer_was_drawn_from(start_d
     assert raw["kind"] == "page" and raw["cached"] is True and site.hits["/article"] == 1, raw
     assert raw["total_chars"] == answer["total_chars"] == len(raw["content"])
     sent = llm.user_text()
-    fenced = sent[sent.index(">\n", sent.index("<untrusted_page_content")) + 2:sent.index("\n</untrusted_page_content>")]
+    start = sent.index(">\n", sent.index("<untrusted_page_content")) + 2
+    fenced = sent[start:sent.index("\n</untrusted_page_content>")]
     assert fenced == raw["content"]
 
 
