@@ -168,6 +168,20 @@ async def test_the_actions_request_holds_the_settle_until_it_finishes(autojump_c
         assert notes == [] and waited == pytest.approx(1.5 + QUIET_S)
 
 
+async def test_a_response_that_arrived_ends_the_wait_though_its_body_never_finishes_loading(autojump_clock):
+    # a page's fetch whose no-store body it never reads: Chrome reports the response, never the load's end
+    page = page_with()
+    async with open_tab(page) as tab:
+        marks = tab.start_action()
+        page.emit("Network.requestWillBeSent", requestId="unread")
+        await handled()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later, 0.1, partial(page.emit, "Network.responseReceived", requestId="unread",
+                                                   response={"status": 200}))
+            notes, waited = await timed_settle(tab, marks)
+        assert notes == [] and waited == pytest.approx(0.1 + QUIET_S)
+
+
 async def test_a_failed_request_ends_the_wait_as_a_finished_one_does(autojump_clock):
     page = page_with()
     async with open_tab(page) as tab:

@@ -261,6 +261,8 @@ class BrowseTab:
             self._inflight[p["requestId"]] = self._request_seq
 
     def _on_request_ended(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        # a response that arrived is the end the settle waits for, not the body's last byte: a page may never
+        # read a no-store body (a fetch it started and forgot), and Chrome then never finishes loading it
         self._inflight.pop(p["requestId"], None)
 
     def _on_frame_navigated(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
@@ -585,6 +587,7 @@ class BrowseTab:
 _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], None]] = {
     "Fetch.requestPaused": BrowseTab._on_request_paused,
     "Network.requestWillBeSent": BrowseTab._on_request_sent,
+    "Network.responseReceived": BrowseTab._on_request_ended,
     "Network.loadingFinished": BrowseTab._on_request_ended,
     "Network.loadingFailed": BrowseTab._on_request_ended,
     "Page.frameNavigated": BrowseTab._on_frame_navigated,
