@@ -177,12 +177,16 @@ def _browse_events(r: dict[str, Any]) -> list[str]:
     lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
     lines += [f"download refused: {x['url']} ({x['filename']}); web_fetch it instead" for x in r.get("downloads") or []]
     lines += [f"{'*' if t['active'] else ' '} {t['tab']} {t['title']} — {t['url']}" for t in r.get("tabs") or []]
-    errors = r.get("console_errors") or 0
-    if errors:
-        lines.append(f"{errors} new console error{'s' if errors != 1 else ''} since the last action "
-                     f"(action console shows them)")
+    lines += _console_errors(r.get("console_errors") or 0)
     lines += [f"note: {n}" for n in r.get("notes") or []]
     return lines
+
+
+def _console_errors(errors: int) -> list[str]:
+    """The line that makes an agent notice the page's errors without asking for the console."""
+    if not errors:
+        return []
+    return [f"{errors} new console error{'s' if errors != 1 else ''} since the last action (action console shows them)"]
 
 
 # console entries whose kind their text already says (an exception's text starts "Uncaught")
