@@ -61,7 +61,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -243,6 +243,20 @@ class TabInfo(Struct, kw_only=True):
     active: bool
 
 
+ConsoleLevel = Literal["error", "warning", "info", "log", "debug"]
+
+
+class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
+    """One console message of a browsed tab (PROTOCOL.md, browse: console)."""
+
+    kind: str           # console, exception, rejection, or the browser's source: network, security, deprecation…
+    level: ConsoleLevel
+    text: str
+    url: str | None = None
+    line: int | None = None     # 1-based, in `url`
+    stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -269,6 +283,9 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     image: str | None = None
     width: int | None = None
     height: int | None = None
+    console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
+    console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
+    console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
     notes: list[str] | None = None
 
 

@@ -153,7 +153,9 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     if r.get("waited_for"):
         lines.append(f"waited for {r['waited_for']}")
     lines += _browse_events(r)
-    if r.get("content"):
+    if r.get("console") is not None:
+        lines += console_lines(r)
+    elif r.get("content"):
         lines += ["", r["content"]]
     elif r.get("snapshot"):
         # the snapshot's header line says what the page line above already said
@@ -175,5 +177,34 @@ def _browse_events(r: dict[str, Any]) -> list[str]:
     lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
     lines += [f"download refused: {x['url']} ({x['filename']}); web_fetch it instead" for x in r.get("downloads") or []]
     lines += [f"{'*' if t['active'] else ' '} {t['tab']} {t['title']} — {t['url']}" for t in r.get("tabs") or []]
+    lines += _console_errors(r.get("console_errors") or 0)
     lines += [f"note: {n}" for n in r.get("notes") or []]
+    return lines
+
+
+def _console_errors(errors: int) -> list[str]:
+    """The line that makes an agent notice the page's errors without asking for the console."""
+    if not errors:
+        return []
+    return [f"{errors} new console error{'s' if errors != 1 else ''} since the last action (action console shows them)"]
+
+
+# console entries whose kind their text already says (an exception's text starts "Uncaught")
+_PLAIN_KINDS = ("console", "exception", "rejection")
+
+
+def console_lines(r: dict[str, Any]) -> list[str]:
+    """The console action's entries, one line each (and their stacks under them), newest last."""
+    entries = r.get("console") or []
+    dropped = r.get("console_dropped") or 0
+    if not entries:
+        return ["console: no new messages" + (f" ({dropped} older not shown)" if dropped else "")]
+    lines = [f"console: {len(entries)} message{'s' if len(entries) != 1 else ''} since the last console action, "
+             f"newest last" + (f" ({dropped} older not shown)" if dropped else "")]
+    for e in entries:
+        kind = "" if e.get("kind") in _PLAIN_KINDS else f"({e.get('kind')}) "
+        where = f" — {e['url']}" + (f":{e['line']}" if e.get("line") else "") if e.get("url") else ""
+        lines.append(f"[{e.get('level')}] {kind}{e.get('text')}{where}")
+        if e.get("stack"):
+            lines.append(e["stack"])
     return lines

@@ -203,6 +203,15 @@ interface BrowseDialog {
 /** One of the browser tool's actions: tools.json's enum lists them (and the daemon checks them). */
 type BrowseAction = string;
 
+interface ConsoleEntry {
+	kind: string;
+	level: "error" | "warning" | "info" | "log" | "debug";
+	text: string;
+	url?: string | null;
+	line?: number | null;
+	stack?: string | null;
+}
+
 /** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
 interface BrowseResultFrame {
 	type: "result";
@@ -229,6 +238,9 @@ interface BrowseResultFrame {
 	image?: string | null;
 	width?: number | null;
 	height?: number | null;
+	console?: ConsoleEntry[] | null;
+	console_dropped?: number | null;
+	console_errors?: number | null;
 	notes?: string[] | null;
 }
 
@@ -942,11 +954,29 @@ export function browseText(r: BrowseResultFrame): string {
 	for (const t of r.new_tabs ?? []) lines.push(`new tab ${t.tab}: ${t.url} (now active)`);
 	for (const d of r.downloads ?? []) lines.push(`download refused: ${d.url} (${d.filename}); web_fetch it instead`);
 	for (const t of r.tabs ?? []) lines.push(`${t.active ? "*" : " "} ${t.tab} ${t.title} — ${t.url}`);
+	const errors = r.console_errors ?? 0;
+	if (errors) lines.push(`${errors} new console error${errors !== 1 ? "s" : ""} since the last action (action console shows them)`);
 	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
-	if (r.content) lines.push("", r.content);
+	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0));
+	else if (r.content) lines.push("", r.content);
 	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
+}
+
+/** The console action's entries, one line each (and their stacks under them), newest last. */
+function consoleLines(entries: ConsoleEntry[], dropped: number): string[] {
+	const older = dropped ? ` (${dropped} older not shown)` : "";
+	if (!entries.length) return [`console: no new messages${older}`];
+	const lines = [`console: ${entries.length} message${entries.length !== 1 ? "s" : ""} since the last console action, newest last${older}`];
+	for (const e of entries) {
+		// an exception's text already says what it is ("Uncaught …"); the browser's own messages name their source
+		const kind = ["console", "exception", "rejection"].includes(e.kind) ? "" : `(${e.kind}) `;
+		const where = e.url ? ` — ${e.url}${e.line ? `:${e.line}` : ""}` : "";
+		lines.push(`[${e.level}] ${kind}${e.text}${where}`);
+		if (e.stack) lines.push(e.stack);
+	}
+	return lines;
 }
 
 function browseSession(ctx: ToolContext | undefined): string {
