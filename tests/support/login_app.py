@@ -39,7 +39,7 @@ SIGN_IN = """<!doctype html><html><head><title>Sign in</title></head><body>
   <input type="hidden" name="next" value="%(next)s">
   <label for="user">Username</label> <input id="user" name="user" autocomplete="username">
   <label for="password">Password</label> <input id="password" type="password" name="password">
-  <button id="submit" type="submit">Sign in</button>
+  <button id="sign-in" type="submit">Sign in</button>
 </form>
 <p id="error">%(error)s</p>
 </body></html>"""
