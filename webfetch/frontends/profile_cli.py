@@ -134,9 +134,13 @@ def _store_state(store: ProfileStore, name: str, state: StorageState, hosts: lis
 
 def _saved(profile: Profile, added: int) -> None:
     s = profile.summary()
-    print(f"webfetch: profile {profile.name}: {added} cookies imported; it holds {s.cookies} cookies and "
-          f"localStorage for {s.origins} origins, and may be used for {', '.join(s.hosts) or 'no host'}",
+    print(f"webfetch: profile {profile.name}: {_n(added, 'cookie')} imported; it holds {_n(s.cookies, 'cookie')} "
+          f"and localStorage for {_n(s.origins, 'origin')}, and may be used for {', '.join(s.hosts) or 'no host'}",
           file=sys.stderr)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _import(store: ProfileStore, args: argparse.Namespace) -> int:

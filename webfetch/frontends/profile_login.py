@@ -3,9 +3,10 @@ profile when they close it.
 
 The browser gets a temporary --user-data-dir of its own (never the user's main profile, whose cookies are
 not ours to copy and which Chrome 136+ will not debug anyway), removed afterwards. Its state can only be
-read while it runs, so a CDP connection stays open: the state is read every POLL_S, and again once its
-last tab has closed. `--keep-alive-for-test` keeps Chromium running after its last window closes, which
-gives that last read time; should a browser ignore the switch and exit, the last periodic read stands.
+read while its window is open: once the last one closes, Chromium 156 answers Storage.getCookies with
+nothing even when kept alive (--keep-alive-for-test), as the profile's session ends with it. So a CDP
+connection stays open and the state is read whenever a tab shows a new URL (the redirect after a login
+form comes with the cookies it set) and every POLL_S; what stands when the window closes is the last read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -26,7 +28,7 @@ from .profile_browser import read_state
 POLL_S = 1.0
 START_TIMEOUT_S = 30.0
 FLAGS = ["--no-first-run", "--no-default-browser-check", "--password-store=basic", "--use-mock-keychain",
-         "--disable-sync", "--disable-default-apps", "--remote-debugging-port=0", "--keep-alive-for-test"]
+         "--disable-sync", "--disable-default-apps", "--remote-debugging-port=0"]
 
 
 def no_display_error(name: str) -> ProfileError | None:
@@ -85,7 +87,8 @@ async def _devtools_url(data_dir: Path, proc: ChildProcess, exe: str) -> str:
 
 
 async def _watch(conn: CDPConnection) -> StorageState:
-    """Read the state until the last tab closes (or the browser goes); then once more, and close it."""
+    """Read the state whenever a tab shows a new URL (a login's redirect has set its cookies) and every
+    POLL_S, until the last tab closes or the browser goes; then close the browser."""
     latest = StorageState()
     with conn.subscribe(None) as events:
         try:
@@ -94,22 +97,27 @@ async def _watch(conn: CDPConnection) -> StorageState:
             while pages:
                 latest = await read_state(conn, lambda host: True)
                 with trio.move_on_after(POLL_S):
-                    while pages:
-                        event = await events.receive()
-                        info = event.get("params", {}).get("targetInfo", {})
-                        if event.get("method") == "Target.targetCreated" and info.get("type") == "page":
-                            pages.add(info["targetId"])
-                        elif event.get("method") == "Target.targetDestroyed":
-                            pages.discard(event.get("params", {}).get("targetId"))
-            final = await read_state(conn, lambda host: True)
-            # the tabs are gone, and their localStorage could only be read while they were open
-            latest = StorageState(cookies=final.cookies, origins=latest.origins)
+                    while pages and not _changed(pages, await events.receive()):
+                        pass
             await conn.call("Browser.close")
         except (CDPClosed, CDPError):
-            pass  # the browser exited on its own: its last periodic read stands
+            pass  # the browser exited with its window: the last read stands
     return latest
 
 
-async def _pages(conn: CDPConnection) -> set[str]:
+def _changed(pages: dict[str, str], event: dict[str, Any]) -> bool:
+    """Keep `pages` (target id → URL) up to date; whether a tab closed or shows another URL."""
+    params = event.get("params", {})
+    info = params.get("targetInfo", {})
+    if event.get("method") == "Target.targetDestroyed":
+        return pages.pop(params.get("targetId"), None) is not None
+    if event.get("method") in ("Target.targetCreated", "Target.targetInfoChanged") and info.get("type") == "page":
+        old = pages.get(info["targetId"])
+        pages[info["targetId"]] = str(info.get("url", ""))
+        return old != pages[info["targetId"]]
+    return False
+
+
+async def _pages(conn: CDPConnection) -> dict[str, str]:
     targets = (await conn.call("Target.getTargets")).get("targetInfos", [])
-    return {str(t["targetId"]) for t in targets if t.get("type") == "page"}
+    return {str(t["targetId"]): str(t.get("url", "")) for t in targets if t.get("type") == "page"}
