@@ -384,12 +384,15 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
     tmp = short_tmp  # Chrome's singleton socket goes under TMPDIR, and a socket's path has at most 108 bytes
     env = {**os.environ, "DISPLAY": xvfb, "TMPDIR": str(tmp), "XDG_DATA_HOME": str(data_home)}
     env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "webfetch", "profile", "login", "site", app.url("/login")],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_path, err_path = tmp / "out", tmp / "err"
+    with out_path.open("w") as out_file, err_path.open("w") as err_file:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "webfetch", "profile", "login", "site", app.url("/login")], env=env,
+            stdout=out_file, stderr=err_file)
     try:
         with trio.fail_after(90):
             while not (found := glob.glob(str(tmp / "webfetch-login-*" / "profile" / "DevToolsActivePort"))):
-                assert proc.poll() is None, proc.communicate()
+                assert proc.poll() is None, err_path.read_text()
                 await trio.sleep(0.1)
             _, ws_url = devtools_port(Path(found[0]).parent)
             async with open_cdp(ws_url) as conn:
@@ -401,12 +404,13 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
                 await sign_in(conn, session, app, "127.0.0.1")
                 await trio.sleep(1.5)  # a person reads the page before closing the window
                 await conn.call("Target.closeTarget", {"targetId": page["targetId"]})
-            out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=60))
+            await proc.wait()
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            await proc.wait()
         app.stop()
+    out, err = out_path.read_text(), err_path.read_text()
     assert proc.returncode == 0, err
     assert out == ""
     assert err == ("webfetch: a Chromium window is open: log in there, then close the window (the login is saved "
@@ -420,3 +424,4 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
     assert [(c["name"], c["value"], c["httpOnly"]) for c in saved["state"]["cookies"]] == [("sid", token, True)]
     assert stat.S_IMODE(profile_file(data_home, "site").stat().st_mode) == 0o600
     assert not glob.glob(str(tmp / "webfetch-login-*")), "the window's user-data-dir is removed"
+    assert not glob.glob(str(tmp / ".org.chromium.*")), "and Chrome's own files under TMPDIR"

@@ -156,19 +156,24 @@ def _import(store: ProfileStore, args: argparse.Namespace) -> int:
             raise ProfileError(f"the browser at {args.from_browser} has no cookies for {', '.join(hosts)}: log in "
                                f"to them in that browser first; profile {args.name} is as it was")
     elif args.file:
-        state = parse_state_file(_read_file(args.file), "stdin" if args.file == "-" else args.file)
-        if hosts is not None:
-            state = StorageState(cookies=cookies_for_hosts(state.cookies, hosts),
-                                 origins=[o for o in state.origins
-                                          if any(_host_in(urlsplit(o.origin).hostname or "", h) for h in hosts)])
-            if not state.cookies and not state.origins:
-                raise ProfileError(f"{args.file} has no cookies for {', '.join(hosts)}; profile {args.name} is "
-                                   f"as it was")
+        state = _from_file(args.file, args.name, hosts)
     else:
         raise UsageError("import from a FILE (storageState JSON or cookies.txt) or --from-browser ENDPOINT")
     profile = _store_state(store, args.name, state, hosts or cookie_hosts(state.cookies), args.replace)
     _saved(profile, len(state.cookies))
     return 0
+
+
+def _from_file(path: str, name: str, hosts: list[str] | None) -> StorageState:
+    state = parse_state_file(_read_file(path), "stdin" if path == "-" else path)
+    if hosts is None:
+        return state
+    state = StorageState(cookies=cookies_for_hosts(state.cookies, hosts),
+                         origins=[o for o in state.origins
+                                  if any(_host_in(urlsplit(o.origin).hostname or "", h) for h in hosts)])
+    if not state.cookies and not state.origins:
+        raise ProfileError(f"{path} has no cookies for {', '.join(hosts)}; profile {name} is as it was")
+    return state
 
 
 def _host_in(host: str, listed: str) -> bool:
