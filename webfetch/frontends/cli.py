@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp."""
+"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp, profile."""
 
 from __future__ import annotations
 
@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
 
     browse_cli.add_parser(sub, common)
 
+    from . import profile_cli
+
+    profile_cli.add_parser(sub)
+
     p = sub.add_parser("status", help="show the daemon's state")
     common(p)
     p.add_argument("--json", action="store_true", help="print the status frame as JSON")
@@ -116,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import service
 
         return service.install() if args.action == "install" else service.uninstall()
+    if args.command == "profile":  # profiles are files: no config, no daemon
+        return profile_cli.run(args)
     try:
         config, source = load_config_and_source(args.config)
     except ConfigError as e:
