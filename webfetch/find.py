@@ -55,6 +55,8 @@ class Pattern:
     def described(self) -> str:
         if self.regex is not None:
             return f"the regular expression {self.source}"
+        if len(self.words) == 1:
+            return f'the word "{self.words[0]}"'
         return "the words " + " ".join(f'"{w}"' for w in self.words)
 
 
@@ -288,7 +290,8 @@ def content(found: Found, pattern: Pattern, total: int, max_chars: int) -> tuple
         return _outline(found, pattern, total, max_chars), 0, []
     places = f"{found.matches} places" if found.matches != 1 else "1 place"
     described = pattern.described[0].upper() + pattern.described[1:]
-    head = (f"{described} {'match' if found.matches != 1 else 'matches'} in {places} of the page's "
+    verb = "match" if described.startswith("The words") else "matches"
+    head = (f"{described} {verb} in {places} of the page's "
             f"{total} characters. Each passage starts at the offset shown: fetch the same URL with that "
             f"`offset` (and no `find`) to read on from there.\n")
     parts = [head]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import BadRequest, WebfetchError
 
@@ -218,10 +218,11 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
     flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
-    # With `find`: the pattern, how many places matched, and the passages shown in `content` (kind "find")
-    find: str | None = None
-    matches: int | None = None
-    passages: list[Passage] | None = None
+    # Only on a `find` result (kind "find"), absent from every other frame (UNSET is not encoded): the
+    # pattern, how many places matched, and the passages shown in `content`.
+    find: str | UnsetType = UNSET
+    matches: int | UnsetType = UNSET
+    passages: list[Passage] | UnsetType = UNSET
 
 
 class SearchHit(Struct, kw_only=True):
