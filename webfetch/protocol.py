@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import BadRequest, WebfetchError
 
@@ -36,6 +36,7 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
     model: str | None = None
     thinking: Thinking | None = None
+    find: str | None = None  # words or /regex/: only the passages that match (webfetch/find.py)
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -187,10 +188,18 @@ class Usage(Struct, kw_only=True):
     cost: UsageCost = msgspec.field(default_factory=UsageCost)
 
 
+class Passage(Struct, kw_only=True):
+    """A passage that matched a fetch's `find`: where it starts in the page's markdown, under which headings."""
+
+    offset: int
+    headings: list[str]
+    text: str
+
+
 class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId = None
     op: str = "fetch"
-    kind: Literal["page", "summary", "answer", "redirect"] = "page"
+    kind: Literal["page", "summary", "answer", "redirect", "find"] = "page"
     url: str = ""
     final_url: str = ""
     status: int | None = None
@@ -209,6 +218,11 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
     flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
+    # Only on a `find` result (kind "find"), absent from every other frame (UNSET is not encoded): the
+    # pattern, how many places matched, and the passages shown in `content`.
+    find: str | UnsetType = UNSET
+    matches: int | UnsetType = UNSET
+    passages: list[Passage] | UnsetType = UNSET
 
 
 class SearchHit(Struct, kw_only=True):

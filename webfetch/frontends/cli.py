@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
+    p.add_argument("--find", metavar="PATTERN",
+                   help='only the passages that match: words (all of them, any case; "a phrase" in quotes) or '
+                        "a regular expression written /…/ (flags i, m, s after it), each with its offset")
     p.add_argument("--model", help="the sub-agent's model as provider/id (pi's web-fetch.json wins)")
     p.add_argument("--thinking", type=thinking_level, metavar="LEVEL",
                    help=f"the sub-agent's thinking level: {', '.join(THINKING_LEVELS)} (a newer pi's own level "
@@ -216,7 +219,7 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
     for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
                                 fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                                prompt=args.prompt, model=args.model, thinking=args.thinking):
+                                prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
         kind = frame.get("type")

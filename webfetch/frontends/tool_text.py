@@ -79,11 +79,21 @@ def _extent(r: dict[str, Any], shown_end: int | None) -> str:
         return f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters"
     if r.get("kind") == "summary":
         return f"summary of {_n(total)} characters"
+    if r.get("kind") == "find":
+        return _find_extent(r, total)
     if total == 0:
         return "no text"
     if shown_end is not None and (offset > 0 or shown_end < total):
         return f"characters {_n(offset)}–{_n(shown_end)} of {_n(total)}"
     return f"all {_n(total)} characters"
+
+
+def _find_extent(r: dict[str, Any], total: int) -> str:
+    """How many places matched the find pattern, in how much text."""
+    m = r.get("matches") or 0
+    what = "no match" if m == 0 else "1 match" if m == 1 else f"{_n(m)} matches"
+    outline = " (the page's outline instead)" if m == 0 else ""
+    return f"{what} for {json.dumps(r.get('find') or '', ensure_ascii=False)} in {_n(total)} characters{outline}"
 
 
 def cut_to_fit(text: str, max_bytes: int, max_lines: int) -> str:
@@ -127,7 +137,8 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
         more = (f"\n\n[Cut at the 50 KB limit of one tool result. Call {tool} with url {json.dumps(r.get('url'))} "
                 f"and offset {cut_at} to read on.]")
         return ToolText(f"{facts_line(r, cut_at, prompted)}\n\n{kept}{more}{tail}", cut_at)
-    more = "\n\n[Cut at the 50 KB limit of one tool result. Ask a narrower prompt, or read the raw page with offset.]"
+    narrower = "Narrow the find pattern" if r.get("kind") == "find" else "Ask a narrower prompt"
+    more = f"\n\n[Cut at the 50 KB limit of one tool result. {narrower}, or read the raw page with offset.]"
     return ToolText(f"{facts_line(r, None, prompted)}\n\n{kept}{more}{tail}", None)
 
 

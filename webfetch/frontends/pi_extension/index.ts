@@ -115,7 +115,7 @@ interface FetchResultFrame {
 	type: "result";
 	id: RequestId;
 	op: "fetch";
-	kind: "page" | "summary" | "answer" | "redirect";
+	kind: "page" | "summary" | "answer" | "redirect" | "find";
 	url: string;
 	final_url: string;
 	status: number | null;
@@ -135,6 +135,10 @@ interface FetchResultFrame {
 	notes: string[];
 	/** Why the content may not be the page the caller wanted (PROTOCOL.md, flags); [] when it is. */
 	flags: string[];
+	/** With `find`: the pattern, how many places matched, the passages shown (kind "find"). */
+	find?: string | null;
+	matches?: number | null;
+	passages?: { offset: number; headings: string[]; text: string }[] | null;
 }
 
 interface SearchHit {
@@ -261,6 +265,7 @@ interface FetchBody {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	find?: string;
 	model?: string;
 	thinking?: string;
 }
@@ -675,6 +680,7 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = fals
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
 	if (r.kind === "answer") parts.push(`answer by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters`);
 	else if (r.kind === "summary") parts.push(`summary of ${n(r.total_chars)} characters`);
+	else if (r.kind === "find") parts.push(findExtent(r));
 	else if (r.total_chars === 0) parts.push("no text");
 	else if (shownEnd !== null && (r.offset > 0 || shownEnd < r.total_chars))
 		parts.push(`characters ${n(r.offset)}–${n(shownEnd)} of ${n(r.total_chars)}`);
@@ -683,6 +689,14 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = fals
 	// No silent success: the model must see at once when the content is a wall, not the page (notes say what to do).
 	if (r.flags?.length) parts.push(`FLAGS: ${r.flags.join(", ")} (read the notes before using this content)`);
 	return parts.join(" · ");
+}
+
+/** tool_text.py's _find_extent: how many places matched the pattern, in how much text. */
+function findExtent(r: FetchResultFrame): string {
+	const m = r.matches ?? 0;
+	const what = m === 0 ? "no match" : m === 1 ? "1 match" : `${n(m)} matches`;
+	const outline = m === 0 ? " (the page's outline instead)" : "";
+	return `${what} for ${JSON.stringify(r.find ?? "")} in ${n(r.total_chars)} characters${outline}`;
 }
 
 /** Cut `text` to fit `maxBytes` and `maxLines`, at a line boundary when there is one. */
@@ -727,7 +741,8 @@ export function formatResult(
 		text = whole(factsLine(r, cutAt, prompted), kept, more);
 		return { text, cutAt };
 	}
-	const more = "\n\n[Cut at pi's 50 KB limit. Ask a narrower prompt, or read the raw page with offset.]";
+	const narrower = r.kind === "find" ? "Narrow the find pattern" : "Ask a narrower prompt";
+	const more = `\n\n[Cut at pi's 50 KB limit. ${narrower}, or read the raw page with offset.]`;
 	return { text: whole(factsLine(r, null, prompted), kept, more), cutAt: null };
 }
 
@@ -798,6 +813,7 @@ interface FetchParams {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	find?: string;
 }
 
 interface SearchParams {
@@ -843,6 +859,7 @@ type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "conte
 export function callLine(args: FetchParams): string {
 	let line = `web_fetch ${shortUrl(args.url)}`;
 	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
+	if (args.find) line += ` find ${JSON.stringify(args.find.length > 60 ? `${args.find.slice(0, 59)}…` : args.find)}`;
 	if (args.offset) line += ` @${args.offset}`;
 	if (args.raw) line += " raw";
 	return line;
@@ -1138,6 +1155,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
 			if (params.fresh) body.fresh = true;
+			if (params.find != null) body.find = params.find;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
