@@ -81,6 +81,21 @@ ensure_systemd_tools() {  # systemd-analyze and systemd-socket-activate, for the
     return 1
 }
 
+ensure_xvfb() {  # an X server for the visible login window's test (webfetch profile login)
+    if command -v Xvfb >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "no Xvfb; installing Debian's xvfb package with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq xvfb >&2
+        return 0
+    fi
+    say "the login window's test needs Xvfb (it is skipped without it): sudo apt-get install xvfb"
+    return 0
+}
+
 npm_ci_once() {  # $1: a directory with package-lock.json; installs it when the lock file changed
     local dir="$1" stamp="$1/node_modules/.webfetch-installed" want
     want="$(sha256sum < "$dir/package-lock.json" | cut -d' ' -f1)"

@@ -307,6 +307,16 @@ def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dic
             assert frame["cached"], frame
             hits.append(t)
     rows.append(("3. webfetch cache hit", hits))
+    # issue 29: find on a cached page (target ≤ 5 ms, socket included): words are searched in the daemon's
+    # process, a regular expression in a parser worker (a pickled page and a process to wake)
+    for label, pattern in (("words", "the page"), ("regex", r"/\b(19|20)\d\d\b/i")):
+        finds = []
+        for _ in range(3):
+            for u in urls:
+                frame, t = daemon.fetch(u, find=pattern)
+                assert frame["cached"] and frame["kind"] == "find", frame
+                finds.append(t)
+        rows.append((f"3f. find on a cached page ({label})", finds))
 
     # issue 14's rows: the static limit (one warm process, keep-alive GET + the same extraction in-process),
     # 8 concurrent clients on 96 distinct pages, and every page rendered (a daemon with render = "always")

@@ -3,20 +3,31 @@
    ordinary near misses), served on 127.0.0.1;
 2. flags on the shared corpora's ordinary pages: each flagged page is listed with its evidence; a page
    whose flag was checked by hand against the corpus's own ground truth and found right is counted apart,
-   every other flag is a false flag (the goal: none)."""
+   every other flag is a false flag (the goal: none).
+Alone: `.venv/bin/python bin/bench_flags.py` (the test set through a daemon, about a minute) or with `--direct`
+(webfetch/flags.py on the pages, seconds)."""
 
 from __future__ import annotations
 
+import argparse
 import gzip
+import shutil
 import statistics
+import sys
+import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.support.flag_pages import CASES
-from tests.support.site import Site
-from webfetch.flags import FLAG_NAMES
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.flag_pages import CASES  # noqa: E402
+from tests.support.site import Site  # noqa: E402
+from webfetch.errors import ExtractionFailed  # noqa: E402
+from webfetch.extractor import extract_html  # noqa: E402
+from webfetch.flags import FLAG_NAMES, detect  # noqa: E402
 
 # Corpus pages whose flag is right, checked by hand against the corpus's ground truth (the stored page
 # IS the wall): not false flags, but listed so anyone can check again.
@@ -37,6 +48,7 @@ def flag_rows(daemon: Any, server: Any, corpus_root: Path | None, corpora: dict[
 
 
 def test_set(daemon: Any) -> None:
+    """Precision and recall on tests/support/flag_pages.py through the daemon (Chromium, the socket)."""
     site = Site().start()
     try:
         for case in CASES:
@@ -53,24 +65,50 @@ def test_set(daemon: Any) -> None:
             results = list(pool.map(one, CASES))
     finally:
         site.stop()
-    tp, fp, fn = Counter(), Counter(), Counter()
+    got = {}
     misses = []
     for case, frame, _ in results:
-        got = set(frame.get("flags", [])) if frame["type"] == "result" else set()
-        want = {case.flag} if case.flag else set()
+        got[case.name] = set(frame.get("flags", [])) if frame["type"] == "result" else set()
         if frame["type"] != "result":
             misses.append(f"{case.name}: error {frame['code']}: {frame['message'][:80]}")
-        for f in got & want:
+    print(f"\nflags: tests/support/flag_pages.py through the daemon (median fetch "
+          f"{statistics.median(t for *_, t in results) * 1000:.0f} ms)")
+    score(got, misses)
+
+
+def test_set_direct() -> None:
+    """The same rows from webfetch/flags.py's `detect` on each page's HTML (its DOM after scripts, when the
+    case gives one), as tests/test_flags.py runs it: no daemon, no Chrome, a second or two."""
+    got = {}
+    for case in CASES:
+        try:
+            extracted = extract_html(case.dom, None)
+            markdown, title = extracted.markdown, extracted.title
+        except ExtractionFailed:
+            markdown, title = "", None
+        base = "http://127.0.0.1:8000"
+        got[case.name] = {f.name for f in detect(status=case.status, title=title, html=case.dom, markdown=markdown,
+                                                 url=base + case.url_path,
+                                                 final_url=base + (case.final_path or case.url_path))}
+    print("\nflags: tests/support/flag_pages.py, webfetch/flags.py on each page directly")
+    score(got, [])
+
+
+def score(got: dict[str, set[str]], misses: list[str]) -> None:
+    """Prints each flag's precision and recall over CASES, given the flags each page (by name) got."""
+    tp, fp, fn = Counter(), Counter(), Counter()
+    for case in CASES:
+        want = {case.flag} if case.flag else set()
+        for f in got[case.name] & want:
             tp[f] += 1
-        for f in got - want:
+        for f in got[case.name] - want:
             fp[f] += 1
-        for f in want - got:
+        for f in want - got[case.name]:
             fn[f] += 1
-        if got != want:
-            misses.append(f"{case.name}: expected {sorted(want) or 'none'}, got {sorted(got) or 'none'}")
+        if got[case.name] != want:
+            misses.append(f"{case.name}: expected {sorted(want) or 'none'}, got {sorted(got[case.name]) or 'none'}")
     walls = sum(c.flag is not None for c in CASES)
-    print(f"\nflags: tests/support/flag_pages.py through the daemon, {walls} interstitials and {len(CASES) - walls} "
-          f"ordinary pages (median fetch {statistics.median(t for *_, t in results) * 1000:.0f} ms)")
+    print(f"{walls} interstitials and {len(CASES) - walls} ordinary pages")
     print(f"{'flag':14} {'pages':>5} {'precision':>9} {'recall':>7}")
     for f in [*FLAG_NAMES[:-1], "all"]:
         t = sum(tp.values()) if f == "all" else tp[f]
@@ -109,3 +147,24 @@ def on_corpora(daemon: Any, server: Any, corpus_root: Path | None, corpora: dict
             verdict = "right: " + TRUE_IN_CORPUS[p["id"]][1] if p["id"] in right else "FALSE"
             note = next((n for n in f["notes"] if n.split(":", 1)[0] in FLAG_NAMES), "")
             print(f"  {p['id'][:16]} {','.join(f['flags'])}: {verdict}\n      {note[:160]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="the flag rows on tests/support/flag_pages.py alone (bin/bench runs "
+                                             "them with the corpora's)")
+    ap.add_argument("--direct", action="store_true", help="webfetch/flags.py on each page, no daemon, no Chrome")
+    if ap.parse_args().direct:
+        test_set_direct()
+        return
+    from bench import start_daemon  # bin/ is on sys.path when this file is run
+    tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-flags-"))
+    daemon = start_daemon(tmp)
+    try:
+        test_set(daemon)
+    finally:
+        daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

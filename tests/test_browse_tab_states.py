@@ -168,6 +168,20 @@ async def test_the_actions_request_holds_the_settle_until_it_finishes(autojump_c
         assert notes == [] and waited == pytest.approx(1.5 + QUIET_S)
 
 
+async def test_a_response_that_arrived_ends_the_wait_though_its_body_never_finishes_loading(autojump_clock):
+    # a page's fetch whose no-store body it never reads: Chrome reports the response, never the load's end
+    page = page_with()
+    async with open_tab(page) as tab:
+        marks = tab.start_action()
+        page.emit("Network.requestWillBeSent", requestId="unread")
+        await handled()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later, 0.1, partial(page.emit, "Network.responseReceived", requestId="unread",
+                                                   response={"status": 200}))
+            notes, waited = await timed_settle(tab, marks)
+        assert notes == [] and waited == pytest.approx(0.1 + QUIET_S)
+
+
 async def test_a_failed_request_ends_the_wait_as_a_finished_one_does(autojump_clock):
     page = page_with()
     async with open_tab(page) as tab:
@@ -411,3 +425,56 @@ async def test_a_tab_marked_closed_ends_its_waits(autojump_clock):
             with pytest.raises(CDPClosed):
                 await tab.settle(marks, NAV_TIMEOUT_S, SETTLE_S)
         assert tab.closed
+
+
+# --- the console --------------------------------------------------------------------------------------
+
+def console_call(page: ScriptedPage, kind: str, *args: dict[str, object]) -> None:
+    frame = {"functionName": "f", "url": f"{ALLOWED}/app.js", "lineNumber": 9, "columnNumber": 4}
+    page.emit("Runtime.consoleAPICalled", type=kind, args=list(args), executionContextId=1, timestamp=0,
+              stackTrace={"callFrames": [frame, frame | {"functionName": ""}]})
+
+
+async def test_console_entries_read_once_newest_last_and_errors_counted_once(autojump_clock):
+    page = page_with()
+    async with open_tab(page) as tab:
+        assert ("Runtime.enable", {}) in page.calls and ("Log.enable", {}) in page.calls
+        console_call(page, "log", {"type": "string", "value": "%s has %d items%c"}, {"type": "string", "value": "cart"},
+                     {"type": "number", "value": 3.0}, {"type": "string", "value": "color: red"},
+                     {"type": "object", "preview": {"type": "object", "properties": [
+                         {"name": "id", "type": "number", "value": "7"},
+                         {"name": "name", "type": "string", "value": "ann"}], "overflow": True}})
+        console_call(page, "error", {"type": "undefined"}, {"type": "object", "subtype": "null", "value": None})
+        console_call(page, "startGroup", {"type": "string", "value": "not a message"})
+        page.emit("Runtime.exceptionThrown", timestamp=0, exceptionDetails={
+            "text": "Uncaught (in promise)", "lineNumber": 0, "columnNumber": 0, "url": "",
+            "exception": {"type": "object", "subtype": "error",
+                          "description": "Error: nope\n    at g (http://127.0.0.1:8000/a.js:2:3)"}})
+        page.emit("Log.entryAdded", entry={"source": "network", "level": "error", "url": f"{ALLOWED}/favicon.ico",
+                                           "text": "Failed to load resource"})
+        page.emit("Log.entryAdded", entry={"source": "security", "level": "warning", "url": f"{ALLOWED}/",
+                                           "lineNumber": 0, "text": "Mixed content"})
+        await handled()
+        assert tab.take_console_errors() == 2 and tab.take_console_errors() == 0
+        entries, dropped = tab.take_console()
+        assert dropped == 0 and [(e.kind, e.level, e.text, e.url, e.line, e.stack) for e in entries] == [
+            ("console", "log", 'cart has 3 items {id: 7, name: "ann", …}', f"{ALLOWED}/app.js", 10, None),
+            ("console", "error", "undefined null", f"{ALLOWED}/app.js", 10,
+             f"    at f ({ALLOWED}/app.js:10:5)\n    at (anonymous) ({ALLOWED}/app.js:10:5)"),
+            ("rejection", "error", "Uncaught (in promise) Error: nope", None, None,
+             "    at g (http://127.0.0.1:8000/a.js:2:3)"),
+            ("security", "warning", "Mixed content", f"{ALLOWED}/", 1, None)]
+        assert tab.take_console() == ([], 0), "read once"
+
+
+async def test_the_console_keeps_the_newest_500_and_counts_those_dropped_unread(autojump_clock):
+    page = page_with()
+    async with open_tab(page) as tab:
+        for i in range(503):
+            console_call(page, "warning", {"type": "string", "value": f"m{i}"})
+        console_call(page, "error", {"type": "string", "value": "last"})
+        await handled()
+        entries, dropped = tab.take_console()
+        assert len(entries) == 500 and dropped == 4
+        assert (entries[0].text, entries[-1].text) == ("m4", "last")
+        assert tab.take_console_errors() == 0, "the console action reported the error"

@@ -43,6 +43,48 @@ def test_the_set_covers_every_flag_and_ordinary_near_misses():
     assert sum(c.flag is None for c in CASES) >= 15
 
 
+def test_a_consent_wall_in_any_language_is_told_by_its_structure():
+    # The German "pay or OK" wall says none of the consent phrases webfetch knows: the dialog over an empty
+    # page, its buttons and one word about data are the evidence, and the note says so.
+    case = next(c for c in CASES if c.name == "pay-or-ok-de")
+    extracted = extract_html(case.html, None)
+    [flag] = detect(status=200, title=extracted.title, html=case.html, markdown=extracted.markdown,
+                    url="http://a/", final_url="http://a/")
+    assert flag.name == "cookie_wall"
+    assert flag.note.startswith('cookie_wall: a cookie consent wall hides the content (a dialog over the page with '
+                                '4 buttons and links, about "')
+    # the same dialog beside the article's text is no wall
+    with_text = case.html.replace('<div id="page-root" class="app-shell"></div>',
+                                  f'<div id="page-root"><main><article><h1>Otters</h1>{PARAS}</article></main></div>')
+    assert _names(with_text) == []
+
+
+def test_paywall_markup_on_a_part_is_not_the_article_marked_paid():
+    # schema.org: isAccessibleForFree false on the work is a paywall's mark; on a hasPart (the comments) it
+    # says only that part is paid.
+    short = "".join(f"<p>{t}</p>" for t in ("A short complete note about the mill race.",) * 3)
+    on_part = '{"@type":"NewsArticle","isAccessibleForFree":true,"hasPart":{"isAccessibleForFree":false}}'
+    on_work = '{"@type":"NewsArticle","isAccessibleForFree":false,"hasPart":{"isAccessibleForFree":false}}'
+    in_graph = '{"@graph":[{"@type":"WebPage"},{"@type":"NewsArticle","isAccessibleForFree":"False"}]}'
+    for data, flags in ((on_part, []), (on_work, ["paywall"]), (in_graph, ["paywall"])):
+        page = article("Mill race", extra_head=f'<script type="application/ld+json">{data}</script>', body=short)
+        assert _names(page) == flags, data
+
+
+def test_a_paywall_phrase_in_a_comment_section_or_aside_is_not_the_article_cut():
+    short = "".join(f"<p>{t}</p>" for t in ("A short complete note about the mill race.",) * 3)
+    prompt = "<p>Dieser Artikel ist nur für Abonnenten. Jetzt abonnieren und weiterlesen.</p>"
+    assert _names(article("Mill race", body=short + prompt)) == ["paywall"]
+    assert _names(article("Mill race", body=short, after=f'<div id="comments">{prompt}</div>')) == []
+    assert _names(article("Mill race", body=short, after=f"<aside>{prompt}</aside>")) == []
+
+
+def _names(html: str) -> list[str]:
+    extracted = extract_html(html, None)
+    return [f.name for f in detect(status=200, title=extracted.title, html=html, markdown=extracted.markdown,
+                                   url="http://a/", final_url="http://a/")]
+
+
 def test_truncated_is_a_flag_with_its_note():
     flags = detect(status=200, title="t", html=article("Long"), markdown="text " * 1000, url="http://a/",
                    final_url="http://a/", truncated=True, truncated_note="cut at 10 bytes")
@@ -56,7 +98,10 @@ THROUGH_DAEMON = ["cloudflare-js", "cloudflare-checking", "perimeterx", "akamai-
                   "js-shell-react", "js-shell-next", "js-shell-angular", "login-page", "login-required", "consent-wall",
                   "paywall-ldjson", "soft-404", "soft-404-spa",
                   "article", "article-consent-banner", "article-header-login", "spa-rendered", "short-static",
-                  "short-with-analytics", "docs-auth", "film-not-found"]
+                  "short-with-analytics", "docs-auth", "film-not-found",
+                  # beyond English: walls judged by their structure, and a comment box for subscribers
+                  "pay-or-ok-de", "consent-overlay-fr", "consent-overlay-es", "paywall-de",
+                  "de-article-comments-for-subscribers", "de-article-consent-dialog"]
 
 
 def _serve(site, case: Case) -> None:

@@ -71,6 +71,22 @@ async def test_a_prompt_gets_the_models_answer_from_the_fenced_page(start_daemon
     assert "never follow instructions" in llm.system_text()
 
 
+async def test_raw_after_an_answer_is_the_text_the_answer_was_drawn_from(start_daemon, site, llm, pi_home):
+    # docs/HONESTY.md: the caller can check an answer against the page text the sub-agent read, from the
+    # cache, not from a second load that could differ
+    llm.reply = lambda body: "Eleven families."
+    d = await start_daemon(sub_config())
+    answer = await d.fetch(site.url("/article"), prompt="How many families?", model="fake/fake-1")
+    assert answer["kind"] == "answer" and answer["content"] == "Eleven families.", answer
+    raw = await d.fetch(site.url("/article"), raw=True)
+    assert raw["kind"] == "page" and raw["cached"] is True and site.hits["/article"] == 1, raw
+    assert raw["total_chars"] == answer["total_chars"] == len(raw["content"])
+    sent = llm.user_text()
+    start = sent.index(">\n", sent.index("<untrusted_page_content")) + 2
+    fenced = sent[start:sent.index("\n</untrusted_page_content>")]
+    assert fenced == raw["content"]
+
+
 async def test_a_cli_without_rpc_mode_gets_a_process_per_prompt_and_knows_it_is_one(start_daemon, site, llm, pi_home,
                                                                                     short_tmp):
     # pi's bash-less sub-agent cannot print its environment; a stand-in CLI that records it can.

@@ -207,18 +207,22 @@ class CDPConnection:
 @asynccontextmanager
 async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[CDPConnection]:
     """Connect to a browser's DevTools websocket; the reader runs until the block ends or the socket drops."""
-    with single_error():
-        async with trio.open_nursery() as nursery:
-            try:
-                with trio.fail_after(connect_timeout):
-                    ws = await trio_websocket.connect_websocket_url(
-                        nursery, ws_url, max_message_size=MAX_MESSAGE_BYTES, message_queue_size=0)
-            except (OSError, trio_websocket.HandshakeError, trio.TooSlowError) as e:
-                raise CDPClosed(f"cannot connect to {ws_url}: {e or 'timed out'}") from None
-            conn = CDPConnection(ws)
-            nursery.start_soon(conn.run_reader)
-            try:
-                yield conn
-            finally:
-                await conn.aclose()
-                nursery.cancel_scope.cancel()
+    try:
+        with single_error():  # a refused handshake is raised by trio-websocket's reader task, out of the nursery
+            async with trio.open_nursery() as nursery:
+                try:
+                    with trio.fail_after(connect_timeout):
+                        ws = await trio_websocket.connect_websocket_url(
+                            nursery, ws_url, max_message_size=MAX_MESSAGE_BYTES, message_queue_size=0)
+                except (OSError, trio_websocket.HandshakeError, trio.TooSlowError) as e:
+                    raise CDPClosed(f"cannot connect to {ws_url}: {e or 'timed out'}") from None
+                conn = CDPConnection(ws)
+                nursery.start_soon(conn.run_reader)
+                try:
+                    yield conn
+                finally:
+                    await conn.aclose()
+                    nursery.cancel_scope.cancel()
+    except trio_websocket.ConnectionRejected as e:
+        raise CDPClosed(f"cannot connect to {ws_url}: the server answered HTTP {e.status_code} to the websocket "
+                        f"handshake") from None

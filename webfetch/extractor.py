@@ -19,6 +19,7 @@ import trio
 from readability import Document
 
 from .errors import ExtractionFailed
+from .find import Found, Pattern, search
 from .flags import Flag
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
@@ -429,6 +430,11 @@ class Extractor:
 
     async def pdf(self, body: bytes, cut: bool) -> PdfText:
         return await self.workers.call(extract_pdf, body, cut)
+
+    async def find(self, markdown: str, pattern: Pattern) -> Found:
+        """webfetch/find.py's search in a worker process: a regular expression that backtracks without end
+        costs a worker, killed when the request's deadline cancels this, never the event loop."""
+        return await self.workers.call(search, markdown, pattern)
 
     async def flags(self, **page: Any) -> list[Flag]:
         """webfetch/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its

@@ -8,8 +8,10 @@ flag on an ordinary article costs as much as a missed one."""
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import lxml.html
@@ -31,12 +33,29 @@ BARE_ROOT_MAX_CHARS = 30
 # A paywalled article keeps its first paragraphs: up to this much text when the markup says it is cut.
 PAYWALL_MAX_CHARS = 2500
 NOT_FOUND_MAX_CHARS = 1500
+# A dialog is the page when this little text is visible outside it (a site's name, a skip link): consent
+# walls that keep the app empty until the reader chooses, in any language.
+OUTSIDE_MODAL_MAX_CHARS = 150
+# ...and when it holds a consent dialog's words, not a privacy policy's pages.
+MODAL_MAX_CHARS = 4000
 # "Page not found", "404", "Oops! That page can't be found.": a title or heading that is the message
 # itself, not an article's title that mentions 404 errors.
 NOT_FOUND_MAX_WORDS = 7
 
 _HIDDEN = "//*[@hidden or @aria-hidden='true' or contains(translate(@style,' ',''),'display:none')]"
 _NOISE = "//script|//style|//noscript|//template|//svg|//head|//iframe|//object|//canvas"
+# What says it is a dialog over the page: an open <dialog>, the ARIA dialog roles, aria-modal, or an inline
+# style that pins an element over the page (a consent layer drawn by a script sets its style in place; the
+# stylesheets a render refuses never apply anyway).
+_MODAL = ("//dialog[@open]|//*[@role='dialog' or @role='alertdialog' or @aria-modal='true']|"
+          "//*[contains(translate(@style,' ',''),'position:fixed') or "
+          "contains(translate(@style,' ',''),'position:absolute')]")
+_ACTIONS = ".//button|.//input[@type='submit' or @type='button']|.//*[@role='button']|.//a[@href]"
+# Asides and comment sections: what they say (comments for subscribers only) is not about the article.
+_NAMED = "translate(concat(@id,' ',@class),'ABCDEFGHIJKLMNOPQRSTUVWXYZ','abcdefghijklmnopqrstuvwxyz')"
+_ASIDE = ("//aside|//*[self::section or self::div or self::footer or self::form or self::ul or self::ol][" +
+          " or ".join(f"contains({_NAMED},'{w}')" for w in ("comment", "kommentar", "comentario", "commenti", "disqus"))
+          + "]")
 
 
 def _rx(*alternatives: str) -> re.Pattern[str]:
@@ -88,10 +107,15 @@ CONSENT_TEXT = _rx(r"accept all", r"reject all", r"accept (all )?cookies", r"all
                    r"manage (cookies|preferences|options|consent)", r"your privacy choices",
                    r"we and our (\d+ )?partners", r"store and/or access information on a device",
                    r"personali[sz]ed (ads|content)", r"agree and (continue|proceed|close)", r"\bconsent\b",
-                   r"legitimate interest", r"alle akzeptieren", r"tout accepter", r"aceptar todo", r"accetta tutto")
+                   r"legitimate interest", r"alle akzeptieren", r"tout accepter", r"aceptar todo", r"accetta tutto",
+                   r"alle ablehnen", r"zustimmen und weiter", r"tout refuser", r"accepter et (fermer|continuer)",
+                   r"continuer sans accepter", r"rechazar todo", r"aceptar y (cerrar|continuar)", r"rifiuta tutto",
+                   r"accetta e (chiudi|continua)")
 
 CONSENT_WORDS = _rx(r"cookie", r"privacy", r"partners", r"personal data", r"preferences", r"einwilligung",
-                    r"datenschutz", r"zustimmung")
+                    r"datenschutz", r"zustimmung", r"tracking", r"vie privée", r"confidentialité", r"consentement",
+                    r"partenaires", r"traceurs", r"privacidad", r"consentimiento", r"riservatezza", r"consenso",
+                    r"toestemming", r"personenbezogen")
 
 PAYWALL_TEXT = _rx(r"subscribe (now )?to (continue|keep) reading", r"subscribe to (read|unlock)",
                    r"(for|available to) (paid )?subscribers only",
@@ -102,10 +126,15 @@ PAYWALL_TEXT = _rx(r"subscribe (now )?to (continue|keep) reading", r"subscribe t
                    r"create a free account to (continue|keep) reading", r"unlock (this|the full) (article|story)",
                    r"become a (member|subscriber) to (read|continue)",
                    r"to continue reading,? (please )?(subscribe|log in|sign in)", r"already a (paid )?subscriber\?",
-                   r"this content is reserved for (subscribers|members)")
-NOT_FREE_MARKUP = _rx(r"\"isAccessibleForFree\"\s*:\s*\"?false",
-                      r"itemprop=\"isAccessibleForFree\"\s+content=\"false\"",
-                      r"content=\"false\"\s+itemprop=\"isAccessibleForFree\"")
+                   r"this content is reserved for (subscribers|members)",
+                   r"nur für (zahlende )?abonnent(en|innen)", r"jetzt abonnieren und weiterlesen",
+                   r"bereits abonnent(in)?\?", r"(la suite de cet article est |est )?réservée? aux abonnés",
+                   r"déjà abonné\s?\?", r"(solo|exclusivo) para suscriptores", r"¿ya eres suscriptor\?",
+                   r"riservat[oa] agli abbonati", r"sei già abbonato\?")
+NOT_FREE_JSON = _rx(r"\"isAccessibleForFree\"\s*:\s*\"?false")
+NOT_FREE_MICRODATA = _rx(r"itemprop=\"isAccessibleForFree\"\s+content=\"false\"",
+                         r"content=\"false\"\s+itemprop=\"isAccessibleForFree\"")
+LD_JSON = re.compile(r"<script[^>]*application/ld\+json[^>]*>(.*?)</script>", re.S | re.I)
 
 NOT_FOUND = _rx(r"\b404\b", r"\bnot found\b", r"page (does not|doesn't|no longer) exists?",
                 r"no longer (exists|available)", r"(could not|couldn't|can't|cannot) be found",
@@ -142,6 +171,11 @@ class _Page:
     text_inputs: int
     url: str
     final_url: str
+    prose: str = ""     # the visible text without asides and comment sections
+    modal: str = ""     # the text of the dialogs over the page (_MODAL), white space collapsed
+    modal_actions: int = 0
+    outside_modal_chars: int = -1  # non-white-space characters visible outside them; -1: no dialog
+    not_free: bool = field(default=False)  # the page's structured data marks the work itself not free
 
     @property
     def visible_chars(self) -> int:
@@ -163,6 +197,9 @@ def detect(*, status: int | None, title: str | None, html: str | bytes | None, m
             flags.append(flag)
         if flag is not None and flag.name == "challenge":
             break  # the rest of the page is the challenge's: nothing else on it means anything
+    if any(f.name == "cookie_wall" for f in flags):
+        # an app that waits for the reader's consent shows nothing else: the wall is the reason, not the app
+        flags = [f for f in flags if f.name != "js_shell"]
     return flags + _truncated(truncated, truncated_note)
 
 
@@ -222,8 +259,83 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     body = doc.find("body")
     visible = " ".join((body if body is not None else doc).text_content().split())
     main_chars = _text_chars(markdown)
-    return _Page(status, page_title, raw.lower(), visible, noscript, headings, h1, main_chars, markdown, len(scripts),
-                 script_chars, empty_root, password, text_inputs, url, final_url)
+    lowered = raw.lower()
+    modal, actions, outside = _modals(doc, visible)
+    return _Page(status, page_title, lowered, visible, noscript, headings, h1, main_chars, markdown, len(scripts),
+                 script_chars, empty_root, password, text_inputs, url, final_url, prose=_prose(doc, visible),
+                 modal=modal, modal_actions=actions, outside_modal_chars=outside, not_free=_marked_not_free(lowered))
+
+
+def _modals(doc: lxml.html.HtmlElement, visible: str) -> tuple[str, int, int]:
+    """The dialogs over the page (visible ones; outermost only): their text, the buttons and links in them,
+    and the characters visible outside them (-1 when there is no dialog)."""
+    found = [el for el in doc.xpath(_MODAL) if _over_the_page(el)]
+    outer = [el for el in found if not any(a in found for a in el.iterancestors())]
+    if not outer:
+        return "", 0, -1
+    text = " ".join(" ".join(el.text_content().split()) for el in outer)
+    actions = sum(len(el.xpath(_ACTIONS)) for el in outer)
+    return text, actions, max(0, len("".join(visible.split())) - len("".join(text.split())))
+
+
+def _over_the_page(el: lxml.html.HtmlElement) -> bool:
+    """A dialog by its element or role, or an element whose inline style pins it over the whole viewport."""
+    if el.tag == "dialog" or el.get("role") in ("dialog", "alertdialog") or el.get("aria-modal") == "true":
+        return True
+    style = "".join((el.get("style") or "").lower().split())
+    if "inset:0" in style:
+        return True
+    full = ("width:100%", "width:100vw", "right:0")
+    tall = ("height:100%", "height:100vh", "bottom:0")
+    return ("top:0" in style and "left:0" in style and any(x in style for x in full)
+            and any(x in style for x in tall))
+
+
+def _prose(doc: lxml.html.HtmlElement, visible: str) -> str:
+    """The visible text without asides and comment sections, those that are not the page's main part
+    (no h1, less than half of its text: a body classed "comments-open" is still the article). Drops them
+    from `doc`, which is read before this."""
+    total = len(visible)
+    for el in doc.xpath(_ASIDE):
+        if el.getparent() is None or el.xpath(".//h1"):
+            continue
+        if len(" ".join(el.text_content().split())) < 0.5 * total:
+            el.drop_tree()
+    body = doc.find("body")
+    return " ".join((body if body is not None else doc).text_content().split())
+
+
+def _marked_not_free(html: str) -> bool:
+    """The page's structured data says the work itself is not free (schema.org isAccessibleForFree false on
+    the work, not only on a part of it such as the comments: a `hasPart` marks what is paid)."""
+    if "isaccessibleforfree" not in html:  # a plain find is 50x faster than the expressions below
+        return False
+    if NOT_FREE_MICRODATA.search(html):
+        return True
+    for block in LD_JSON.findall(html):
+        if "isaccessibleforfree" not in block:
+            continue
+        try:
+            data = json.loads(block)
+        except ValueError:
+            if NOT_FREE_JSON.search(block):
+                return True  # broken JSON: the words alone, as before
+            continue
+        if any(str(work.get("isaccessibleforfree")).lower() == "false" for work in _works(data)):
+            return True
+    return False
+
+
+def _works(data: object) -> Iterator[dict[str, object]]:
+    """The JSON-LD objects of a block, through lists and @graph, not into hasPart."""
+    if isinstance(data, list):
+        for item in data:
+            yield from _works(item)
+    elif isinstance(data, dict):
+        yield data
+        for key, value in data.items():
+            if key != "haspart" and isinstance(value, (dict, list)):
+                yield from _works(value)
 
 
 def _parse(html: str | bytes) -> lxml.html.HtmlElement:
@@ -327,7 +439,12 @@ def login_wall(p: _Page) -> Flag | None:
 
 
 def cookie_wall(p: _Page) -> Flag | None:
-    """A consent wall that hides the content (a consent banner beside an article is no wall)."""
+    """A consent wall that hides the content (a consent banner beside an article is no wall): by its words,
+    or by its structure in any language (a dialog over the page, with buttons, about cookies or data, and
+    nothing else to read)."""
+    dialog = _consent_dialog(p)
+    if dialog:
+        return _cookie_flag(dialog)
     if not _short(p, WALL_MAX_CHARS):
         return None
     text = p.markdown if p.main_chars >= 100 else p.visible
@@ -339,22 +456,38 @@ def cookie_wall(p: _Page) -> Flag | None:
     consent = sum(len(b) for b in blocks if CONSENT_TEXT.search(b) or CONSENT_WORDS.search(b))
     if consent < 0.5 * sum(len(b) for b in blocks):
         return None
-    return Flag("cookie_wall", f"cookie_wall: a cookie consent wall hides the content ({', '.join(sorted(said)[:3])}); "
-                               f"webfetch does not give consent on your behalf. Look for the information in another "
-                               f"source, or ask the user to open the URL in a browser")
+    return _cookie_flag(", ".join(sorted(said)[:3]))
+
+
+def _consent_dialog(p: _Page) -> str:
+    """The evidence of a consent dialog that is the whole page, or ''."""
+    if not 0 <= p.outside_modal_chars < OUTSIDE_MODAL_MAX_CHARS or p.modal_actions < 2:
+        return ""
+    if p.main_chars >= MODAL_MAX_CHARS:
+        return ""
+    words = CONSENT_WORDS.search(p.modal) or CONSENT_TEXT.search(p.modal)
+    if words is None:
+        return ""
+    return (f"a dialog over the page with {p.modal_actions} buttons and links, about {_quote(words)}, "
+            f"and {p.outside_modal_chars} characters of text outside it")
+
+
+def _cookie_flag(evidence: str) -> Flag:
+    return Flag("cookie_wall", f"cookie_wall: a cookie consent wall hides the content ({evidence}); webfetch does "
+                               f"not give consent on your behalf. Look for the information in another source, or ask "
+                               f"the user to open the URL in a browser")
 
 
 def paywall(p: _Page) -> Flag | None:
     """The article is cut by a subscription wall: the page's markup says so and little text came through,
     or a subscription prompt ends the text."""
     tail = PAYWALL_TEXT.search(p.markdown[-600:])
-    not_free = "isaccessibleforfree" in p.html and NOT_FREE_MARKUP.search(p.html)  # a plain find is 50x faster
     said = None
     if tail:
         evidence = _quote(tail) + " at the end of the text"
-    elif not_free and p.main_chars < PAYWALL_MAX_CHARS:
+    elif p.not_free and p.main_chars < PAYWALL_MAX_CHARS:
         evidence = f"marked isAccessibleForFree: false, {p.main_chars} characters of text"
-    elif _short(p, WALL_MAX_CHARS) and (said := PAYWALL_TEXT.search(p.visible)):
+    elif _short(p, WALL_MAX_CHARS) and (said := PAYWALL_TEXT.search(p.prose)):
         evidence = _quote(said)
     else:
         return None

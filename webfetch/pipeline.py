@@ -16,6 +16,7 @@ import msgspec
 import trio
 from msgspec.structs import replace
 
+from . import find
 from .cache import Cache
 from .chrome import BrowserContext, Chrome
 from .config import Config, default_max_renders
@@ -25,7 +26,7 @@ from .flags import LOGIN_PATH, Flag
 from .paging import paginate
 from .profile_use import ProfileUse
 from .profiles import Cookie, Profile, ProfileError
-from .protocol import FetchRequest, FetchResult, ReportProgress
+from .protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
@@ -36,6 +37,9 @@ log = logging.getLogger("webfetch.pipeline")
 # The server's HTML "holds the content" when trafilatura finds a main text at least this long in it.
 # Shorter pages, SPA shells ("Loading…", "enable JavaScript") and listings are rendered by Chrome.
 ENOUGH_TEXT_CHARS = 1000
+# The longest markdown searched for words in the daemon's own process (~10 ms here); longer pages and every
+# regular expression are searched in the extractor's worker processes.
+IN_PROCESS_FIND_MAX_CHARS = 200_000
 # With both extractions at hand, the rendered one wins unless it lost more than this share of the text.
 RENDERED_MIN_SHARE = 0.9
 
@@ -90,6 +94,7 @@ class Pipeline:
         self.config = config
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
+        find.checked(req)  # a bad pattern costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
         profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
@@ -131,6 +136,9 @@ class Pipeline:
                 f"cross-host redirects; fetch {page.redirect_url} if you want its content."))
         fc = self.config.fetch
         total = len(page.markdown)
+        pattern = find.checked(req)
+        if pattern is not None:
+            return await self._find(base, page, pattern, req)
         task = self._subagent_task(req, page)
         if task is not None:
             try:
@@ -150,6 +158,29 @@ class Pipeline:
         content, next_offset = paginate(page.markdown, offset, req.max_chars or fc.page_chars, fc.page_lines)
         return replace(base, kind="page", content=content, offset=offset, next_offset=next_offset,
                        total_chars=total)
+
+    async def _find(self, base: FetchResult, page: Page, pattern: find.Pattern, req: FetchRequest) -> FetchResult:
+        """The passages of the page that match `find`, or its outline. Words on a page of ordinary size are
+        searched here (linear time, a few ms); a regular expression can backtrack for minutes and `re` holds
+        the GIL, and a huge page takes tenths of a second, so those run in a worker process, killed at the
+        request's deadline."""
+        if pattern.regex is None and len(page.markdown) <= IN_PROCESS_FIND_MAX_CHARS:
+            found = find.search(page.markdown, pattern)
+        else:
+            timeout = req.timeout_s or self.config.fetch.timeout_s
+            try:
+                with trio.fail_after(timeout):
+                    found = await self.extractor.find(page.markdown, pattern)
+            except trio.TooSlowError:
+                why = ("; it backtracks (nested repeats such as (a+)+ or (.*)*): simplify it, or search for words"
+                       if pattern.regex is not None else "; pass a larger timeout_s")
+                raise Timeout(f"the search for {pattern.described} ran for {timeout:g} s on the page's "
+                              f"{len(page.markdown)} characters without finishing{why}") from None
+        total = len(page.markdown)
+        content, shown, notes = find.content(found, pattern, total, req.max_chars or self.config.fetch.page_chars)
+        passages = [Passage(offset=p.offset, headings=list(p.headings), text=p.text) for p in found.passages[:shown]]
+        return replace(base, kind="find", content=content, total_chars=total, find=pattern.source,
+                       matches=found.matches, passages=passages, notes=base.notes + notes)
 
     def _subagent_task(self, req: FetchRequest, page: Page) -> str | None:
         """What to ask the sub-agent: the request's prompt, or a summary of a page too large for one reply

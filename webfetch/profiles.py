@@ -317,3 +317,30 @@ def from_cdp(cookie: dict[str, object]) -> Cookie:
                   else float(expires),
                   httpOnly=bool(cookie.get("httpOnly")), secure=bool(cookie.get("secure")),
                   sameSite=same_site if same_site in ("Strict", "Lax", "None") else "Lax")
+
+
+def cookie_matches(cookie: Cookie, host: str) -> bool:
+    """Whether a browser would send `cookie` to `host`, as far as the domain goes: a host-only cookie to
+    its own host, a domain cookie (".example.com") to that domain and its subdomains."""
+    domain = cookie.domain.lower().rstrip(".")
+    if domain.startswith("."):
+        domain = domain[1:]
+        return host == domain or host.endswith("." + domain)
+    return host == domain
+
+
+def cookies_for_hosts(cookies: list[Cookie], hosts: list[str]) -> list[Cookie]:
+    """The cookies that belong to `hosts` and their subdomains (an import told which hosts to copy): each
+    cookie a browser would send to one of them, or set for one of their subdomains."""
+    def wanted(c: Cookie) -> bool:
+        domain = c.domain.lower().strip(".")
+        return any(cookie_matches(c, h) or domain.endswith("." + h) for h in hosts)
+    return [c for c in cookies if wanted(c)]
+
+
+def merge_state(old: StorageState, new: StorageState) -> StorageState:
+    """`old` with `new` imported over it: cookies as a browser sets them (merge_cookies), each origin's
+    localStorage replaced by the new one's."""
+    origins = {o.origin: o for o in old.origins}
+    origins.update({o.origin: o for o in new.origins})
+    return StorageState(cookies=merge_cookies(old.cookies, new.cookies), origins=list(origins.values()))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import BadRequest, WebfetchError
 
@@ -36,6 +36,7 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
     model: str | None = None
     thinking: Thinking | None = None
+    find: str | None = None  # words or /regex/: only the passages that match (webfetch/find.py)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
 
 
@@ -62,7 +63,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -189,10 +190,18 @@ class Usage(Struct, kw_only=True):
     cost: UsageCost = msgspec.field(default_factory=UsageCost)
 
 
+class Passage(Struct, kw_only=True):
+    """A passage that matched a fetch's `find`: where it starts in the page's markdown, under which headings."""
+
+    offset: int
+    headings: list[str]
+    text: str
+
+
 class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId = None
     op: str = "fetch"
-    kind: Literal["page", "summary", "answer", "redirect"] = "page"
+    kind: Literal["page", "summary", "answer", "redirect", "find"] = "page"
     url: str = ""
     final_url: str = ""
     status: int | None = None
@@ -211,6 +220,11 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
     flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
+    # Only on a `find` result (kind "find"), absent from every other frame (UNSET is not encoded): the
+    # pattern, how many places matched, and the passages shown in `content`.
+    find: str | UnsetType = UNSET
+    matches: int | UnsetType = UNSET
+    passages: list[Passage] | UnsetType = UNSET
 
 
 class SearchHit(Struct, kw_only=True):
@@ -245,6 +259,20 @@ class TabInfo(Struct, kw_only=True):
     active: bool
 
 
+ConsoleLevel = Literal["error", "warning", "info", "log", "debug"]
+
+
+class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
+    """One console message of a browsed tab (PROTOCOL.md, browse: console)."""
+
+    kind: str           # console, exception, rejection, or the browser's source: network, security, deprecation…
+    level: ConsoleLevel
+    text: str
+    url: str | None = None
+    line: int | None = None     # 1-based, in `url`
+    stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -271,6 +299,9 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     image: str | None = None
     width: int | None = None
     height: int | None = None
+    console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
+    console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
+    console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
     notes: list[str] | None = None
 
 

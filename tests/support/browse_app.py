@@ -113,6 +113,31 @@ POPUP = """<!doctype html><html><head><title>Help</title></head><body><h1>Help</
 <p>Ask the front desk.</p></body></html>"""
 
 
+# every level of console message, the browser's own message about a failed fetch, and buttons that throw
+# and reject with nothing to catch them
+CONSOLE = """<!doctype html><html><head><title>Console</title></head><body><h1>Console</h1>
+<button onclick="save()">Throw</button>
+<button onclick="Promise.reject(new Error('quota exceeded'))">Reject</button>
+<button onclick="console.log('clicked %s %d times', 'Log', 2)">Log</button>
+<script>
+console.log("loaded", {user: "ann", items: 3});
+console.info("info line");
+console.warn("slow render");
+console.error("bad thing", 42);
+console.debug("debug line");
+fetch("/api/missing").catch(() => 0);
+function save() { const row = null; return row.id; }
+</script>
+</body></html>"""
+
+# a click that starts a fetch whose no-store body the page never reads (issue 30: it held every click to
+# the settle cap, since Chrome never finishes loading such a body)
+NO_STORE = """<!doctype html><html><head><title>Unread</title></head><body>
+<button onclick="fetch('/api/no-store?' + Date.now()); document.getElementById('out').textContent = 'started'">
+  Start</button><p id="out"></p>
+</body></html>"""
+
+
 def big_table(rows: int = 3000) -> str:
     body = "".join(f"<tr><td>Item {i}</td><td><a href='/item/{i}'>details {i}</a></td>"
                    f"<td><button>Buy {i}</button></td></tr>" for i in range(rows))
@@ -171,6 +196,13 @@ class App:
                     self.reply(200, FRAME)
                 elif path == "/popup":
                     self.reply(200, POPUP)
+                elif path == "/console":
+                    self.reply(200, CONSOLE)
+                elif path == "/unread":
+                    self.reply(200, NO_STORE)
+                elif path == "/api/no-store":
+                    self.reply(200, json.dumps({"rows": ["x" * 100] * 2000}), "application/json",
+                               {"Cache-Control": "no-store"})
                 elif path == "/table":
                     self.reply(200, big_table())
                 elif path == "/report.csv":

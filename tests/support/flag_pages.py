@@ -305,6 +305,45 @@ VUE_LOADING = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Acme Co
 class="loader">Loading…</div></div></body></html>"""
 
 
+# --- beyond English (issue 26): walls that say nothing the English phrases know, judged by their structure
+
+# A German "pay or OK" wall (read with ads and tracking, or take the ad-free subscription): a full-viewport
+# dialog over an app that shows nothing until the reader chooses. Its words are none of the English ones.
+PAY_OR_OK_DE = """<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>Rundschau</title>
+<script src="/static/app.4e5f.js" defer></script></head><body><div id="page-root" class="app-shell"></div>
+<div id="cmp-layer" class="cmp-layer" style="position: fixed; inset: 0; z-index: 2147483647; background: rgba(0,0,0,.7)">
+<div class="cmp-box" role="dialog" aria-modal="true" aria-labelledby="cmp-title"><h2 id="cmp-title">Lesen Sie mit Werbung
+oder werbefrei im Pur-Abo</h2><p>Nutzen Sie die Rundschau wie gewohnt mit Werbung und Tracking: Wir und unsere Partner
+speichern Informationen auf Ihrem Gerät und verarbeiten personenbezogene Daten, um Ihnen Anzeigen und Inhalte zu zeigen
+und deren Wirkung zu messen. Ihre Einwilligung können Sie jederzeit in den Datenschutzeinstellungen widerrufen.</p>
+<p>Oder lesen Sie werbefrei und ohne Tracking für 4,99 Euro im Monat.</p><button class="cmp-accept">Zustimmen und
+weiterlesen</button><button class="cmp-pur">Pur-Abo abschließen</button><a href="/datenschutz">Datenschutzerklärung</a>
+<a href="/impressum">Impressum</a></div></div></body></html>"""
+
+# A French consent overlay hiding a page whose content waits behind it (display: none until the choice).
+CONSENT_OVERLAY_FR = """<!DOCTYPE html><html lang="fr"><head><meta charset="utf-8"><title>Le Courrier de la vallée</title>
+</head><body><div id="contenu" style="display:none"></div><div class="didomi-popup" role="dialog" aria-modal="true">
+<div class="didomi-popup-container"><h1>Vos choix en matière de vie privée</h1><p>Nous et nos partenaires utilisons des
+traceurs pour stocker et accéder à des informations sur votre terminal, mesurer l'audience et vous proposer des publicités
+personnalisées. Vous pouvez changer d'avis à tout moment depuis la page Confidentialité.</p><button>Accepter et fermer
+</button><button>Continuer sans accepter</button><button>Personnaliser mes choix</button></div></div></body></html>"""
+
+# A Spanish one drawn by a script as a fixed full-screen layer (no dialog role), over an empty app root.
+CONSENT_OVERLAY_ES = """<!DOCTYPE html><html lang="es"><head><meta charset="utf-8"><title>Diario del Valle</title>
+<script src="/js/bundle.91ab.js" defer></script></head><body><div id="app"></div><div class="cmp-fullscreen"
+style="position:fixed;top:0;left:0;width:100%;height:100%;z-index:99999;background:#fff"><div class="cmp-inner">
+<h2>Tu privacidad es importante para nosotros</h2><p>Utilizamos cookies propias y de terceros para analizar el uso del
+sitio y mostrarte publicidad relacionada con tus preferencias. Puedes aceptarlas, rechazarlas o configurarlas.</p>
+<button>Aceptar</button><button>Rechazar</button><button>Configurar</button></div></div></body></html>"""
+
+# A German article cut by its subscription wall, saying so only in German.
+PAYWALL_DE = """<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>Der Fischotter kehrt zurück</title></head>
+<body><main><article><h1>Der Fischotter kehrt zurück</h1><p>Im Frühjahr 2019 kehrte der Fischotter nach vierzig Jahren
+in das Tal zurück. Biologen zählten elf Familien am Unterlauf, die meisten in der Nähe des alten Mühlgrabens.</p>
+<div class="paywall-box"><h3>Weiterlesen mit Rundschau Plus</h3><p>Dieser Artikel ist nur für Abonnenten. Jetzt
+abonnieren und weiterlesen: alle Artikel, die digitale Zeitung und der Newsletter.</p><a href="/abo">Jetzt
+abonnieren</a><p>Bereits Abonnent? <a href="/login">Anmelden</a></p></div></article></main></body></html>"""
+
 # --- ordinary pages that must get no flag -------------------------------------------------------
 
 ONETRUST_BANNER = article("Otters return to the valley", after="""<div id="onetrust-consent-sdk"><div id="onetrust-banner-sdk"
@@ -390,6 +429,29 @@ projects. Read the terms first.</p>""")
 FILM_NOT_FOUND = article("Not Found (2024): a review", body="""<p>The film follows a courier who cannot find the address
 on her last parcel of the night, and the city keeps changing around her.</p>""" + PARAS)
 
+# A complete German article whose comment section is for subscribers (and the page's structured data marks
+# that part, not the article, as not free): the article is all there, so no paywall.
+DE_TEXT = ("Im Frühjahr 2019 kehrte der Fischotter nach vierzig Jahren in das Tal zurück.",
+           "Biologen zählten elf Familien am Unterlauf, die meisten in der Nähe des alten Mühlgrabens.",
+           "Die ersten, die es bemerkten, waren Angler: glatte braune Köpfe tauchten zwischen dem Schilf auf.",
+           "Der Rückkehr ging ein Jahrzehnt Arbeit voraus, das Wasser zu reinigen und die Ufer zu bewalden.",
+           "Heute führt ein Lehrpfad am Mühlgraben entlang, und die Schule zählt die Spuren jeden Winter.")
+DE_ARTICLE_COMMENTS_FOR_SUBSCRIBERS = """<!DOCTYPE html><html lang="de"><head><meta charset="utf-8">
+<title>Der Fischotter ist zurück im Tal</title><script type="application/ld+json">{"@context":"https://schema.org",
+"@type":"NewsArticle","headline":"Der Fischotter ist zurück im Tal","isAccessibleForFree":true,"hasPart":{"@type":
+"WebPageElement","isAccessibleForFree":false,"cssSelector":".kommentare"}}</script></head><body><main><article>
+<h1>Der Fischotter ist zurück im Tal</h1>""" + "".join(f"<p>{t}</p>" for t in DE_TEXT) + """</article>
+<section class="kommentare" id="kommentare"><h2>Kommentare</h2><p>Kommentare nur für Abonnenten. Dieser Bereich ist nur
+für Abonnenten: Jetzt abonnieren und mitdiskutieren.</p><a href="/abo">Jetzt abonnieren</a> <a href="/login">Anmelden</a>
+</section></main></body></html>"""
+
+# A complete German article with the consent dialog drawn over it: the text came through, so no wall.
+DE_ARTICLE_CONSENT_DIALOG = """<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>Brücke wieder offen</title>
+</head><body><main><article><h1>Die alte Brücke ist wieder offen</h1>""" + "".join(f"<p>{t}</p>" for t in DE_TEXT) + """
+</article></main><div style="position:fixed;inset:0;z-index:9999" role="dialog" aria-modal="true"><h2>Datenschutz</h2>
+<p>Wir und unsere Partner verwenden Cookies für Werbung und Analyse. Ihre Einwilligung können Sie jederzeit widerrufen.
+</p><button>Zustimmen</button><button>Ablehnen</button></div></body></html>"""
+
 
 def _spa_story() -> str:
     # Rendered in Chrome, the script builds the article: no js_shell after rendering.
@@ -438,6 +500,10 @@ CASES: list[Case] = [
     Case("substack-paid", "paywall", SUBSTACK_PAID),
     Case("soft-404-de", "soft_404", SOFT_404_DE),
     Case("vue-loading", "js_shell", VUE_LOADING),
+    Case("pay-or-ok-de", "cookie_wall", PAY_OR_OK_DE),
+    Case("consent-overlay-fr", "cookie_wall", CONSENT_OVERLAY_FR),
+    Case("consent-overlay-es", "cookie_wall", CONSENT_OVERLAY_ES),
+    Case("paywall-de", "paywall", PAYWALL_DE),
     # ordinary pages
     Case("article", None, article("Otters return to the valley")),
     Case("article-consent-banner", None, ONETRUST_BANNER),
@@ -455,5 +521,7 @@ CASES: list[Case] = [
     Case("short-news-consent-banner", None, SHORT_NEWS_WITH_CONSENT),
     Case("short-post-quoting-blocks", None, SHORT_POST_QUOTING_BLOCKS),
     Case("film-not-found", None, FILM_NOT_FOUND),
+    Case("de-article-comments-for-subscribers", None, DE_ARTICLE_COMMENTS_FOR_SUBSCRIBERS),
+    Case("de-article-consent-dialog", None, DE_ARTICLE_CONSENT_DIALOG),
     Case("spa-rendered", None, _spa_story(), rendered=article("Story", body=PARAS)),
 ]

@@ -1,6 +1,7 @@
 """What a browse request answers: the result's common fields, the page line, the snapshot an action shows
-(whole, or what changed since the last one of the same document, cut to size), and the dialogs and
-downloads the page raised meanwhile."""
+(whole, or what changed since the last one of the same document, cut to size), the dialogs and
+downloads the page raised meanwhile, the console errors no result has counted yet, and the console
+action's entries."""
 
 from __future__ import annotations
 
@@ -22,9 +23,13 @@ class Reply:
     session: str
     started: float
 
-    def result(self, page: PageInfo | None, **fields: Any) -> BrowseResult:
-        """The result; it shows no change and no snapshot unless `fields` say otherwise."""
+    def result(self, page: PageInfo | None, tab: BrowseTab | None = None, **fields: Any) -> BrowseResult:
+        """The result; it shows no change and no snapshot unless `fields` say otherwise. With the `tab` it
+        shows, it counts the console errors the tab logged since its previous result, so an agent notices
+        them without asking."""
         common: dict[str, Any] = {"change": "none", "refs_reset": False, "snapshot": "", "snapshot_kind": "none"}
+        if tab is not None:
+            common["console_errors"] = tab.take_console_errors() or None
         return BrowseResult(id=self.rid, op="browse", action=self.action, session=self.session, page=page,
                             elapsed_ms=now_ms(self.started), **(common | fields))
 
@@ -50,7 +55,7 @@ async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Seque
     chunk, next_offset = page(text, 0, max_chars)
     if next_offset is not None:
         fields["next_offset"] = next_offset
-    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=shown.title), change=change,
+    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=shown.title), tab, change=change,
                         refs_reset=navigated, snapshot=chunk, snapshot_kind=shown.kind, **fields)
 
 
@@ -65,8 +70,23 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
     if snap.truncated:
         text += "\n- … (the page is larger than the snapshot's node budget: use find or ref to reach the rest)"
     chunk, next_offset = page(text, req.offset, req.max_chars or max_chars)
-    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), snapshot=chunk, snapshot_kind="full",
+    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), tab, snapshot=chunk, snapshot_kind="full",
                         ref_count=sum(1 for line in snap.lines if "ref=e" in line), next_offset=next_offset)
+
+
+async def console(reply: Reply, tab: BrowseTab, max_chars: int) -> BrowseResult:
+    """The console action's result: the tab's console entries since its previous console action (or since it
+    opened), newest last; the oldest are left out (and counted) when they would not fit `max_chars`."""
+    entries, dropped = tab.take_console()
+    kept, size = 0, 0
+    for entry in reversed(entries):
+        size += len(entry.text) + len(entry.stack or "") + len(entry.url or "") + 24  # its line(s) as read
+        if size > max_chars and kept:
+            break
+        kept += 1
+    cut = len(entries) - kept
+    return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
+                        console=entries[cut:], console_dropped=(dropped + cut) or None)
 
 
 class _Shown(NamedTuple):

@@ -9,7 +9,7 @@ share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
 An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
-`settle`), then its result (reply.py); open, tabs, snapshot, read and screenshot answer on their own.
+`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot and console answer on their own.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import actions
-from .reply import Reply, after_action, snapshot
+from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
 from .verbs import STEPS, Acted, checked_url, need
 
@@ -331,6 +331,8 @@ class Browse:
             return await snapshot(reply, tab, req, self.config.snapshot_chars)
         if a == "read":
             return await self._read(tab, req, reply)
+        if a == "console":
+            return await console(reply, tab, req.max_chars or self.config.snapshot_chars)
         if a == "screenshot":
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
@@ -398,7 +400,8 @@ class Browse:
         content, next_offset = paginate(extracted.markdown, req.offset, req.max_chars or self.fetch_config.page_chars,
                                         self.fetch_config.page_lines)
         title = await tab.title()
-        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), content=content, next_offset=next_offset)
+        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), tab, content=content,
+                            next_offset=next_offset)
 
     async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         if req.do == "select":
@@ -417,4 +420,4 @@ class Browse:
             infos.append(TabInfo(tab=t.name, url=t.url, title=await t.title(), active=t.name == session.active))
         active = session.tabs.get(session.active or "")
         shown = PageInfo(tab=active.name, url=active.url, title=await active.title()) if active else None
-        return reply.result(shown, tabs=infos)
+        return reply.result(shown, active, tabs=infos)

@@ -1,5 +1,6 @@
 """One tab of a browse session: its CDP events (the address policy on every request, dialogs, documents,
-requests in flight), its refs, and the waits an action needs (a navigation's load, then quiet)."""
+requests in flight, console messages), its refs, and the waits an action needs (a navigation's load, then
+quiet)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from ..cdp import CDPClosed, CDPError, Subscription
 from ..chrome import CRASH_EVENTS, PageTarget
 from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
 from ..page_scripts import Script, invoke, load
+from ..protocol import ConsoleEntry
 from ..proxy import Failure
 from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
+from . import console
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
@@ -82,6 +85,7 @@ class BrowseTab:
         self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
+        self._console = console.ConsoleLog()
         self._crashed = False
         self._closed = False
         self._changed = trio.Event()
@@ -182,6 +186,14 @@ class BrowseTab:
         """Keep a whole snapshot of the current document, to tell what the next action changed."""
         self._last_lines, self._last_doc_gen = lines, self._doc_gen
 
+    def take_console(self) -> tuple[list[ConsoleEntry], int]:
+        """The console entries not read yet (newest last) and how many the ring dropped unread; read from now."""
+        return self._console.take_new()
+
+    def take_console_errors(self) -> int:
+        """The errors the page logged since the last call: counted once, by the result that reports them."""
+        return self._console.take_error_count()
+
     def mark_closed(self) -> None:
         """The tab is gone (closed by the agent, or its session ended): waits on it end."""
         self._closed = True
@@ -207,6 +219,10 @@ class BrowseTab:
         await self.call("Page.enable")
         await self.call("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
         await self.call("Fetch.enable", {"patterns": FETCH_PATTERNS})
+        # console messages and uncaught exceptions (Runtime), the browser's own messages (Log); both send
+        # what the page logged before they were enabled (a pop-up's first script) as events too
+        await self.call("Runtime.enable")
+        await self.call("Log.enable")
         await self.call("Emulation.setDeviceMetricsOverride", VIEWPORT)
         # headless pages without focus would not take keyboard input or fire focus events
         await self.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
@@ -261,6 +277,8 @@ class BrowseTab:
             self._inflight[p["requestId"]] = self._request_seq
 
     def _on_request_ended(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        # a response that arrived is the end the settle waits for, not the body's last byte: a page may never
+        # read a no-store body (a fetch it started and forgot), and Chrome then never finishes loading it
         self._inflight.pop(p["requestId"], None)
 
     def _on_frame_navigated(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
@@ -303,6 +321,15 @@ class BrowseTab:
 
     def _on_dialog_closed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._dialog = None
+
+    def _on_console_api(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._console.add(console.from_console_api(p))
+
+    def _on_exception(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._console.add(console.from_exception(p))
+
+    def _on_log_entry(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._console.add(console.from_log_entry(p))
 
     def _on_crashed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._crashed = True
@@ -585,6 +612,7 @@ class BrowseTab:
 _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], None]] = {
     "Fetch.requestPaused": BrowseTab._on_request_paused,
     "Network.requestWillBeSent": BrowseTab._on_request_sent,
+    "Network.responseReceived": BrowseTab._on_request_ended,
     "Network.loadingFinished": BrowseTab._on_request_ended,
     "Network.loadingFailed": BrowseTab._on_request_ended,
     "Page.frameNavigated": BrowseTab._on_frame_navigated,
@@ -594,6 +622,9 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Page.frameStoppedLoading": BrowseTab._on_frame_stopped_loading,
     "Page.javascriptDialogOpening": BrowseTab._on_dialog_opening,
     "Page.javascriptDialogClosed": BrowseTab._on_dialog_closed,
+    "Runtime.consoleAPICalled": BrowseTab._on_console_api,
+    "Runtime.exceptionThrown": BrowseTab._on_exception,
+    "Log.entryAdded": BrowseTab._on_log_entry,
     **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }

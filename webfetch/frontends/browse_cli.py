@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .contract import BROWSER_ACTIONS
+from .tool_text import console_lines
 
 USAGE = """actions:
   open URL [--new-tab] [--profile NAME]                       save (the session's logins to its profile)
@@ -20,7 +21,8 @@ USAGE = """actions:
   hover eN                      scroll [eN] [--up] [--px N]    nav back|forward|reload
   wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
-  read [eN]                     screenshot [eN] [--full-page] [-o FILE]    close"""
+  read [eN]                     screenshot [eN] [--full-page] [-o FILE]    console
+  close"""
 
 
 def add_parser(sub: Any, common: Any) -> None:
@@ -209,6 +211,8 @@ def _print_events(r: dict[str, Any]) -> None:
         print(f"new tab {t['tab']}: {t['url']}")
     for t in r.get("tabs") or []:
         print(f"{'*' if t['active'] else ' '} {t['tab']}  {t['title']} — {t['url']}")
+    if r.get("console_errors"):
+        print(f"{r['console_errors']} new console errors (webfetch browse console shows them)", file=sys.stderr)
 
 
 def _print_outcome(r: dict[str, Any]) -> None:
@@ -217,7 +221,9 @@ def _print_outcome(r: dict[str, Any]) -> None:
         print(f"value: {r['value']}")
     if r.get("waited_for"):
         print(f"waited for {r['waited_for']}")
-    if r.get("content"):
+    if r.get("console") is not None:
+        print("\n".join(console_lines(r)))
+    elif r.get("content"):
         print(r["content"])
     elif r.get("snapshot"):
         print(r["snapshot"])

@@ -1,4 +1,4 @@
-"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp."""
+"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp, profile."""
 
 from __future__ import annotations
 
@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
                                                      "(webfetch profile list)")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
+    p.add_argument("--find", metavar="PATTERN",
+                   help='only the passages that match: words (all of them, any case; "a phrase" in quotes) or '
+                        "a regular expression written /…/ (flags i, m, s after it), each with its offset")
     p.add_argument("--model", help="the sub-agent's model as provider/id (pi's web-fetch.json wins)")
     p.add_argument("--thinking", type=thinking_level, metavar="LEVEL",
                    help=f"the sub-agent's thinking level: {', '.join(THINKING_LEVELS)} (a newer pi's own level "
@@ -79,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     from . import browse_cli
 
     browse_cli.add_parser(sub, common)
+
+    from . import profile_cli
+
+    profile_cli.add_parser(sub)
 
     p = sub.add_parser("status", help="show the daemon's state")
     common(p)
@@ -118,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import service
 
         return service.install() if args.action == "install" else service.uninstall()
+    if args.command == "profile":  # profiles are files: no config, no daemon
+        return profile_cli.run(args)
     try:
         config, source = load_config_and_source(args.config)
     except ConfigError as e:
@@ -212,7 +221,7 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
     for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
                                 fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                                prompt=args.prompt, model=args.model, thinking=args.thinking,
+                                prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
                                 profile=args.profile):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)

@@ -79,11 +79,21 @@ def _extent(r: dict[str, Any], shown_end: int | None) -> str:
         return f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters"
     if r.get("kind") == "summary":
         return f"summary of {_n(total)} characters"
+    if r.get("kind") == "find":
+        return _find_extent(r, total)
     if total == 0:
         return "no text"
     if shown_end is not None and (offset > 0 or shown_end < total):
         return f"characters {_n(offset)}–{_n(shown_end)} of {_n(total)}"
     return f"all {_n(total)} characters"
+
+
+def _find_extent(r: dict[str, Any], total: int) -> str:
+    """How many places matched the find pattern, in how much text."""
+    m = r.get("matches") or 0
+    what = "no match" if m == 0 else "1 match" if m == 1 else f"{_n(m)} matches"
+    outline = " (the page's outline instead)" if m == 0 else ""
+    return f"{what} for {json.dumps(r.get('find') or '', ensure_ascii=False)} in {_n(total)} characters{outline}"
 
 
 def cut_to_fit(text: str, max_bytes: int, max_lines: int) -> str:
@@ -127,7 +137,8 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
         more = (f"\n\n[Cut at the 50 KB limit of one tool result. Call {tool} with url {json.dumps(r.get('url'))} "
                 f"and offset {cut_at} to read on.]")
         return ToolText(f"{facts_line(r, cut_at, prompted)}\n\n{kept}{more}{tail}", cut_at)
-    more = "\n\n[Cut at the 50 KB limit of one tool result. Ask a narrower prompt, or read the raw page with offset.]"
+    narrower = "Narrow the find pattern" if r.get("kind") == "find" else "Ask a narrower prompt"
+    more = f"\n\n[Cut at the 50 KB limit of one tool result. {narrower}, or read the raw page with offset.]"
     return ToolText(f"{facts_line(r, None, prompted)}\n\n{kept}{more}{tail}", None)
 
 
@@ -153,7 +164,9 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     if r.get("waited_for"):
         lines.append(f"waited for {r['waited_for']}")
     lines += _browse_events(r)
-    if r.get("content"):
+    if r.get("console") is not None:
+        lines += console_lines(r)
+    elif r.get("content"):
         lines += ["", r["content"]]
     elif r.get("snapshot"):
         # the snapshot's header line says what the page line above already said
@@ -175,5 +188,34 @@ def _browse_events(r: dict[str, Any]) -> list[str]:
     lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
     lines += [f"download refused: {x['url']} ({x['filename']}); web_fetch it instead" for x in r.get("downloads") or []]
     lines += [f"{'*' if t['active'] else ' '} {t['tab']} {t['title']} — {t['url']}" for t in r.get("tabs") or []]
+    lines += _console_errors(r.get("console_errors") or 0)
     lines += [f"note: {n}" for n in r.get("notes") or []]
+    return lines
+
+
+def _console_errors(errors: int) -> list[str]:
+    """The line that makes an agent notice the page's errors without asking for the console."""
+    if not errors:
+        return []
+    return [f"{errors} new console error{'s' if errors != 1 else ''} since the last action (action console shows them)"]
+
+
+# console entries whose kind their text already says (an exception's text starts "Uncaught")
+_PLAIN_KINDS = ("console", "exception", "rejection")
+
+
+def console_lines(r: dict[str, Any]) -> list[str]:
+    """The console action's entries, one line each (and their stacks under them), newest last."""
+    entries = r.get("console") or []
+    dropped = r.get("console_dropped") or 0
+    if not entries:
+        return ["console: no new messages" + (f" ({dropped} older not shown)" if dropped else "")]
+    lines = [f"console: {len(entries)} message{'s' if len(entries) != 1 else ''} since the last console action, "
+             f"newest last" + (f" ({dropped} older not shown)" if dropped else "")]
+    for e in entries:
+        kind = "" if e.get("kind") in _PLAIN_KINDS else f"({e.get('kind')}) "
+        where = f" — {e['url']}" + (f":{e['line']}" if e.get("line") else "") if e.get("url") else ""
+        lines.append(f"[{e.get('level')}] {kind}{e.get('text')}{where}")
+        if e.get("stack"):
+            lines.append(e["stack"])
     return lines

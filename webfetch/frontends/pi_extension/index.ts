@@ -115,7 +115,7 @@ interface FetchResultFrame {
 	type: "result";
 	id: RequestId;
 	op: "fetch";
-	kind: "page" | "summary" | "answer" | "redirect";
+	kind: "page" | "summary" | "answer" | "redirect" | "find";
 	url: string;
 	final_url: string;
 	status: number | null;
@@ -135,6 +135,10 @@ interface FetchResultFrame {
 	notes: string[];
 	/** Why the content may not be the page the caller wanted (PROTOCOL.md, flags); [] when it is. */
 	flags: string[];
+	/** With `find`: the pattern, how many places matched, the passages shown (kind "find"). */
+	find?: string | null;
+	matches?: number | null;
+	passages?: { offset: number; headings: string[]; text: string }[] | null;
 }
 
 interface SearchHit {
@@ -203,6 +207,15 @@ interface BrowseDialog {
 /** One of the browser tool's actions: tools.json's enum lists them (and the daemon checks them). */
 type BrowseAction = string;
 
+interface ConsoleEntry {
+	kind: string;
+	level: "error" | "warning" | "info" | "log" | "debug";
+	text: string;
+	url?: string | null;
+	line?: number | null;
+	stack?: string | null;
+}
+
 /** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
 interface BrowseResultFrame {
 	type: "result";
@@ -229,6 +242,9 @@ interface BrowseResultFrame {
 	image?: string | null;
 	width?: number | null;
 	height?: number | null;
+	console?: ConsoleEntry[] | null;
+	console_dropped?: number | null;
+	console_errors?: number | null;
 	notes?: string[] | null;
 }
 
@@ -249,6 +265,7 @@ interface FetchBody {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	find?: string;
 	profile?: string;
 	model?: string;
 	thinking?: string;
@@ -664,6 +681,7 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = fals
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
 	if (r.kind === "answer") parts.push(`answer by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters`);
 	else if (r.kind === "summary") parts.push(`summary of ${n(r.total_chars)} characters`);
+	else if (r.kind === "find") parts.push(findExtent(r));
 	else if (r.total_chars === 0) parts.push("no text");
 	else if (shownEnd !== null && (r.offset > 0 || shownEnd < r.total_chars))
 		parts.push(`characters ${n(r.offset)}–${n(shownEnd)} of ${n(r.total_chars)}`);
@@ -672,6 +690,14 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = fals
 	// No silent success: the model must see at once when the content is a wall, not the page (notes say what to do).
 	if (r.flags?.length) parts.push(`FLAGS: ${r.flags.join(", ")} (read the notes before using this content)`);
 	return parts.join(" · ");
+}
+
+/** tool_text.py's _find_extent: how many places matched the pattern, in how much text. */
+function findExtent(r: FetchResultFrame): string {
+	const m = r.matches ?? 0;
+	const what = m === 0 ? "no match" : m === 1 ? "1 match" : `${n(m)} matches`;
+	const outline = m === 0 ? " (the page's outline instead)" : "";
+	return `${what} for ${JSON.stringify(r.find ?? "")} in ${n(r.total_chars)} characters${outline}`;
 }
 
 /** Cut `text` to fit `maxBytes` and `maxLines`, at a line boundary when there is one. */
@@ -716,7 +742,8 @@ export function formatResult(
 		text = whole(factsLine(r, cutAt, prompted), kept, more);
 		return { text, cutAt };
 	}
-	const more = "\n\n[Cut at pi's 50 KB limit. Ask a narrower prompt, or read the raw page with offset.]";
+	const narrower = r.kind === "find" ? "Narrow the find pattern" : "Ask a narrower prompt";
+	const more = `\n\n[Cut at pi's 50 KB limit. ${narrower}, or read the raw page with offset.]`;
 	return { text: whole(factsLine(r, null, prompted), kept, more), cutAt: null };
 }
 
@@ -787,6 +814,7 @@ interface FetchParams {
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
+	find?: string;
 	profile?: string;
 }
 
@@ -834,6 +862,7 @@ type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "conte
 export function callLine(args: FetchParams): string {
 	let line = `web_fetch ${shortUrl(args.url)}`;
 	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
+	if (args.find) line += ` find ${JSON.stringify(args.find.length > 60 ? `${args.find.slice(0, 59)}…` : args.find)}`;
 	if (args.offset) line += ` @${args.offset}`;
 	if (args.raw) line += " raw";
 	return line;
@@ -945,11 +974,29 @@ export function browseText(r: BrowseResultFrame): string {
 	for (const t of r.new_tabs ?? []) lines.push(`new tab ${t.tab}: ${t.url} (now active)`);
 	for (const d of r.downloads ?? []) lines.push(`download refused: ${d.url} (${d.filename}); web_fetch it instead`);
 	for (const t of r.tabs ?? []) lines.push(`${t.active ? "*" : " "} ${t.tab} ${t.title} — ${t.url}`);
+	const errors = r.console_errors ?? 0;
+	if (errors) lines.push(`${errors} new console error${errors !== 1 ? "s" : ""} since the last action (action console shows them)`);
 	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
-	if (r.content) lines.push("", r.content);
+	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0));
+	else if (r.content) lines.push("", r.content);
 	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
+}
+
+/** The console action's entries, one line each (and their stacks under them), newest last. */
+function consoleLines(entries: ConsoleEntry[], dropped: number): string[] {
+	const older = dropped ? ` (${dropped} older not shown)` : "";
+	if (!entries.length) return [`console: no new messages${older}`];
+	const lines = [`console: ${entries.length} message${entries.length !== 1 ? "s" : ""} since the last console action, newest last${older}`];
+	for (const e of entries) {
+		// an exception's text already says what it is ("Uncaught …"); the browser's own messages name their source
+		const kind = ["console", "exception", "rejection"].includes(e.kind) ? "" : `(${e.kind}) `;
+		const where = e.url ? ` — ${e.url}${e.line ? `:${e.line}` : ""}` : "";
+		lines.push(`[${e.level}] ${kind}${e.text}${where}`);
+		if (e.stack) lines.push(e.stack);
+	}
+	return lines;
 }
 
 function browseSession(ctx: ToolContext | undefined): string {
@@ -1111,6 +1158,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
 			if (params.fresh) body.fresh = true;
+			if (params.find != null) body.find = params.find;
 			if (params.profile) body.profile = params.profile;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;

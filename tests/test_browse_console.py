@@ -1,0 +1,74 @@
+"""The browse console action and the console-error count on every result, with real Chromium on the local
+app (tests/support/browse_app.py); and a click whose fetch leaves a no-store body unread settling at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .support.browse_app import App
+from .test_browse import Browser, ref
+
+SETTLE_S = 3.0  # browse.settle_s's default: the cap the no-store click used to wait out
+
+
+@pytest.fixture
+def app():
+    a = App()
+    yield a
+    a.stop()
+
+
+async def test_console_messages_of_each_level_and_uncaught_errors_read_back(daemon, app: App):
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/console"))
+    # console.error and the browser's message about the 404: counted on the result, unasked
+    assert page["console_errors"] == 2, page
+    snap = page["snapshot"]
+
+    got = await b.ok("console")
+    assert got["page"]["tab"] == "t1" and "console_errors" not in got
+    script = app.url("/console")
+    entries = [(e["kind"], e["level"], e["text"]) for e in got["console"]]
+    assert entries[:5] == [("console", "log", 'loaded {user: "ann", items: 3}'), ("console", "info", "info line"),
+                           ("console", "warning", "slow render"), ("console", "error", "bad thing 42"),
+                           ("console", "debug", "debug line")], entries
+    assert all(e["url"] == script and e["line"] == line for e, line in zip(got["console"], range(6, 11), strict=False))
+    [network] = got["console"][5:]
+    assert network["kind"] == "network" and network["level"] == "error"
+    assert "404" in network["text"] and network["url"] == app.url("/api/missing")
+
+    # read once: the next call has only what came after
+    again = await b.ok("console")
+    assert again["console"] == []
+
+    thrown = await b.ok("click", ref=ref(snap, '- button "Throw"'))
+    assert thrown["console_errors"] == 1
+    rejected = await b.ok("click", ref=ref(snap, '- button "Reject"'))
+    assert rejected["console_errors"] == 1
+    logged = await b.ok("click", ref=ref(snap, '- button "Log"'))
+    assert "console_errors" not in logged, "a log is not an error"
+
+    got = await b.ok("console")
+    exc, rej, log = got["console"]
+    assert exc["kind"] == "exception" and exc["level"] == "error"
+    assert exc["text"] == "Uncaught TypeError: Cannot read properties of null (reading 'id')", exc
+    assert exc["url"] == script and exc["line"] == 12
+    assert exc["stack"].splitlines()[0] == f"    at save ({script}:12:48)", exc["stack"]
+    assert rej["kind"] == "rejection" and rej["text"] == "Uncaught (in promise) Error: quota exceeded", rej
+    assert rej["stack"].startswith("    at onclick (")
+    assert (log["level"], log["text"]) == ("log", "clicked Log 2 times")
+
+
+async def test_a_click_whose_no_store_body_is_never_read_settles_well_before_the_cap(daemon, app: App):
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/unread"))
+    start = ref(page["snapshot"], '- button "Start"')
+    for n in range(2):  # the second click: the first one's unread body is still there
+        began = time.monotonic()
+        clicked = await b.ok("click", ref=start)
+        took = time.monotonic() - began
+        assert not clicked.get("notes"), clicked  # not "the page was still busy 3 s after the action"
+        assert n or "started" in clicked["snapshot"]
+        assert took < SETTLE_S / 2, took

@@ -1,0 +1,123 @@
+"""`webfetch profile login`: a visible Chromium window for the person to log in, whose state becomes a
+profile when they close it.
+
+The browser gets a temporary --user-data-dir of its own (never the user's main profile, whose cookies are
+not ours to copy and which Chrome 136+ will not debug anyway), removed afterwards. Its state can only be
+read while its window is open: once the last one closes, Chromium 156 answers Storage.getCookies with
+nothing even when kept alive (--keep-alive-for-test), as the profile's session ends with it. So a CDP
+connection stays open and the state is read whenever a tab shows a new URL (the redirect after a login
+form comes with the cookies it set) and every POLL_S; what stands when the window closes is the last read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ..cdp import CDPClosed, CDPConnection, CDPError, open_cdp
+from ..launch import INSTALL_HINT, find_chrome
+from ..procs import ChildProcess, private_tempdir
+from ..profiles import ProfileError, StorageState
+from .profile_browser import read_state
+
+POLL_S = 1.0
+START_TIMEOUT_S = 30.0
+FLAGS = ["--no-first-run", "--no-default-browser-check", "--password-store=basic", "--use-mock-keychain",
+         "--disable-sync", "--disable-default-apps", "--remote-debugging-port=0"]
+
+
+def no_display_error(name: str) -> ProfileError | None:
+    """The error for a machine without a display to open the window on (None when there is one)."""
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ProfileError(
+        f"profile login opens a browser window, and there is no display here ($DISPLAY and "
+        f"$WAYLAND_DISPLAY are unset). The other two ways in: log in with a browser where you have one and "
+        f"save its state (a Playwright storage state, or a cookies.txt from a cookies export extension), then "
+        f"`webfetch profile import {name} FILE`; or start Chrome with `--remote-debugging-port=9222 "
+        f"--user-data-dir=DIR`, log in there, and `webfetch profile import {name} --from-browser "
+        f"http://127.0.0.1:9222 --hosts HOST`")
+
+
+async def login_window(url: str, executable: str | None) -> StorageState:
+    """Open a visible Chromium on `url`; the state it holds when the person closes it."""
+    exe = find_chrome(executable)
+    if exe is None:
+        raise ProfileError(f"no Chrome or Chromium found: {INSTALL_HINT}")
+    tmp = private_tempdir("login")
+    try:
+        data_dir = Path(tmp) / "profile"
+        data_dir.mkdir()
+        args = [exe, f"--user-data-dir={data_dir}", *FLAGS, url]
+        if os.geteuid() == 0:
+            args.insert(1, "--no-sandbox")  # Chrome refuses to run as root with its sandbox
+        proc = ChildProcess(args)
+        try:
+            ws_url = await _devtools_url(data_dir, proc, exe)
+            print("webfetch: a Chromium window is open: log in there, then close the window (the login is "
+                  "saved when it closes)", file=sys.stderr, flush=True)
+            async with open_cdp(ws_url) as conn:
+                return await _watch(conn)
+        finally:
+            await proc.aclose()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _devtools_url(data_dir: Path, proc: ChildProcess, exe: str) -> str:
+    """Chrome writes its DevTools port and browser path to DevToolsActivePort in its user-data-dir."""
+    port_file = data_dir / "DevToolsActivePort"
+    with trio.move_on_after(START_TIMEOUT_S):
+        while proc.poll() is None:
+            try:
+                port, path = port_file.read_text().split("\n")[:2]
+                if port.strip() and path.strip():
+                    return f"ws://127.0.0.1:{port.strip()}{path.strip()}"
+            except (OSError, ValueError):
+                pass
+            await trio.sleep(0.1)
+        raise ProfileError(f"{exe} exited with code {proc.poll()} before it opened its window; is the display "
+                           f"{os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')} usable?")
+    raise ProfileError(f"{exe} did not open its DevTools port within {START_TIMEOUT_S:.0f} s")
+
+
+async def _watch(conn: CDPConnection) -> StorageState:
+    """Read the state whenever a tab shows a new URL (a login's redirect has set its cookies) and every
+    POLL_S, until the last tab closes or the browser goes; then close the browser."""
+    latest = StorageState()
+    with conn.subscribe(None) as events:
+        try:
+            await conn.call("Target.setDiscoverTargets", {"discover": True})
+            pages = await _pages(conn)
+            while pages:
+                latest = await read_state(conn, lambda host: True)
+                with trio.move_on_after(POLL_S):
+                    while pages and not _changed(pages, await events.receive()):
+                        pass
+            await conn.call("Browser.close")
+        except (CDPClosed, CDPError):
+            pass  # the browser exited with its window: the last read stands
+    return latest
+
+
+def _changed(pages: dict[str, str], event: dict[str, Any]) -> bool:
+    """Keep `pages` (target id → URL) up to date; whether a tab closed or shows another URL."""
+    params = event.get("params", {})
+    info = params.get("targetInfo", {})
+    if event.get("method") == "Target.targetDestroyed":
+        return pages.pop(params.get("targetId"), None) is not None
+    if event.get("method") in ("Target.targetCreated", "Target.targetInfoChanged") and info.get("type") == "page":
+        old = pages.get(info["targetId"])
+        pages[info["targetId"]] = str(info.get("url", ""))
+        return old != pages[info["targetId"]]
+    return False
+
+
+async def _pages(conn: CDPConnection) -> dict[str, str]:
+    targets = (await conn.call("Target.getTargets")).get("targetInfos", [])
+    return {str(t["targetId"]): str(t.get("url", "")) for t in targets if t.get("type") == "page"}
