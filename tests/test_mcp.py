@@ -131,7 +131,8 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
-            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh", "find", "profile"}
+            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh", "find",
+                                                             "profile"}
             assert fetch.input_schema["required"] == ["url"]
             assert setup.socket.exists()  # listing the tools started the daemon
 
