@@ -131,7 +131,8 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
-            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh"}
+            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh", "find",
+                                                             "profile"}
             assert fetch.input_schema["required"] == ["url"]
             assert setup.socket.exists()  # listing the tools started the daemon
 
@@ -479,7 +480,7 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
             assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
                 "bad_request: web_fetch takes no argument 'colour'; its arguments are url, prompt, offset, raw, "
-                "fresh")
+                "fresh, find, profile")
             assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
                 "bad_request: web_fetch: `offset` must be at least 0, not -1")
             assert (await error("agent_browser", {"action": "fly"})).startswith(
@@ -532,7 +533,7 @@ async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_say
             fetch = {t.name: t for t in (await client.list_tools()).tools}["web_fetch"]
             r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
     assert "prompt" not in fetch.input_schema["properties"] and "prompt" not in fetch.description
-    assert set(fetch.input_schema["properties"]) == {"url", "offset", "raw", "fresh"}
+    assert set(fetch.input_schema["properties"]) == {"url", "offset", "raw", "fresh", "find", "profile"}
     facts = _text(r).split("\n")[0]
     assert r.is_error is False and facts.endswith(
         " · NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)")

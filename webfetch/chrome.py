@@ -152,6 +152,15 @@ class BrowserContext:
             if not started:
                 raise BrowserCrashed(str(e)) from None
 
+    async def set_cookies(self, cookies: list[dict[str, Any]]) -> None:
+        """Put cookies (CDP's CookieParam) in this context's jar; the browser then sends them by its own rules."""
+        await self.browser.conn.call("Storage.setCookies", {"cookies": cookies, "browserContextId": self.id})
+
+    async def get_cookies(self) -> list[dict[str, Any]]:
+        """Every cookie in this context's jar (CDP's Cookie), session cookies included."""
+        reply = await self.browser.conn.call("Storage.getCookies", {"browserContextId": self.id})
+        return list(reply.get("cookies") or [])
+
     async def aclose(self) -> None:
         """Dispose of the context and every page in it (shielded, bounded: see `dispose_context`)."""
         await dispose_context(self.browser.conn, self.id)
@@ -167,6 +176,7 @@ class Tab(PageTarget):
         self.context = context
         self.uses = 0                 # requests served so far
         self._reuse_allowed = False
+        self.private = False          # it held a profile's cookies: never recycled (`Chrome.open_tab`)
         self.minimized_window: int | None = None  # the tab's window, while it is minimized
 
     async def minimize(self) -> None:
@@ -303,9 +313,10 @@ class Chrome:
             await self._ready.wait()
 
     @asynccontextmanager
-    async def open_tab(self) -> AsyncIterator[Tab]:
+    async def open_tab(self, *, private: bool = False) -> AsyncIterator[Tab]:
         """A tab in a browser context of its own: new, or recycled from a request in which no document was
-        ever committed. It is closed (context disposed) or recycled however the block ends."""
+        ever committed. It is closed (context disposed) or recycled however the block ends. A `private` tab
+        (one its user gives a profile's cookies) is always disposed of, never recycled."""
         browser = await self.wait_browser()
         tab = None
         while self._pool and tab is None:
@@ -314,6 +325,7 @@ class Chrome:
                 tab = None
         if tab is None:
             tab = await self._new_tab(browser)
+        tab.private = private
         tab.uses += 1
         self._tabs_out += 1
         if self._tabs_out == 1:
@@ -468,7 +480,10 @@ class Chrome:
         only state it can hold is cookies from response headers, which are cleared here, and the HTTP
         cache, which the renderer bypasses for a reused tab. Disposing of the context and making a new one
         would cost Chrome a renderer process each time."""
-        if (not tab.reuse_allowed or tab.uses >= MAX_TAB_USES or tab.browser is not self._browser
+        # SECURITY: a context that held a profile's cookies (a login) is never recycled: clearing its jar
+        # is not all it may keep (its HTTP cache holds the member pages), and the next request could be
+        # anonymous or another profile's. It is disposed of.
+        if (tab.private or not tab.reuse_allowed or tab.uses >= MAX_TAB_USES or tab.browser is not self._browser
                 or tab.browser.conn.is_closed or len(self._pool) >= self._recycled_limit):
             return False
         try:

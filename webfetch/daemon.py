@@ -35,6 +35,7 @@ from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
 from .pipeline import Pipeline, page_size
+from .profile_use import ProfileUse
 from .protocol import (
     BrowseRequest,
     BrowserStatus,
@@ -137,8 +138,11 @@ class Daemon:
         # their messages name the file this daemon read (a --config one too), not the default path
         self.subagent = Subagent(config.subagent, config_file=source.path)
         self.search = Search(config.search, config_file=source.path)
-        self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent)
-        self.browse = Browse(config, self.chrome, self.extractor, self.policy)
+        # one for fetch and browse, whose per-profile lock keeps their writes to a profile apart
+        self.profiles = ProfileUse()
+        self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
+                                 self.profiles)
+        self.browse = Browse(config, self.chrome, self.extractor, self.policy, self.profiles)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
@@ -257,6 +261,7 @@ class Daemon:
                 self.notifier.send("STOPPING=1", "STATUS=stopping")
             await listener.aclose()
             await self._shutdown()
+            await self.browse.close_all()  # before Chrome goes: open sessions write their profiles back
             nursery.cancel_scope.cancel()
 
     def status_line(self) -> str:

@@ -434,9 +434,8 @@ def login_wall(p: _Page) -> Flag | None:
         evidence = "a sign-in form" + (f" under {_quote(said)}" if said else "")
     else:
         return None
-    return Flag("login_wall", f"login_wall: the content is behind a sign-in ({evidence}); webfetch has no account "
-                              f"and keeps no cookies. Find a public source for the information, or ask the user "
-                              f"for the content")
+    return Flag("login_wall", f"login_wall: the content is behind a sign-in ({evidence}). Find a public source for "
+                              f"the information, or ask the user for the content")
 
 
 def cookie_wall(p: _Page) -> Flag | None:

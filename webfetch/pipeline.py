@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import msgspec
 import trio
@@ -15,16 +18,18 @@ from msgspec.structs import replace
 
 from . import find
 from .cache import Cache
-from .chrome import Chrome
+from .chrome import BrowserContext, Chrome
 from .config import Config, default_max_renders
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
-from .flags import Flag
+from .flags import LOGIN_PATH, Flag
 from .paging import paginate
+from .profile_use import ProfileUse
+from .profiles import Cookie, Profile, ProfileError
 from .protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
-from .urls import AddressPolicy, PolicyHolder, likely_key, prepare_url
+from .urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
 
 log = logging.getLogger("webfetch.pipeline")
 
@@ -72,13 +77,14 @@ def page_size(packed: bytes) -> int:
 
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
-                 extractor: Extractor, subagent: Subagent) -> None:
+                 extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None) -> None:
         self.config = config  # read at use: `reconfigure` changes what the next request gets
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
         self.extractor = extractor
         self.policy = PolicyHolder.of(policy)
+        self.profiles = profiles or ProfileUse()
         self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
@@ -89,25 +95,28 @@ class Pipeline:
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
         find.checked(req)  # a bad pattern costs no load
+        # The profile is read now (an import needs no restart) and checked before the cache: a page cached
+        # for it is not served once the profile is gone or no longer lists the host.
+        profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
         if not req.fresh:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
-            hit = self.cache.lookup(likely_key(req.url, self.policy.current))
+            hit = self.cache.lookup(cache_key(likely_key(req.url, self.policy.current), profile))
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
         key = await prepare_url(req.url, self.policy.current)
         timeout = req.timeout_s or self.config.fetch.timeout_s
-        progress("cache", f"looking up {key}")
+        progress("cache", f"looking up {key}" + (f" (profile {profile.name})" if profile else ""))
         try:
             with trio.fail_after(timeout):
-                packed, age, cached = await self.cache.get_or_load(key, lambda: self._load_packed(key, progress),
-                                                                   fresh=req.fresh)
+                packed, age, cached = await self.cache.get_or_load(
+                    cache_key(key, profile), lambda: self._load_packed(key, progress, profile), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
                           f"timeout_s if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
-    async def _load_packed(self, key: str, progress: ReportProgress) -> bytes:
-        return pack_page(await self._load(key, progress))
+    async def _load_packed(self, key: str, progress: ReportProgress, profile: Profile | None) -> bytes:
+        return pack_page(await self._load(key, progress, profile))
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
                     progress: ReportProgress) -> FetchResult:
@@ -118,6 +127,9 @@ class Pipeline:
                            content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
                            extractor=page.extractor, truncated=page.truncated, notes=list(page.notes),
                            flags=list(page.flags))
+        hint = login_hint(page, req.profile)
+        if hint is not None:
+            base.notes.append(hint)
         if page.redirect_url is not None:
             return replace(base, kind="redirect", redirect_url=page.redirect_url, content=(
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
@@ -190,9 +202,9 @@ class Pipeline:
                 f"cached, so that is fast. To read the raw markdown, fetch it with `offset` 0, then with each "
                 f"reply's `next_offset`.")
 
-    async def _load(self, key: str, progress: ReportProgress) -> Page:
+    async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None) -> Page:
         started = time.monotonic()
-        outcome = await self._render(key, progress)
+        outcome = await self._render(key, progress, profile)
         render_ms = (time.monotonic() - started) * 1000
         response = outcome.response
         notes = list(response.notes)
@@ -218,20 +230,30 @@ class Pipeline:
                     redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
                     flags=tuple(f.name for f in flags))
 
-    async def _render(self, key: str, progress: ReportProgress) -> Outcome:
-        """The page's render outcome, on a tab of its own; a browser that went away is tried once more."""
+    async def _render(self, key: str, progress: ReportProgress, profile: Profile | None) -> Outcome:
+        """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given);
+        a browser that went away is tried once more."""
         bc = self.config.browser
         if self.render_slots.available_tokens == 0:
             progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
         for attempt in (1, 2):
             try:
                 self.renders += 1
-                async with self.render_slots, self.chrome.open_tab() as tab:
-                    return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
-                                        max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
-                                        progress=progress,
-                                        read_server_html=functools.partial(self._read_server_html, progress),
-                                        server_decides=self.config.fetch.render == "auto")
+                async with self.render_slots, self.chrome.open_tab(private=profile is not None) as tab:
+                    given = []
+                    if profile is not None:
+                        given = await self.profiles.seed(tab.context, profile)
+                        await self.profiles.seed_page(tab, profile)
+                    try:
+                        return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
+                                            max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
+                                            progress=progress,
+                                            read_server_html=functools.partial(self._read_server_html, progress),
+                                            server_decides=self.config.fetch.render == "auto",
+                                            check_host=_checker(profile))
+                    finally:
+                        if profile is not None:
+                            await self._keep_cookies(profile, tab.context, given)
             except BrowserCrashed as e:
                 if attempt == 2:
                     raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "
@@ -239,6 +261,13 @@ class Pipeline:
                 log.warning("browser went away while loading %s (%s); retrying once", key, e)
                 progress("render", f"loading again: {e}")
         raise AssertionError("unreachable")
+
+    async def _keep_cookies(self, profile: Profile, context: BrowserContext, given: list[Cookie]) -> None:
+        """The cookies the site set in return go into the profile (a refreshed session stays alive)."""
+        try:
+            await self.profiles.write_back(profile.name, context, given)
+        except ProfileError as e:  # a full disk: the page is read all the same, the profile is as it was
+            log.warning("%s", e)
 
     async def _read_server_html(self, progress: ReportProgress, body: bytes, charset: str | None,
                                 url: str) -> ServerRead:
@@ -293,6 +322,40 @@ class Pipeline:
         return await self.extractor.flags(
             status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
             final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+
+
+def cache_key(key: str, profile: Profile | None) -> str:
+    """A page read with a profile is cached apart from the same URL read without one, or with another
+    (a space never appears in a normalized URL, so no URL's key can be another's)."""
+    return key if profile is None else f"{key} profile={profile.name}"
+
+
+def _checker(profile: Profile | None) -> Callable[[str], None] | None:
+    """Refuses a main-frame hop to a host the profile does not list."""
+    if profile is None:
+        return None
+
+    def check(host: str) -> None:
+        if not profile.allows(host):
+            raise profile.refuse(host)
+    return check
+
+
+def login_hint(page: Page, profile: str | None) -> str | None:
+    """How to get past a sign-in (login_wall, or a redirect to a sign-in page elsewhere) with a profile:
+    a note an agent can act on, or None when the page is not behind one."""
+    target = page.redirect_url
+    if "login_wall" not in page.flags and not (target and LOGIN_PATH.search(urlsplit(target).path)):
+        return None
+    host = urlsplit(target or page.final_url).hostname or ""
+    if profile is not None:
+        return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
+                f"signed out. Ask the user to log in again with `webfetch profile login {profile} "
+                f"{target or page.final_url}`, then fetch again with profile {profile}")
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", host).strip(".-") or "site"
+    return (f"to read it signed in, the user logs in once with `webfetch profile login {name} "
+            f"{target or page.final_url}` (a browser window opens for them; or `webfetch profile import {name} "
+            f"FILE` with exported cookies), then fetch with profile {name!r} (CLI: --profile {name})")
 
 
 @dataclass

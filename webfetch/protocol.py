@@ -37,6 +37,7 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     model: str | None = None
     thinking: Thinking | None = None
     find: str | None = None  # words or /regex/: only the passages that match (webfetch/find.py)
+    profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -62,7 +63,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -96,6 +97,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     do: Literal["list", "select", "close"] = "list"
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
+    profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest

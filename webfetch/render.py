@@ -128,6 +128,9 @@ class ServerRead:
 
 # Called with the main document's HTML as the server sent it, before Chrome renders it.
 ReadServerHtml = Callable[[bytes, str | None, str], Awaitable[ServerRead]]
+# Called with the host of each same-host main-frame hop before it is requested; raises a WebfetchError to
+# refuse it (a profile's host list: the hop to `www.` is the same host to webfetch, not to a profile).
+CheckHost = Callable[[str], None]
 
 
 def _is_page_commit(frame: dict[str, Any], target_id: str) -> bool:
@@ -239,8 +242,9 @@ class _Facts:
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None,
-                 server_decides: bool) -> None:
+                 server_decides: bool, check_host: CheckHost | None = None) -> None:
         self.tab = tab
+        self.check_host = check_host
         self.url = url
         self.policy = policy
         self.settle_s = settle_s
@@ -388,6 +392,12 @@ class _Render:
             await self._fail(rid)
             self._end(Redirect(self.facts.response(), url))
             return
+        if self.check_host is not None:
+            try:
+                self.check_host(parse_url(url)[1])
+            except WebfetchError:
+                await self._fail(rid)
+                raise
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
         if self.tab.uses > 1:
@@ -717,11 +727,14 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress,
-                 read_server_html: ReadServerHtml | None = None, server_decides: bool = True) -> Outcome:
+                 read_server_html: ReadServerHtml | None = None, server_decides: bool = True,
+                 check_host: CheckHost | None = None) -> Outcome:
     """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
     or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
-    `server_decides` (its reading may end the render: ServerHtml), else beside the rendering."""
-    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides)
+    `server_decides` (its reading may end the render: ServerHtml), else beside the rendering. `check_host`
+    may refuse a main-frame hop's host."""
+    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides,
+                check_host)
     outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks

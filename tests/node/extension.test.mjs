@@ -93,7 +93,7 @@ function call(params, { signal, updates } = {}) {
 describe("the web_fetch tool", () => {
 	test("is registered once, with url, prompt, offset, raw and fresh", () => {
 		assert.deepEqual([...extension.tools.keys()], ["web_fetch"]);
-		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw", "fresh"]);
+		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw", "fresh", "find", "profile"]);
 		assert.deepEqual(tool.parameters.required, ["url"]);
 		assert.equal(tool.parameters.properties.offset.type, "integer");
 		assert.match(tool.description, /prompt/);

@@ -3,6 +3,9 @@
 A session is one browser context (cookies, storage and cache of its own, behind the address-policy
 proxy) with its tabs. One action at a time per session (a lock; others queue); a session ends on
 `close`, after `browse.idle_s` without an action, or when the daemon stops, and its context goes with it.
+A session opened with a profile starts with the profile's cookies and writes what it changed back to the
+profile when it ends (each of those ways) and on `save` (profile_use.py says how two users of one profile
+share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
 An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
@@ -24,8 +27,10 @@ from ..config import Config
 from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, BrowserUnavailable, NoSuchTab
 from ..extractor import Extractor
 from ..paging import paginate
+from ..profile_use import ProfileUse
+from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy, HostGate, PolicyHolder
+from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import actions
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
@@ -45,9 +50,14 @@ class Session:
     """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
-    def __init__(self, name: str, context: BrowserContext, gate: HostGate) -> None:
+    def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
+                 profile: str | None = None) -> None:
         self.name = name
         self.context = context
+        self.profiles = profiles
+        self.profile = profile               # the profile it started with, written back when it ends
+        self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
+        self.seed: Profile | None = None     # the profile as the session started: its tabs' localStorage
         self.gate = gate    # the address policy for its pages' requests, each host's verdict kept
         self.tabs: dict[str, BrowseTab] = {}
         self.active: str | None = None
@@ -108,8 +118,26 @@ class Session:
                 while self._adopting:
                     await self._adopted.wait()
 
+    async def save(self) -> None:
+        """Write the cookies the session's pages changed, and the localStorage of the origins its tabs show,
+        to its profile (ProfileError: the profile is as it was)."""
+        if self.profile is not None:
+            origins = []
+            for tab in list(self.tabs.values()):
+                if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
+                    origin = await self.profiles.read_storage(tab)
+                    if origin is not None and origin.origin.startswith(("http://", "https://")):
+                        origins.append(origin)
+            kept = await self.profiles.write_back(self.profile, self.context, self.given, origins)
+            if kept is not None:
+                self.given = kept
+
     async def aclose(self) -> None:
-        """End the session: its tabs, its tasks and its browser context."""
+        """End the session: its profile written back, then its tabs, its tasks and its browser context."""
+        try:
+            await self.save()
+        except ProfileError as e:  # a full disk: the session ends all the same; the profile is as it was
+            log.warning("browse session %r: %s", self.name, e)
         for tab in self.tabs.values():
             tab.mark_closed()
         self._scope.cancel()
@@ -123,6 +151,8 @@ class Session:
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
+        if self.seed is not None:
+            await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
         return tab
 
@@ -148,8 +178,9 @@ class Browse:
     """Owns the browse sessions; `handle` runs one action in the request's own task."""
 
     def __init__(self, config: Config, chrome: Chrome, extractor: Extractor,
-                 policy: AddressPolicy | PolicyHolder) -> None:
+                 policy: AddressPolicy | PolicyHolder, profiles: ProfileUse | None = None) -> None:
         self.config = config.browse          # read at use: `reconfigure` replaces both
+        self.profiles = profiles or ProfileUse()
         self.fetch_config = config.fetch
         self.chrome = chrome
         self.extractor = extractor
@@ -181,11 +212,16 @@ class Browse:
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            # daemon stop: every session's context goes, so no tab outlives the daemon's browser either
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
-                for session in list(self.sessions.values()):
-                    await session.aclose()
-            self.sessions.clear()
+            # every session's context goes, so no tab outlives the daemon's browser either
+            await self.close_all()
+
+    async def close_all(self) -> None:
+        """Close every session, its profile written back. The daemon's stop calls it while the browser is
+        still up (once the actors are cancelled, Chrome goes at the same time and its cookies with it)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
+            for session in list(self.sessions.values()):
+                await session.aclose()
+        self.sessions.clear()
 
     # --- sessions ---------------------------------------------------------------------------------
 
@@ -205,19 +241,29 @@ class Browse:
                              else "open when browse was switched off")
                     await self._close(s)
 
-    async def _open_session(self, name: str) -> Session:
+    async def _open_session(self, req: BrowseRequest, progress: ReportProgress) -> Session:
         if len(self.sessions) >= self.config.max_sessions:
             raise BadRequest(f"{len(self.sessions)} browse sessions are open (browse.max_sessions); close one "
                              f"(action close) or wait for an idle one to expire")
         assert self._nursery is not None
+        profile = None
+        if req.profile is not None and req.action == "open":
+            profile, created = await self.profiles.load_or_create(req.profile, parse_url(need(req.url, "open",
+                                                                                              "url"))[1])
+            if created:
+                progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
         context = await self.chrome.open_context()
-        session = Session(name, context, HostGate(self.policy))
+        session = Session(req.session, context, HostGate(self.policy), self.profiles,
+                          None if profile is None else profile.name)
         try:
+            if profile is not None:
+                session.given = await self.profiles.seed(context, profile)
+                session.seed = profile
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
             raise
-        self.sessions[name] = session
+        self.sessions[req.session] = session
         return session
 
     async def _close(self, session: Session) -> None:
@@ -238,6 +284,9 @@ class Browse:
             if session is not None:
                 await self._close(session)
             return reply.result(None)
+        if session is None and req.profile is not None and req.action != "open":
+            raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
+                             f"is not open")
         if session is None and req.action not in ("open", "tabs"):
             raise no_page(req.session)  # no browser context is made for an action that cannot run in it
         if session is None:
@@ -246,7 +295,7 @@ class Browse:
                 if session is None:
                     progress("browse", f"starting browse session {req.session!r}")
                     try:
-                        session = await self._open_session(req.session)
+                        session = await self._open_session(req, progress)
                     except BrowserCrashed as e:
                         raise BrowserUnavailable(f"the browser went away: {e}") from None
         if session.lock.locked():
@@ -270,6 +319,8 @@ class Browse:
             return await self._tabs(session, req, reply)
         if a == "open":
             return await self._open(session, req, reply, progress)
+        if a == "save":
+            return await self._save(session, reply)
         tab = session.tab(req.tab)
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
@@ -314,6 +365,12 @@ class Browse:
 
     async def _open(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
         url = await checked_url(need(req.url, "open", "url"), self.policy.current)
+        if req.profile is not None and req.profile != session.profile:
+            raise BadRequest(f"browse session {session.name!r} was started "
+                             f"{f'with profile {session.profile!r}' if session.profile else 'without a profile'}; "
+                             f"a session keeps the profile it started with: close it first, or use another session")
+        if session.profile is not None:  # the host list as it is now (the user may have widened it)
+            await self.profiles.load(session.profile, parse_url(url)[1])
         if req.new_tab or not session.tabs:
             tab = await session.new_tab()
         else:
@@ -328,6 +385,14 @@ class Browse:
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
         return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status)
+
+    async def _save(self, session: Session, reply: Reply) -> BrowseResult:
+        if session.profile is None:
+            raise BadRequest(f"browse session {session.name!r} has no profile to save to: open it with a "
+                             f"profile (open with profile NAME) to keep its logins")
+        await session.save()
+        return reply.result(None, notes=[f"saved the session's cookies to profile {session.profile!r}; a fetch "
+                                         f"with that profile uses them now"])
 
     async def _read(self, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
         html = await actions.shown_html(tab, req.ref)

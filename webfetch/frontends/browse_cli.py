@@ -14,7 +14,8 @@ from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines
 
 USAGE = """actions:
-  open URL [--new-tab]          snapshot [--full] [--find TEXT] [--ref eN] [--offset N]
+  open URL [--new-tab] [--profile NAME]                       save (the session's logins to its profile)
+  snapshot [--full] [--find TEXT] [--ref eN] [--offset N]
   click eN [--double]           fill eN TEXT [--submit]        type TEXT [--ref eN]
   press KEY [--ref eN]          select eN VALUE...             check eN [--off]
   hover eN                      scroll [eN] [--up] [--px N]    nav back|forward|reload
@@ -35,6 +36,8 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--tab", help="act on this tab (tN) instead of the active one")
     p.add_argument("--ref", help="a ref: the subtree to snapshot, or the field to type or press in")
     p.add_argument("--new-tab", action="store_true")
+    p.add_argument("--profile", metavar="NAME", help="open: start the session with this profile's logins; "
+                                                     "they are saved back to it on close and save")
     p.add_argument("--full", action="store_true", help="snapshot: every line, not only the controls")
     p.add_argument("--find", help="snapshot: only lines containing this text (and what holds them)")
     p.add_argument("--offset", type=int, help="snapshot or read: continue from this character")
@@ -76,7 +79,7 @@ class _Words:
 # --- one builder per action: its request fields from its words and flags ---------------------------
 
 def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
-    return {"url": w.take("a URL"), "new_tab": args.new_tab or None}
+    return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile}
 
 
 def _nav_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:

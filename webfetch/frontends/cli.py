@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-chars", type=int, help="at most this many characters")
     p.add_argument("--fresh", action="store_true", help="ignore the cache and load the page again")
     p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
+    p.add_argument("--profile", metavar="NAME", help="read the page signed in, with this profile's cookies "
+                                                     "(webfetch profile list)")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
     p.add_argument("--find", metavar="PATTERN",
@@ -219,7 +221,8 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
     for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
                                 fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                                prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find):
+                                prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
+                                profile=args.profile):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
         kind = frame.get("type")

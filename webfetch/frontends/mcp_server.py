@@ -199,7 +199,7 @@ class ToolSpec:
 
 async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
     body: dict[str, Any] = {"op": "fetch", "url": args.get("url")}
-    for key in ("prompt", "offset", "find"):
+    for key in ("prompt", "offset", "find", "profile"):
         if args.get(key) is not None:
             body[key] = args[key]
     for key in ("raw", "fresh"):

@@ -266,6 +266,7 @@ interface FetchBody {
 	raw?: boolean;
 	fresh?: boolean;
 	find?: string;
+	profile?: string;
 	model?: string;
 	thinking?: string;
 }
@@ -814,6 +815,7 @@ interface FetchParams {
 	raw?: boolean;
 	fresh?: boolean;
 	find?: string;
+	profile?: string;
 }
 
 interface SearchParams {
@@ -845,6 +847,7 @@ interface BrowseParams {
 	tab?: string;
 	do?: "list" | "select" | "close";
 	full_page?: boolean;
+	profile?: string;
 }
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
@@ -1156,6 +1159,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.raw) body.raw = true;
 			if (params.fresh) body.fresh = true;
 			if (params.find != null) body.find = params.find;
+			if (params.profile) body.profile = params.profile;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);

@@ -1,0 +1,159 @@
+"""Profiles in use: what a fetch and a browse session do with one (profiles.py is the store).
+
+A profile is read from its file at each use, so an import or a login made with the CLI takes effect
+without a restart, and checked against the host it is about to be used on (`Profile.allows`, the one rule).
+Its cookies go into a browser context before anything loads there; afterwards the context's cookies are
+compared with what went in, and only the changes (cookies the site set, refreshed or deleted) are written
+over the profile as it is on disk *then*, under one lock per profile. So two users of one profile (two
+browse sessions, a fetch during a session) never interleave their writes and never undo each other's
+changes: each writes what it changed; for one cookie both changed, the later write wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import msgspec
+import trio
+
+from . import page_scripts
+from .cdp import CDPClosed, CDPError
+from .chrome import BrowserContext
+from .profiles import (
+    Cookie,
+    OriginState,
+    Profile,
+    ProfileStore,
+    StorageState,
+    UnknownProfile,
+    check_name,
+    from_cdp,
+    merge_cookies,
+    normalize_host,
+    to_cdp,
+)
+
+log = logging.getLogger("webfetch.profiles")
+
+WRITE_BACK_TIMEOUT_S = 2.0  # reading a context's cookies: a browser that does not answer is gone
+STORAGE_READ_TIMEOUT_S = 1.0  # reading a tab's localStorage: a page held by a dialog does not answer
+
+SEED_STORAGE = page_scripts.load("seed_storage")
+READ_STORAGE = page_scripts.load("read_storage").call()
+
+CookieKey = tuple[str, str, str]
+
+
+class Page(Protocol):
+    """A page to call CDP on: a fetch `Tab` or a browse tab."""
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+def _key(c: Cookie) -> CookieKey:
+    return (c.name, c.domain, c.path)
+
+
+def apply_changes(current: list[Cookie], before: Sequence[Cookie], after: Sequence[Cookie]) -> list[Cookie]:
+    """`current` (the profile on disk now) with what a browser context changed between `before` (what it
+    was given) and `after` (what it holds): cookies set or changed are set, cookies it dropped (deleted or
+    expired) are dropped. Cookies others wrote meanwhile and this context never touched are kept."""
+    was = {_key(c): c for c in before}
+    now = {_key(c): c for c in after}
+    gone = was.keys() - now.keys()
+    changed = [c for k, c in now.items() if was.get(k) != c]
+    return merge_cookies([c for c in current if _key(c) not in gone], changed)
+
+
+class ProfileUse:
+    """The profiles as fetch and browse use them: load-and-check, seed a context, write its changes back."""
+
+    def __init__(self, store: ProfileStore | None = None) -> None:
+        self.store = store or ProfileStore()
+        self._locks: dict[str, trio.Lock] = {}
+
+    def _lock(self, name: str) -> trio.Lock:
+        return self._locks.setdefault(name, trio.Lock())
+
+    async def load(self, name: str, host: str) -> Profile:
+        """The profile as it is on disk now, if it may be used on `host`: UnknownProfile, ProfileError
+        (a bad name, a damaged file) or ProfileNotAllowed otherwise."""
+        profile = await trio.to_thread.run_sync(self.store.load, check_name(name))
+        if not profile.allows(host):
+            raise profile.refuse(host)
+        return profile
+
+    async def load_or_create(self, name: str, host: str) -> tuple[Profile, bool]:
+        """The profile (checked for `host`), or a new empty one for `host` alone when none has that name
+        (a browse session that logs in makes the profile it names); (profile, created)."""
+        async with self._lock(name):
+            try:
+                return await self.load(name, host), False
+            except UnknownProfile:
+                profile = Profile(name=name, hosts=[normalize_host(host)], created=time.time())
+                await trio.to_thread.run_sync(self.store.save, profile)
+                log.info("profile %r created for %s by a browse session", name, host)
+                return profile, True
+
+    async def seed(self, context: BrowserContext, profile: Profile) -> list[Cookie]:
+        """Give a browser context the profile's cookies, before anything loads in it; what was given."""
+        live = merge_cookies([], profile.state.cookies)  # expired ones dropped
+        if live:
+            await context.set_cookies([to_cdp(c) for c in live])
+        return live
+
+    async def seed_page(self, page: Page, profile: Profile) -> None:
+        """Give every document of `page` its origin's localStorage from the profile, before the page's scripts
+        run (CDP's DOMStorage can write only to origins a frame of the page already shows)."""
+        if profile.state.origins:
+            source = SEED_STORAGE.call(msgspec.to_builtins(profile.state.origins))
+            await page.call("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+
+    async def read_storage(self, page: Page) -> OriginState | None:
+        """The localStorage of the origin `page` shows, or None (no answer in time, no storage there)."""
+        with trio.move_on_after(STORAGE_READ_TIMEOUT_S):
+            try:
+                reply = await page.call("Runtime.evaluate", {"expression": READ_STORAGE, "returnByValue": True})
+                return msgspec.convert(reply["result"].get("value"), OriginState | None)
+            except (CDPClosed, CDPError, msgspec.ValidationError) as e:
+                log.debug("could not read a tab's localStorage: %s", e)
+        return None
+
+    async def write_back(self, name: str, context: BrowserContext, before: list[Cookie],
+                         origins: Sequence[OriginState] = ()) -> list[Cookie] | None:
+        """Write what the context changed since `before` over the profile on disk (and the localStorage of
+        `origins`, read from its pages, for the origins on hosts the profile lists); the context's cookies
+        (the next `before`), or None when they could not be read (the browser went away: nothing written).
+        Shielded and bounded: it runs when a request or a session ends, cancelled or not."""
+        with trio.CancelScope(shield=True):
+            after = None
+            with trio.move_on_after(WRITE_BACK_TIMEOUT_S):
+                try:
+                    after = [from_cdp(c) for c in await context.get_cookies()]
+                except (CDPClosed, CDPError) as e:
+                    log.warning("could not read the cookies of profile %r back from the browser (%s); the "
+                                "profile is as it was", name, e)
+            if after is None:
+                return None
+            async with self._lock(name):
+                written: list[Cookie] = await trio.to_thread.run_sync(self._write, name, before, after, origins)
+        return written
+
+    def _write(self, name: str, before: list[Cookie], after: list[Cookie],
+               origins: Sequence[OriginState]) -> list[Cookie]:
+        try:
+            current = self.store.load(name)
+        except UnknownProfile:
+            log.info("profile %r was deleted while in use; its changes are dropped", name)
+            return after
+        cookies = apply_changes(current.state.cookies, before, after)
+        stored = {o.origin: o for o in current.state.origins}
+        stored |= {o.origin: o for o in origins if current.allows(urlsplit(o.origin).hostname or "")}
+        state = StorageState(cookies=cookies, origins=list(stored.values()))
+        self.store.save(msgspec.structs.replace(current, state=state, last_used=time.time()))
+        return after
+
