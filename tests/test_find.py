@@ -80,6 +80,11 @@ def test_each_offset_is_where_fetch_with_offset_reads_on():
         assert page.startswith(text)
 
 
+def test_a_match_in_a_section_that_starts_with_its_heading_takes_no_lines_from_the_section_above():
+    found = search("x\nx\nx\n# H\nabc", parse("abc"))
+    assert [(p.offset, p.headings, p.text) for p in found.passages] == [(6, ("H",), "# H\nabc")]
+
+
 def test_headings_inside_code_are_not_headings():
     md = "# Real\n\n```\n# a shell comment\nmake install\n```\n"
     assert [(h.level, h.text) for h in search(md, parse("x")).outline] == [(1, "Real")]

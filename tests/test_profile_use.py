@@ -252,12 +252,12 @@ async def test_a_tab_that_held_a_profile_is_never_recycled(app, data_home, daemo
     token = app.login("ann")
     save_profile("club", token)
     assert (await daemon.fetch(app.url("/whoami?1")))["content"].strip() == "anonymous"
-    with trio.fail_after(5):
+    with trio.fail_after(20):
         while not chrome.idle_tabs or chrome.idle_tabs[-1].uses != 1:
             await trio.sleep(0.02)  # the closer puts the recycled tab back after the answer
     recycled = chrome.idle_tabs[-1].target_id  # the next one handed out
     assert (await daemon.fetch(app.url("/whoami?2"), profile="club"))["content"].strip() == "ann"
-    with trio.fail_after(10):
+    with trio.fail_after(20):
         while recycled in {t["targetId"] for t in await daemon.page_targets()}:
             await trio.sleep(0.05)  # disposed of, not put back
     assert recycled not in {t.target_id for t in chrome.idle_tabs}

@@ -13,6 +13,7 @@ import pytest
 
 from webfetch.profiles import (
     Cookie,
+    OriginState,
     Profile,
     ProfileError,
     ProfileNotAllowed,
@@ -140,3 +141,28 @@ def test_cookies_round_trip_through_cdp_and_merge_as_a_browser_sets_them():
     assert "expires" not in to_cdp(c)
     refreshed = Cookie(name="sid", value="v2", domain=".example.com", expires=4102444800.0)
     assert merge_cookies([c, Cookie(name="x", value="gone", domain="a.test", expires=1.0)], [refreshed]) == [refreshed]
+
+
+def test_only_the_listed_hosts_cookies_and_storage_ever_go_into_a_browser():
+    """Chrome sends a cookie it holds wherever a page's requests go: a profile whose file also holds a
+    single sign-on provider's or a tracker's cookies (a login window picks them up) must not give them."""
+    state = StorageState(
+        cookies=[Cookie(name="sid", value="a", domain=".example.com"),
+                 Cookie(name="w", value="b", domain="wiki.example.com"),
+                 Cookie(name="sso", value="c", domain="login.idp.test"),
+                 Cookie(name="old", value="d", domain="example.com", expires=1.0)],
+        origins=[OriginState(origin="https://wiki.example.com"), OriginState(origin="https://idp.test")])
+    usable = Profile(name="p", hosts=["example.com"], state=state).usable_state()
+    assert [c.name for c in usable.cookies] == ["sid", "w"]
+    assert [o.origin for o in usable.origins] == ["https://wiki.example.com"]
+
+
+def test_a_profiled_page_and_an_anonymous_url_can_never_share_a_cache_key():
+    from webfetch.pipeline import cache_key
+    from webfetch.urls import AddressPolicy, likely_key
+
+    work = Profile(name="work", hosts=["example.com"])
+    profiled = cache_key(likely_key("https://example.com/x", AddressPolicy()), work)
+    for crafted in ("https://example.com/x profile=work", "https://example.com/x\nprofile=work",
+                    "https://example.com/x%0Aprofile=work"):
+        assert cache_key(likely_key(crafted, AddressPolicy()), None) != profiled

@@ -195,6 +195,9 @@ class Daemon:
             # the resolver stays: its cache, and a test's scripted one
             self.policy.current = AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts,
                                                             self.policy.current.resolver)
+            # a cache hit is served without asking the policy (entries exist only for URLs that passed it),
+            # so pages of a host the new policy refuses must go with the old one
+            self.cache.clear()
         if "cache" in sections:
             self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
         if "search" in sections:

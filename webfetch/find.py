@@ -229,8 +229,9 @@ def _word_hits(md: str, lines: _Lines, words: tuple[str, ...]) -> list[int]:
 
 
 def _with_context(lines: _Lines, first: int, last: int) -> tuple[int, int]:
-    """The block widened by up to CONTEXT_LINES non-blank lines each way, stopping at a heading."""
-    taken, at = 0, lines.previous(first)
+    """The block widened by up to CONTEXT_LINES non-blank lines each way, stopping at a heading (a block
+    that starts with its heading takes nothing from above it: that is another section)."""
+    taken, at = 0, None if lines.is_heading(first) else lines.previous(first)
     while taken < CONTEXT_LINES and at is not None and not lines.is_heading(at):
         if not lines.is_blank(at):
             taken, first = taken + 1, at

@@ -325,9 +325,11 @@ class Pipeline:
 
 
 def cache_key(key: str, profile: Profile | None) -> str:
-    """A page read with a profile is cached apart from the same URL read without one, or with another
-    (a space never appears in a normalized URL, so no URL's key can be another's)."""
-    return key if profile is None else f"{key} profile={profile.name}"
+    """A page read with a profile is cached apart from the same URL read without one, or with another.
+    The separator is a newline because no normalized URL holds one (urlsplit drops it, as WHATWG URL
+    parsing does), so no URL's key can be another's; a space can (parse_url keeps it: a fetch of
+    `…/x profile=work` would have been served `…/x` as read with profile work)."""
+    return key if profile is None else f"{key}\nprofile={profile.name}"
 
 
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:

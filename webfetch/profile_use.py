@@ -27,10 +27,12 @@ from .profiles import (
     Cookie,
     OriginState,
     Profile,
+    ProfileError,
     ProfileStore,
     StorageState,
     UnknownProfile,
     check_name,
+    cookies_for_hosts,
     from_cdp,
     merge_cookies,
     normalize_host,
@@ -100,17 +102,24 @@ class ProfileUse:
                 return profile, True
 
     async def seed(self, context: BrowserContext, profile: Profile) -> list[Cookie]:
-        """Give a browser context the profile's cookies, before anything loads in it; what was given."""
-        live = merge_cookies([], profile.state.cookies)  # expired ones dropped
+        """Give a browser context the profile's cookies for the hosts it lists (Profile.usable_state), before
+        anything loads in it; what was given."""
+        live = profile.usable_state().cookies
         if live:
-            await context.set_cookies([to_cdp(c) for c in live])
+            try:
+                await context.set_cookies([to_cdp(c) for c in live])
+            except CDPError as e:  # an imported cookie Chrome will not take (SameSite=None without Secure…)
+                raise ProfileError(f"Chrome refused a cookie of profile {profile.name!r} ({e.message}); "
+                                   f"`webfetch profile export {profile.name}`, fix or drop it, and import "
+                                   f"the file again with --replace") from None
         return live
 
     async def seed_page(self, page: Page, profile: Profile) -> None:
         """Give every document of `page` its origin's localStorage from the profile, before the page's scripts
         run (CDP's DOMStorage can write only to origins a frame of the page already shows)."""
-        if profile.state.origins:
-            source = SEED_STORAGE.call(msgspec.to_builtins(profile.state.origins))
+        origins = profile.usable_state().origins
+        if origins:
+            source = SEED_STORAGE.call(msgspec.to_builtins(origins))
             await page.call("Page.addScriptToEvaluateOnNewDocument", {"source": source})
 
     async def read_storage(self, page: Page) -> OriginState | None:
@@ -150,7 +159,9 @@ class ProfileUse:
         except UnknownProfile:
             log.info("profile %r was deleted while in use; its changes are dropped", name)
             return after
-        cookies = apply_changes(current.state.cookies, before, after)
+        # only the listed hosts' cookies are kept: a session's third-party and elsewhere-clicked cookies
+        # would otherwise be given to Chrome with the profile next time
+        cookies = cookies_for_hosts(apply_changes(current.state.cookies, before, after), current.hosts)
         stored = {o.origin: o for o in current.state.origins}
         stored |= {o.origin: o for o in origins if current.allows(urlsplit(o.origin).hostname or "")}
         state = StorageState(cookies=cookies, origins=list(stored.values()))

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import Struct
@@ -90,6 +91,16 @@ class Profile(Struct, kw_only=True):
         """Whether this profile may be used on `host` (a listed host or a subdomain of one)."""
         host = host.lower().rstrip(".")
         return any(host == h or host.endswith("." + h) for h in self.hosts)
+
+    def usable_state(self) -> StorageState:
+        """What of the stored state may go into a browser: the live cookies of the hosts this profile lists
+        (a login window or a browse session also picked up a single sign-on provider's and trackers'
+        cookies, and `allow --remove` leaves a host's cookies in the file), and those hosts' localStorage.
+        Chrome sends a cookie it holds wherever the page's requests go, so a cookie for another host must
+        never be given to it: this is `allows` for what a browser would send."""
+        live = merge_cookies([], self.state.cookies)  # expired ones dropped
+        return StorageState(cookies=cookies_for_hosts(live, self.hosts),
+                            origins=[o for o in self.state.origins if self.allows(urlsplit(o.origin).hostname or "")])
 
     def refuse(self, host: str) -> ProfileNotAllowed:
         """The error for a request that would use this profile on a host it does not list."""

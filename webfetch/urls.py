@@ -212,10 +212,11 @@ class HostGate:
             self._judged_by, self._verdicts = policy, {}
         if policy.allow_private:
             return None  # every host is allowed: no lookup needed
-        if host not in self._verdicts:
+        verdicts = self._verdicts  # a reload during the lookup starts a new dict: this verdict is not for it
+        if host not in verdicts:
             try:
                 await admit_host(host, policy)
-                self._verdicts[host] = None
+                verdicts[host] = None
             except BlockedUrl as e:
-                self._verdicts[host] = e.message
-        return self._verdicts[host]
+                verdicts[host] = e.message
+        return verdicts[host]

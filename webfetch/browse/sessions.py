@@ -218,9 +218,12 @@ class Browse:
     async def close_all(self) -> None:
         """Close every session, its profile written back. The daemon's stop calls it while the browser is
         still up (once the actors are cancelled, Chrome goes at the same time and its cookies with it)."""
+        # all at once, each bounded by its own close: one after another, the last sessions of a busy daemon
+        # ran out of the shared time and their logins were lost
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S * 2):
-            for session in list(self.sessions.values()):
-                await session.aclose()
+            async with trio.open_nursery() as nursery:
+                for session in list(self.sessions.values()):
+                    nursery.start_soon(session.aclose)
         self.sessions.clear()
 
     # --- sessions ---------------------------------------------------------------------------------

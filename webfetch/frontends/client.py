@@ -44,6 +44,7 @@ def start_daemon(path: Path, config: str | None) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = log_path_for(path)
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(log_path.parent, 0o700)  # the umask filters mkdir's mode; the log names the URLs people read
     cmd = [sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--exit-when-idle",
            "--log-file", str(log_path)]
     if config:

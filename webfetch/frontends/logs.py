@@ -42,6 +42,7 @@ def log_to_file(path: Path, level: str) -> None:
     """Send the daemon's logging (and its stderr) to `path`, 0600 in a 0700 directory (URLs people read
     are in it), rotated at LOG_BYTES."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask, and an older directory may be wider
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.close(fd)
     handler = _RotatingLog(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")

@@ -39,10 +39,13 @@ def stop_daemon(path: Path) -> dict[str, Any]:
     """Stop the daemon on `path` and wait until its process is gone; its `stop` answer. NotRunning when
     none listens there; ClientError when it refuses or does not end within STOP_WAIT_S."""
     try:
-        with Client(path, autostart=False, timeout=30) as client:
-            answer = list(client.request("stop"))[-1]
-    except ClientError:
+        client = Client(path, autostart=False, timeout=30)
+    except ClientError:  # nothing to connect to: only this means no daemon runs
         raise NotRunning(f"no webfetch daemon is running on {path}") from None
+    with client:
+        # a daemon that closes the connection before answering is stopping (or broken): ClientError, so
+        # `restart` does not start a second daemon beside one still stopping
+        answer = list(client.request("stop"))[-1]
     if answer.get("type") != "result":
         raise ClientError(f"{answer.get('code')}: {answer.get('message')}")
     pid = int(answer["pid"])

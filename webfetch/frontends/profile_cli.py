@@ -229,6 +229,8 @@ def _login(store: ProfileStore, args: argparse.Namespace) -> int:
     if not state.cookies:
         raise ProfileError(f"the window closed with no cookies set, so there was no login to save; profile "
                            f"{args.name} is as it was")
+    if hosts:  # the single sign-on provider's and trackers' cookies stay out, as on an import
+        state = StorageState(cookies=cookies_for_hosts(state.cookies, hosts), origins=state.origins)
     profile = _store_state(store, args.name, state, hosts or [parts.hostname, *cookie_hosts(state.cookies)])
     _saved(profile, len(state.cookies))
     return 0
