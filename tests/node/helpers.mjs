@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 // Daemons started in the background log under $XDG_STATE_HOME/webfetch: the tests' own, never the user's.
 process.env.XDG_STATE_HOME = fs.mkdtempSync(path.join(os.tmpdir(), "wf-state-"));
+process.on("exit", () => fs.rmSync(process.env.XDG_STATE_HOME, { recursive: true, force: true }));
 
 /** The background daemons' log files (under the tests' state directory) that mention `socket`. */
 export function logsMentioning(socket) {
