@@ -21,6 +21,9 @@ from .test_service import request, serve, wait_until
 NO_PI = '[subagent]\ncommand = "/nonexistent/pi-for-tests"\n'
 LOCAL = NO_PI + "[fetch]\nallow_private = true\n"
 
+# Every daemon here starts its Chromium (Harness.start, not a fixture conftest would see).
+pytestmark = pytest.mark.chromium
+
 
 async def start_with_file(nursery: trio.Nursery, tmp: Path, text: str) -> tuple[Harness, Path]:
     """A daemon started from the config file `tmp`/config.toml holding `text`, as `webfetch serve --config`."""
@@ -150,7 +153,6 @@ async def test_a_broken_config_keeps_the_old_one_and_names_the_file_and_line(nur
     assert (await d.fetch(site.url("/article")))["type"] == "result"  # the old policy still lets it through
 
 
-@pytest.mark.chromium
 def test_webfetch_reload_and_sighup_to_webfetch_serve(short_tmp, site):
     path, cfg = short_tmp / "wf.sock", short_tmp / "c.toml"
     cfg.write_text(LOCAL)

@@ -89,8 +89,7 @@ class Profile(Struct, kw_only=True):
 
     def allows(self, host: str) -> bool:
         """Whether this profile may be used on `host` (a listed host or a subdomain of one)."""
-        host = host.lower().rstrip(".")
-        return any(host == h or host.endswith("." + h) for h in self.hosts)
+        return host_listed(host, self.hosts)
 
     def usable_state(self) -> StorageState:
         """What of the stored state may go into a browser: the live cookies of the hosts this profile lists
@@ -123,6 +122,29 @@ class ProfileSummary(Struct, kw_only=True):
     cookies: int                      # live cookies (session cookies and those not yet expired)
     origins: int                      # origins with localStorage
     last_used: float | None
+
+
+def host_listed(host: str, hosts: list[str]) -> bool:
+    """Whether `host` is one of `hosts` or a subdomain of one: the rule behind Profile.allows, also for
+    choosing what an import or a login copies."""
+    host = host.lower().rstrip(".")
+    return any(host == h or host.endswith("." + h) for h in hosts)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all, 0600 (a temporary file in its directory, fsynced, renamed over
+    it): files that hold logins. OSError when it cannot; no temporary file is left."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def check_name(name: str) -> str:
@@ -197,16 +219,9 @@ class ProfileStore:
         path = self.path(profile.name)
         self._ensure_root()
         data = _encoder.encode(profile)
-        fd, tmp = tempfile.mkstemp(prefix=f".{profile.name}.", suffix=".tmp", dir=self.root)
         try:
-            with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            write_private(path, data)
         except OSError as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise ProfileError(f"could not write profile {profile.name!r} to {path}: {e.strerror}; the profile "
                                f"is as it was") from None
 

@@ -13,10 +13,7 @@ by `--hosts` when given, else by the hosts of the cookies imported.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,9 +33,11 @@ from ..profiles import (
     cookie_hosts,
     cookies_for_hosts,
     export_state,
+    host_listed,
     merge_state,
     normalize_host,
     parse_state_file,
+    write_private,
 )
 
 
@@ -170,14 +169,10 @@ def _from_file(path: str, name: str, hosts: list[str] | None) -> StorageState:
         return state
     state = StorageState(cookies=cookies_for_hosts(state.cookies, hosts),
                          origins=[o for o in state.origins
-                                  if any(_host_in(urlsplit(o.origin).hostname or "", h) for h in hosts)])
+                                  if host_listed(urlsplit(o.origin).hostname or "", hosts)])
     if not state.cookies and not state.origins:
         raise ProfileError(f"{path} has no cookies for {', '.join(hosts)}; profile {name} is as it was")
     return state
-
-
-def _host_in(host: str, listed: str) -> bool:
-    return host == listed or host.endswith("." + listed)
 
 
 def _read_file(path: str) -> bytes:
@@ -199,7 +194,7 @@ def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
         ws_url = await browser_ws_url(endpoint)
         try:
             async with open_cdp(ws_url) as conn:
-                state = await read_state(conn, lambda host: any(_host_in(host, h) for h in hosts))
+                state = await read_state(conn, lambda host: host_listed(host, hosts))
         except CDPClosed as e:
             raise ProfileError(f"the browser at {endpoint} refused the DevTools connection ({e}); {START_HINT}") \
                 from None
@@ -253,16 +248,9 @@ def _export(store: ProfileStore, args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data + b"\n")
         return 0
     target = Path(args.file)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600: the file holds the logins
-            f.write(data + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        write_private(target, data + b"\n")  # 0600: the file holds the logins
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise ProfileError(f"could not write {target}: {e.strerror}") from None
     print(f"webfetch: profile {args.name} written to {target} (Playwright storageState; it holds the logins, "
           f"keep it private)", file=sys.stderr)
