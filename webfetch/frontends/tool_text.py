@@ -142,6 +142,57 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
     return ToolText(f"{facts_line(r, None, prompted)}\n\n{kept}{more}{tail}", None)
 
 
+def batch_text(pages: list[dict[str, Any]], r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limits(),
+               *, prompted: bool = False) -> str:
+    """A batch fetch (`urls`) as the tool's text: the count line, then each URL in the order given under a
+    `── [i/n] URL` line, its page as fetch_text makes it (or why it failed). When they do not all fit one
+    tool result, the room is shared out (short pages whole, the longer ones cut equally), and each cut
+    page says the offset to read on from."""
+    entries: list[dict[str, Any]] = list(r.get("pages") or [])
+    by_index = {p.get("index"): p for p in pages}
+    n = len(entries)
+    head = (r.get("content") or "").split("\n", 1)[0]
+    headings = [f"── [{i + 1}/{n}] {e.get('url')}" for i, e in enumerate(entries)]
+
+    def block(i: int, room: Limits) -> str:
+        page = by_index.get(i)
+        if page is None or page.get("error") is not None:
+            error = (page or {}).get("error") or {"code": entries[i].get("error"), "message": entries[i].get("message")}
+            return f"{headings[i]}\nFAILED ({error.get('code')}): {error.get('message')}"
+        shown = fetch_text(page, tool, room, prompted=prompted)
+        more = ""
+        if shown.cut_at is None and page.get("kind") == "page" and page.get("next_offset") is not None:
+            more = (f"\n\n[More: call {tool} with url {json.dumps(page.get('url'))} and offset "
+                    f"{page['next_offset']} to read on.]")
+        return f"{headings[i]}\n{shown.text}{more}"
+
+    unlimited = Limits(bytes=1 << 60, lines=1 << 60)
+    whole = [block(i, unlimited) for i in range(n)]
+    separators = 2 * n
+    room_bytes = limits.bytes - _bytes(head) - separators
+    room_lines = limits.lines - 1 - 2 * n
+    if sum(map(_bytes, whole)) <= room_bytes and sum(b.count("\n") + 1 for b in whole) <= room_lines:
+        return head + "".join("\n\n" + b for b in whole)
+    byte_shares = _shares([_bytes(b) for b in whole], room_bytes)
+    line_shares = _shares([b.count("\n") + 1 for b in whole], room_lines)
+    kept = [whole[i] if byte_shares[i] >= _bytes(whole[i]) and line_shares[i] > whole[i].count("\n")
+            else block(i, Limits(bytes=byte_shares[i] - _bytes(headings[i]) - 1, lines=line_shares[i] - 1))
+            for i in range(n)]
+    # fetch_text keeps a page's facts line and notes whole: a share smaller than those can still overrun
+    return cut_to_fit(head + "".join("\n\n" + b for b in kept), limits.bytes, limits.lines)
+
+
+def _shares(sizes: list[int], room: int) -> list[int]:
+    """`room` shared out among blocks of these sizes: the smallest whole, the rest equally (water-filling)."""
+    shares = [0] * len(sizes)
+    left = room
+    order = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+    for k, i in enumerate(order):
+        shares[i] = min(sizes[i], left // (len(order) - k))
+        left -= shares[i]
+    return shares
+
+
 def search_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     """A search result frame as the tool's text: the daemon's formatted results, cut to fit."""
     return cut_to_fit(r.get("content") or "", limits.bytes, limits.lines)
