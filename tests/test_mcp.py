@@ -181,7 +181,7 @@ async def test_web_fetch_with_urls_returns_the_pages_in_order_each_with_its_own_
     assert blocks[2].startswith(f"[3/4] {urls[2]}\nFAILED (network_error): ")
     assert ARTICLE_TEXT[0] in blocks[3]
     assert neither.is_error is True and _text(neither) == (
-        "bad_request: Object missing required field `url`; pass `url`, or `urls` with up to 50 URLs")
+        "bad_request: web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs")
     assert too_many.is_error is True and _text(too_many).startswith(
         "bad_request: `urls` holds 51 URLs; a batch fetches at most 50")
     assert not any(site.hits.get(f"/p{i}") for i in range(51))
@@ -500,11 +500,11 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 return _text(r)
 
             assert await error("web_fetch", {"url": None}) == (
-                "bad_request: web_fetch needs `url`: Absolute http(s) URL of the page")
+                "bad_request: web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs")
             assert await error("web_fetch", {"url": "https://example.com/", "raw": "false"}) == (
                 'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
             assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
-                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, prompt, offset, raw, "
+                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, urls, prompt, offset, raw, "
                 "fresh, find, profile")
             assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
                 "bad_request: web_fetch: `offset` must be at least 0, not -1")
@@ -558,7 +558,7 @@ async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_say
             fetch = {t.name: t for t in (await client.list_tools()).tools}["web_fetch"]
             r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
     assert "prompt" not in fetch.input_schema["properties"] and "prompt" not in fetch.description
-    assert set(fetch.input_schema["properties"]) == {"url", "offset", "raw", "fresh", "find", "profile"}
+    assert set(fetch.input_schema["properties"]) == {"url", "urls", "offset", "raw", "fresh", "find", "profile"}
     facts = _text(r).split("\n")[0]
     assert r.is_error is False and facts.endswith(
         " · NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)")

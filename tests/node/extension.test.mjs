@@ -185,6 +185,10 @@ describe("the web_fetch tool", () => {
 		assert.equal(r.details.kind, "batch");
 		assert.deepEqual([r.details.fetched, r.details.failed], [2, 2]);
 		assert.deepEqual(r.details.pages.map((e) => e.error ?? e.kind), ["page", "http_error", "network_error", "page"]);
+		await assert.rejects(call({}), { message: "web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs" });
+		const tooMany = await rawRequest(daemon.socket, { op: "fetch", urls: Array.from({ length: 51 }, (_, i) => site.url(`/p${i}`)) });
+		await assert.rejects(call({ urls: Array.from({ length: 51 }, (_, i) => site.url(`/p${i}`)) }), { message: tooMany.message });
+		assert.match(tooMany.message, /^`urls` holds 51 URLs; a batch fetches at most 50/);
 	});
 
 	test("an error frame becomes a thrown Error with the daemon's message", async () => {

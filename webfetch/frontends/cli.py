@@ -240,11 +240,16 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
             return 1
-        if kind == "page":
-            batch.add(frame, printing=not args.json)
-        elif not args.json and frame.get("kind") != "batch":
-            _print_result(frame)
+        _show(frame, batch, printing=not args.json)
     return 1 if batch.failed else 0
+
+
+def _show(frame: dict[str, Any], batch: _BatchPrinter, printing: bool) -> None:
+    """A result or a batch's page: the page when its turn comes; a batch's own result adds nothing to them."""
+    if frame.get("type") == "page":
+        batch.add(frame, printing)
+    elif printing and frame.get("kind") != "batch":
+        _print_result(frame)
 
 
 class _BatchPrinter:

@@ -200,7 +200,12 @@ class ToolSpec:
         return self.tool
 
 
+NEEDS_URL = "web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs"
+
+
 async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
+    if args.get("url") is None and args.get("urls") is None:  # the schema cannot say "one of the two" to every client
+        return error_result("bad_request", NEEDS_URL)
     body: dict[str, Any] = {"op": "fetch"}
     for key in ("url", "urls", "prompt", "offset", "find", "profile"):
         if args.get(key) is not None:

@@ -155,31 +155,36 @@ def batch_text(pages: list[dict[str, Any]], r: dict[str, Any], tool: str = "web_
     headings = [f"── [{i + 1}/{n}] {e.get('url')}" for i, e in enumerate(entries)]
 
     def block(i: int, room: Limits) -> str:
-        page = by_index.get(i)
-        if page is None or page.get("error") is not None:
-            error = (page or {}).get("error") or {"code": entries[i].get("error"), "message": entries[i].get("message")}
-            return f"{headings[i]}\nFAILED ({error.get('code')}): {error.get('message')}"
-        shown = fetch_text(page, tool, room, prompted=prompted)
-        more = ""
-        if shown.cut_at is None and page.get("kind") == "page" and page.get("next_offset") is not None:
-            more = (f"\n\n[More: call {tool} with url {json.dumps(page.get('url'))} and offset "
-                    f"{page['next_offset']} to read on.]")
-        return f"{headings[i]}\n{shown.text}{more}"
+        return f"{headings[i]}\n{_batch_page(by_index.get(i), entries[i], tool, room, prompted)}"
 
-    unlimited = Limits(bytes=1 << 60, lines=1 << 60)
-    whole = [block(i, unlimited) for i in range(n)]
-    separators = 2 * n
-    room_bytes = limits.bytes - _bytes(head) - separators
-    room_lines = limits.lines - 1 - 2 * n
-    if sum(map(_bytes, whole)) <= room_bytes and sum(b.count("\n") + 1 for b in whole) <= room_lines:
+    whole = [block(i, Limits(bytes=1 << 60, lines=1 << 60)) for i in range(n)]
+    room = Limits(bytes=limits.bytes - _bytes(head) - 2 * n, lines=limits.lines - 1 - 2 * n)
+    if sum(map(_bytes, whole)) <= room.bytes and sum(map(_lines, whole)) <= room.lines:
         return head + "".join("\n\n" + b for b in whole)
-    byte_shares = _shares([_bytes(b) for b in whole], room_bytes)
-    line_shares = _shares([b.count("\n") + 1 for b in whole], room_lines)
-    kept = [whole[i] if byte_shares[i] >= _bytes(whole[i]) and line_shares[i] > whole[i].count("\n")
+    byte_shares = _shares([_bytes(b) for b in whole], room.bytes)
+    line_shares = _shares([_lines(b) for b in whole], room.lines)
+    kept = [whole[i] if byte_shares[i] >= _bytes(whole[i]) and line_shares[i] >= _lines(whole[i])
             else block(i, Limits(bytes=byte_shares[i] - _bytes(headings[i]) - 1, lines=line_shares[i] - 1))
             for i in range(n)]
     # fetch_text keeps a page's facts line and notes whole: a share smaller than those can still overrun
     return cut_to_fit(head + "".join("\n\n" + b for b in kept), limits.bytes, limits.lines)
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
+def _batch_page(page: dict[str, Any] | None, entry: dict[str, Any], tool: str, room: Limits, prompted: bool) -> str:
+    """One URL of a batch: its page as fetch_text makes it, and where to read on when the daemon shortened
+    it; or why it failed."""
+    if page is None or page.get("error") is not None:
+        error = (page or {}).get("error") or {"code": entry.get("error"), "message": entry.get("message")}
+        return f"FAILED ({error.get('code')}): {error.get('message')}"
+    shown = fetch_text(page, tool, room, prompted=prompted)
+    if shown.cut_at is None and page.get("kind") == "page" and page.get("next_offset") is not None:
+        return (f"{shown.text}\n\n[More: call {tool} with url {json.dumps(page.get('url'))} and offset "
+                f"{page['next_offset']} to read on.]")
+    return shown.text
 
 
 def _shares(sizes: list[int], room: int) -> list[int]:

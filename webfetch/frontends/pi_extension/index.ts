@@ -1268,6 +1268,9 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 	return {
 		...fromContract("web_fetch"),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
+			// the schema cannot say "one of the two" to every provider; mcp_server.py's NEEDS_URL says the same
+			if (params.url == null && params.urls == null)
+				throw new Error("web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs");
 			const body: FetchBody = { op: "fetch" };
 			if (params.url != null) body.url = params.url;
 			if (params.urls != null) body.urls = params.urls;
