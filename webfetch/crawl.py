@@ -233,18 +233,23 @@ class Crawler:
                 if not (isinstance(e, HttpError) and e.status == 404 and not robots.sitemaps):
                     run.notes.append(f"sitemap {normal} skipped: {e}")
                 continue
-            run.sitemaps.append(normal)
-            if sitemap.cut:
-                run.notes.append(f"sitemap {normal} lists more URLs than a sitemap may (50 000); the rest skipped")
-            if sitemap.kind == "sitemapindex":
-                todo.extend(sitemap.locs)
-                continue
-            for loc in sitemap.locs:
-                link = normalize_link(loc, normal)
-                if link is not None:
-                    run.offer(link, 1)
+            self._took_sitemap(run, normal, sitemap, todo)
         if todo:
             run.notes.append(f"more than {MAX_SITEMAPS} sitemaps: the rest were not read")
+
+    @staticmethod
+    def _took_sitemap(run: _Run, url: str, sitemap: Sitemap, todo: deque[str]) -> None:
+        """An index's sitemaps join `todo`; a urlset's URLs are offered at depth 1."""
+        run.sitemaps.append(url)
+        if sitemap.cut:
+            run.notes.append(f"sitemap {url} lists more URLs than a sitemap may (50 000); the rest skipped")
+        if sitemap.kind == "sitemapindex":
+            todo.extend(sitemap.locs)
+            return
+        for loc in sitemap.locs:
+            link = normalize_link(loc, url)
+            if link is not None:
+                run.offer(link, 1)
 
     async def _sitemap(self, url: str) -> Sitemap:
         parser = SitemapParser(self.config.fetch.max_bytes)

@@ -52,29 +52,30 @@ def parse_robots(text: str, agent: str = AGENT) -> Robots:
     """The rules of the group that names `agent` (all such groups merged), else of the `*` groups."""
     groups: list[tuple[list[str], list[Rule]]] = []
     sitemaps: list[str] = []
-    current: tuple[list[str], list[Rule]] | None = None
-    for raw in text[:MAX_ROBOTS_BYTES].splitlines():
-        line = raw.split("#", 1)[0].strip()
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key, value = key.strip().lower(), value.strip()
+    for key, value in _lines(text):
         if key == "sitemap":
-            if value:
-                sitemaps.append(value)
+            sitemaps.append(value)
         elif key == "user-agent":
-            if current is None or current[1]:   # a user-agent line after rules starts a new group
-                current = ([], [])
-                groups.append(current)
-            current[0].append(value.lower())
-        elif key in ("allow", "disallow") and current is not None:
-            if value:  # `Disallow:` with nothing allows everything: no rule
-                current[1].append(_rule(key == "allow", value))
+            if not groups or groups[-1][1]:   # a user-agent line after rules starts a new group
+                groups.append(([], []))
+            groups[-1][0].append(value.lower())
+        elif groups and value:  # `Disallow:` with nothing allows everything: no rule
+            groups[-1][1].append(_rule(key == "allow", value))
     wanted = agent.lower()
-    mine = [r for agents, rules in groups if any(a == wanted for a in agents) for r in rules]
-    if not mine and not any(a == wanted for agents, _ in groups for a in agents):
-        mine = [r for agents, rules in groups if "*" in agents for r in rules]
-    return Robots(tuple(mine), tuple(sitemaps))
+    named = [rules for agents, rules in groups if wanted in agents]
+    chosen = named or [rules for agents, rules in groups if "*" in agents]
+    return Robots(tuple(r for rules in chosen for r in rules), tuple(sitemaps))
+
+
+def _lines(text: str) -> list[tuple[str, str]]:
+    """The file's `key: value` lines that robots.txt defines, comments and blanks dropped, keys lowercased."""
+    found = []
+    for raw in text[:MAX_ROBOTS_BYTES].splitlines():
+        key, sep, value = raw.split("#", 1)[0].partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if sep and key in ("sitemap", "user-agent", "allow", "disallow") and (value or key != "sitemap"):
+            found.append((key, value))
+    return found
 
 
 def _rule(allow: bool, path: str) -> Rule:

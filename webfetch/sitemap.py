@@ -68,6 +68,8 @@ class SitemapParser:
             raise SitemapError(f"the gzip'd sitemap is damaged ({e})") from None
 
     def close(self) -> Sitemap:
+        if not self._seen:
+            raise SitemapError("it is empty")
         self._parse(b"", final=True)
         if self.sitemap.kind is None:
             raise SitemapError("it is not a sitemap (no <urlset> or <sitemapindex> element)")
