@@ -111,6 +111,8 @@ class _Run:
     depth: int
     fresh: bool
     progress: ReportProgress
+    timeout: float
+    deadline: float                                                     # trio's clock
     queue: deque[tuple[str, int, int]] = field(default_factory=deque)   # url, depth, attempts
     seen: set[str] = field(default_factory=set)
     pages: list[CrawledPage] = field(default_factory=list)
@@ -160,14 +162,14 @@ class Crawler:
 
     async def crawl(self, req: CrawlRequest, progress: ReportProgress) -> CrawlResult:
         run, robots_state = await self._begin("crawl", req, progress)
-        await self._run(run, req.timeout_s)
+        await self._run(run)
         return CrawlResult(url=run.start, pages=run.pages, failed=run.failed, stopped=run.stopped or "limit",
                            queued=len(run.queue), robots=robots_state, sitemaps=run.sitemaps,
                            notes=self._notes(run))
 
     async def map(self, req: MapRequest, progress: ReportProgress) -> MapResult:
         run, robots_state = await self._begin("map", req, progress)
-        await self._run(run, req.timeout_s)
+        await self._run(run)
         return MapResult(url=run.start, urls=run.urls, failed=run.failed, stopped=run.stopped or "limit",
                          queued=len(run.queue), robots=robots_state, sitemaps=run.sitemaps, notes=self._notes(run))
 
@@ -182,10 +184,18 @@ class Crawler:
                      progress: ReportProgress) -> tuple[_Run, Literal["obeyed", "ignored", "none"]]:
         """The start URL checked (address policy, robots.txt), the scope and the first URLs to visit."""
         Scope.of(req.url, req.include, req.exclude)  # a bad pattern is refused before anything is loaded
+        timeout = req.timeout_s or self.config.crawl.timeout_s
+        deadline = trio.current_time() + timeout   # robots.txt and the sitemaps count against it too
         start = await prepare_url(req.url, self.policy.current)
         scope = Scope.of(start, req.include, req.exclude)
-        robots, state = await self._robots(start, progress)
-        run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress)
+        run: _Run | None = None
+        state: Literal["obeyed", "ignored", "none"] = "none"
+        with trio.move_on_at(deadline):
+            robots, state = await self._robots(start, progress)
+            run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress, timeout, deadline)
+        if run is None:
+            raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
+                          f"larger timeout_s")
         if not robots.allowed(path_of(start)):
             why = ("its robots.txt could not be read (a server error), which RFC 9309 says to take as "
                    "disallowing everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
@@ -196,7 +206,8 @@ class Crawler:
         run.queue.append((start, 0, 0))
         if kind == "map":
             run.urls.append(start)
-        await self._read_sitemaps(run, robots, state != "ignored")
+        with trio.move_on_at(deadline):
+            await self._read_sitemaps(run, robots, state != "ignored")
         return run, state
 
     async def _robots(self, start: str, progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored",
@@ -310,19 +321,18 @@ class Crawler:
             sink(chunk)
         return None
 
-    async def _run(self, run: _Run, timeout_s: float | None) -> None:
+    async def _run(self, run: _Run) -> None:
         """Visit the queue until the limit, the end of the scope, the deadline or too many errors."""
-        timeout = timeout_s or self.config.crawl.timeout_s
-        with trio.move_on_after(timeout) as deadline:
+        with trio.move_on_at(run.deadline) as deadline:
             async with trio.open_nursery() as nursery:
                 while (stop := self._next(run, nursery)) is None:
                     await run.changed.wait()
                     run.changed = trio.Event()
                 run.stopped = stop
                 nursery.cancel_scope.cancel()
-        if deadline.cancelled_caught:
+        if deadline.cancelled_caught or trio.current_time() >= run.deadline:
             run.stopped = "deadline"
-            run.notes.append(f"the crawl's deadline ({timeout:g} s) passed; pass a larger timeout_s for more")
+            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger timeout_s for more")
         run.report(f"stopped: {run.stopped}")
 
     def _next(self, run: _Run, nursery: trio.Nursery) -> StopReason | None:
