@@ -244,3 +244,19 @@ def test_crawl_to_a_path_under_a_file_fails_before_any_request(short_tmp):
                 str(blocker / "out"))
     assert r.returncode == 2, r.stderr
     assert f"cannot write the crawl to {blocker / 'out'}: Not a directory" in r.stderr
+
+
+async def test_bad_start_urls_and_patterns_are_refused_before_anything_is_loaded():
+    from webfetch.config import Config
+    from webfetch.crawl import Crawler
+    from webfetch.errors import InvalidUrl
+    from webfetch.protocol import CrawlRequest
+    from webfetch.urls import AddressPolicy, PolicyHolder
+
+    # nothing behind the crawler: a bad request must not reach the pipeline or the extractor
+    crawler = Crawler(Config(), PolicyHolder(AddressPolicy()), None, None)  # type: ignore[arg-type]
+    for url in ("http://[::1", "ftp://e.com/", "not a url"):
+        with pytest.raises(InvalidUrl):
+            await crawler.crawl(CrawlRequest(url=url), lambda *_: None)
+    with pytest.raises(BadRequest, match="`exclude` pattern '/\\(x/' is not a valid regular expression"):
+        await crawler.crawl(CrawlRequest(url="http://[::1", exclude=["/(x/"]), lambda *_: None)

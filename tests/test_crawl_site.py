@@ -3,6 +3,7 @@ judged by the site's own log: what was requested, how many at once, and when."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 
@@ -71,10 +72,21 @@ async def test_a_whole_crawl_obeys_robots_bounds_loops_and_calendars_and_the_per
     assert hits[1].at - hits[0].at >= 0.9                                  # its Retry-After: 1 was waited out
 
 
-async def test_the_per_host_bound_is_the_config_key(start_daemon, docs):
+async def test_the_per_host_bound_is_the_config_key_and_holds_across_crawls(start_daemon):
     daemon = await start_daemon(make_config(crawl=CrawlConfig(per_host=2)))
-    r = await daemon.request({"id": 1, "op": "crawl", "url": docs.url("/docs/"), "limit": 16, "depth": 1})
-    assert r["stopped"] == "limit" and len(r["pages"]) == 16
+    docs = DocsSite(delay_s=0.3).start()   # slow pages: the two runs' requests certainly overlap
+    results = {}
+
+    async def run(op: str, **fields) -> None:
+        results[op] = await daemon.request({"id": op, "op": op, "url": docs.url("/docs/"), **fields})
+
+    async with trio.open_nursery() as nursery:   # a crawl and a map of one host at once share its bound
+        # apart: a page both asked for at once would be one load (the cache shares it)
+        nursery.start_soon(functools.partial(run, "crawl", limit=16, depth=1, include=["/docs/api/*"]))
+        nursery.start_soon(functools.partial(run, "map", limit=1000, depth=2, include=["/docs/guide/*"]))
+    assert results["crawl"]["stopped"] == "limit" and len(results["crawl"]["pages"]) == 16
+    assert results["map"]["stopped"] == "scope_exhausted"
+    docs.stop()
     assert docs.max_in_flight["127.0.0.1"] <= 2
 
 

@@ -183,7 +183,8 @@ class Crawler:
     async def _begin(self, kind: Literal["crawl", "map"], req: CrawlRequest | MapRequest,
                      progress: ReportProgress) -> tuple[_Run, Literal["obeyed", "ignored", "none"]]:
         """The start URL checked (address policy, robots.txt), the scope and the first URLs to visit."""
-        Scope.of(req.url, req.include, req.exclude)  # a bad pattern is refused before anything is loaded
+        for pattern in req.include + req.exclude:  # a bad pattern is refused before anything is loaded
+            _pattern(pattern, "include" if pattern in req.include else "exclude")
         timeout = req.timeout_s or self.config.crawl.timeout_s
         deadline = trio.current_time() + timeout   # robots.txt and the sitemaps count against it too
         start = await prepare_url(req.url, self.policy.current)
