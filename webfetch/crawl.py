@@ -198,7 +198,7 @@ class Crawler:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
                           f"larger timeout_s")
         if not robots.allowed(path_of(start)):
-            why = ("its robots.txt could not be read (a server error), which RFC 9309 says to take as "
+            why = ("its robots.txt could not be read (a server error, or no answer), which RFC 9309 says to take as "
                    "disallowing everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
             raise RobotsDisallowed(f"{start} is closed to crawlers: {why}. Fetch single pages with `fetch` (which "
                                    f"does not read robots.txt), or, for a site of your own, set "
