@@ -207,6 +207,7 @@ def main() -> None:
     ap.add_argument("--skip-pdf", action="store_true", help="skip the PDF rows (bin/bench_pdf.py)")
     ap.add_argument("--pdf", action="append", default=[], help="a PDF file to add to the PDF rows (repeatable)")
     ap.add_argument("--skip-memory", action="store_true", help="skip the memory rows (bin/bench_memory.py)")
+    ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
     ap.add_argument("--skip-browse", action="store_true")
     ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
@@ -259,6 +260,9 @@ def main() -> None:
         if not args.skip_pdf:
             from bench_pdf import pdf_rows
             pdf_rows(daemon, server.add, args.pdf)
+        if not args.skip_crawl:
+            from bench_crawl import crawl_rows
+            crawl_rows(tmp)
         if not args.skip_memory:
             from bench_memory import memory_rows
             memory_rows(lambda where: start_daemon(where, args.render, args.block), server,

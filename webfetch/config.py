@@ -111,6 +111,14 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
 
 
+class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    ignore_robots: bool = False        # crawl and map obey robots.txt unless this is set (a fetch never reads it)
+    per_host: Annotated[int, Meta(ge=1, le=64)] = 4   # a crawl's connections to one host at once, at most
+    timeout_s: Positive = 300.0        # a whole crawl or map, unless the request gives its own
+    max_errors: PositiveInt = 20       # pages that fail before a crawl stops with `errors`
+    max_retry_after_s: Positive = 60.0  # a 429's Retry-After is waited up to this long, else the page fails
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
@@ -120,6 +128,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     subagent: SubagentConfig = msgspec.field(default_factory=SubagentConfig)
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
+    crawl: CrawlConfig = msgspec.field(default_factory=CrawlConfig)
 
 
 def config_home() -> Path:

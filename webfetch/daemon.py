@@ -31,6 +31,7 @@ from .config import (
     load_config_and_source,
     needs_restart,
 )
+from .crawl import Crawler
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
@@ -40,9 +41,11 @@ from .protocol import (
     BrowseRequest,
     BrowserStatus,
     CacheStatus,
+    CrawlRequest,
     DaemonInfo,
     FetchRequest,
     Frame,
+    MapRequest,
     ReloadRequest,
     ReloadResult,
     ReportProgress,
@@ -143,6 +146,7 @@ class Daemon:
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
                                  self.profiles)
         self.browse = Browse(config, self.chrome, self.extractor, self.policy, self.profiles)
+        self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
@@ -154,6 +158,10 @@ class Daemon:
             return self.status(rid)
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
+        if isinstance(req, CrawlRequest):
+            return replace(await self.crawler.crawl(req, progress), id=rid)
+        if isinstance(req, MapRequest):
+            return replace(await self.crawler.map(req, progress), id=rid)
         if isinstance(req, StopRequest):
             return self.stop(rid)
         if isinstance(req, ReloadRequest):
@@ -204,6 +212,7 @@ class Daemon:
             self.search.reconfigure(config.search)
         self.pipeline.reconfigure(config)
         self.browse.reconfigure(config)
+        self.crawler.reconfigure(config)
         self.config = config
 
     def identity(self) -> DaemonInfo:

@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -100,8 +100,38 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
 
 
+# A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
+CrawlPattern = Annotated[str, Meta(min_length=1, max_length=1000)]
+CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown)
+MAP_MAX_LIMIT = 10_000    # URLs in one map result
+
+
+class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
+    """Pages of a site from a start URL, each with its markdown, within its host and path (webfetch/crawl.py)."""
+
+    url: str
+    limit: Annotated[int, Meta(ge=1, le=CRAWL_MAX_LIMIT)] = 20
+    depth: Annotated[int, Meta(ge=0, le=50)] = 3
+    include: list[CrawlPattern] = []
+    exclude: list[CrawlPattern] = []
+    timeout_s: Annotated[float, Meta(gt=0)] | None = None   # the whole crawl; default crawl.timeout_s
+    fresh: bool = False
+
+
+class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
+    """The URLs of a site from a start URL: its sitemaps, then the links of its pages (webfetch/crawl.py)."""
+
+    url: str
+    limit: Annotated[int, Meta(ge=1, le=MAP_MAX_LIMIT)] = 500
+    depth: Annotated[int, Meta(ge=0, le=50)] = 3
+    include: list[CrawlPattern] = []
+    exclude: list[CrawlPattern] = []
+    timeout_s: Annotated[float, Meta(gt=0)] | None = None
+    fresh: bool = False
+
+
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
-           | ReloadRequest)
+           | ReloadRequest | CrawlRequest | MapRequest)
 
 
 class Envelope(Struct):
@@ -160,7 +190,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl"]
 ReportProgress = Callable[[Stage, str], None]
 
 
@@ -225,6 +255,57 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     find: str | UnsetType = UNSET
     matches: int | UnsetType = UNSET
     passages: list[Passage] | UnsetType = UNSET
+
+
+# Why a crawl or map ended: it reached `limit`; nothing in scope was left to visit; its deadline passed; too
+# many pages failed (crawl.max_errors). A cancel ends it with the `cancelled` error frame instead.
+StopReason = Literal["limit", "scope_exhausted", "deadline", "errors"]
+
+
+class CrawledPage(Struct, kw_only=True):
+    url: str              # the URL crawled (normalized)
+    final_url: str        # after same-host redirects
+    depth: int            # links followed from the start URL (a sitemap's URLs count as 1)
+    status: int | None
+    title: str | None
+    content: str          # the page's whole extracted markdown
+    chars: int
+    extractor: str | None
+    cached: bool
+    flags: list[str] = []
+    notes: list[str] = []
+
+
+class CrawlFailure(Struct, kw_only=True):
+    url: str
+    code: str             # an error code (PROTOCOL.md), or `redirect` for a redirect to another host
+    message: str
+
+
+class CrawlResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "crawl"
+    url: str
+    pages: list[CrawledPage]
+    failed: list[CrawlFailure]
+    stopped: StopReason
+    queued: int                 # URLs in scope found but not visited when it stopped
+    robots: Literal["obeyed", "ignored", "none"]   # none: the site has no robots.txt
+    sitemaps: list[str]         # the sitemaps read
+    notes: list[str] = []
+
+
+class MapResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "map"
+    url: str
+    urls: list[str]
+    failed: list[CrawlFailure]
+    stopped: StopReason
+    queued: int
+    robots: Literal["obeyed", "ignored", "none"]
+    sitemaps: list[str]
+    notes: list[str] = []
 
 
 class SearchHit(Struct, kw_only=True):
@@ -412,7 +493,7 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | StopResult
-         | ReloadResult | ErrorFrame)
+         | ReloadResult | CrawlResult | MapResult | ErrorFrame)
 
 _encoder = msgspec.json.Encoder()
 
