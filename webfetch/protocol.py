@@ -63,7 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "viewport", "pdf", "save",
+                       "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -97,6 +98,12 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     do: Literal["list", "select", "close"] = "list"
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
+    # open, viewport: the session's device (browse/device.py)
+    width: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    height: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    mobile: bool | None = None
+    scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf: the file to write
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
 
 
@@ -302,6 +309,9 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
+    viewport: dict[str, int | float | bool] | None = None  # open with a device, viewport: the session's device
+    path: str | None = None                     # pdf: the file written
+    size: int | None = None                     # pdf: its size in bytes
     notes: list[str] | None = None
 
 
@@ -365,6 +375,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     problems: list[str]
     browse: list[BrowseSessionStatus] = []
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
+    browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
 
 
