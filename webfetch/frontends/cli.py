@@ -274,8 +274,7 @@ def _browse_state(status: dict[str, Any]) -> str:
         return "disabled (browse.enabled = false in the config)"
     sessions = status.get("browse") or []
     local = status.get("browse_allow_local") or []
-    reach = (f", may reach {', '.join(local)} (browse.allow_local)" if local
-             else ", no loopback port allowed (browse.allow_local)")
+    reach = f", may reach {', '.join(local)} (browse.allow_local)" if local else ""
     return f"enabled{reach}, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
         f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions)
 
