@@ -280,6 +280,15 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class Viewport(Struct, kw_only=True):
+    """A browse session's device: the viewport in CSS pixels, device pixels per CSS pixel, a phone or not."""
+
+    width: int
+    height: int
+    scale: float
+    mobile: bool
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -309,7 +318,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
-    viewport: dict[str, int | float | bool] | None = None  # open with a device, viewport: the session's device
+    viewport: Viewport | None = None            # open with a device, viewport: the session's device
     path: str | None = None                     # pdf: the file written
     size: int | None = None                     # pdf: its size in bytes
     notes: list[str] | None = None

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import BadRequest
-from ..protocol import BrowseRequest
+from ..protocol import BrowseRequest, Viewport
 from .tab import BrowseTab
 
 
@@ -19,8 +19,8 @@ class Device:
     scale: float = 1.0
     mobile: bool = False
 
-    def describe(self) -> dict[str, int | float | bool]:
-        return {"width": self.width, "height": self.height, "scale": self.scale, "mobile": self.mobile}
+    def describe(self) -> Viewport:
+        return Viewport(width=self.width, height=self.height, scale=self.scale, mobile=self.mobile)
 
 
 DESKTOP = Device()
@@ -47,12 +47,16 @@ def requested(current: Device, req: BrowseRequest) -> Device:
                    scale=req.scale or base.scale)
 
 
+def major_version(browser_version: str) -> str:
+    """"HeadlessChrome/140.0.7339.185" -> "140"."""
+    m = re.search(r"/(\d+)\.", browser_version)
+    return m.group(1) if m else "140"
+
+
 def mobile_user_agent(browser_version: str) -> str:
     """Chrome on Android's (reduced) user agent, for the running Chrome's major version."""
-    m = re.search(r"/(\d+)\.", browser_version)
-    major = m.group(1) if m else "140"
-    return (f"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{major}.0.0.0 "
-            f"Mobile Safari/537.36")
+    return (f"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) "
+            f"Chrome/{major_version(browser_version)}.0.0.0 Mobile Safari/537.36")
 
 
 async def emulate(tab: BrowseTab, device: Device, browser_version: str) -> None:
@@ -64,11 +68,10 @@ async def emulate(tab: BrowseTab, device: Device, browser_version: str) -> None:
     await tab.call("Emulation.setTouchEmulationEnabled",
                    {"enabled": device.mobile, **({"maxTouchPoints": 5} if device.mobile else {})})
     if device.mobile:
-        m = re.search(r"/(\d+)\.", browser_version)
         await tab.call("Emulation.setUserAgentOverride", {
             "userAgent": mobile_user_agent(browser_version), "platform": "Linux armv81",
             "userAgentMetadata": {"platform": "Android", "platformVersion": "10", "architecture": "",
                                   "model": "K", "mobile": True,
-                                  "brands": [{"brand": "Chromium", "version": m.group(1) if m else "140"}]}})
+                                  "brands": [{"brand": "Chromium", "version": major_version(browser_version)}]}})
     else:
         await tab.call("Emulation.setUserAgentOverride", {"userAgent": ""})  # empty: Chrome's own again
