@@ -18,6 +18,7 @@ from msgspec import Meta, Struct
 
 from .errors import ConfigError
 from .protocol import Thinking
+from .urls import parse_local
 
 Positive = Annotated[float, Meta(gt=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
@@ -109,6 +110,13 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     snapshot_chars: Annotated[int, Meta(ge=500)] = 12_000  # inline snapshot cap; `offset` pages on
     nav_timeout_s: Positive = 30.0     # a navigation's load, at most
     settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
+    # the user's dev servers: loopback `host:port` (or `host:*`) that browse sessions, and only they, may
+    # reach; the host as the URL types it (urls.parse_local)
+    allow_local: list[str] = []
+
+    def __post_init__(self) -> None:
+        for entry in self.allow_local:
+            parse_local(entry)  # its ValueError is msgspec's validation error, which names the key and line
 
 
 class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):

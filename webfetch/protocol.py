@@ -63,7 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "viewport", "pdf", "save",
+                       "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -97,6 +98,12 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     do: Literal["list", "select", "close"] = "list"
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
+    # open, viewport: the session's device (browse/device.py)
+    width: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    height: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    mobile: bool | None = None
+    scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf: the file to write
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
 
 
@@ -354,6 +361,15 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class Viewport(Struct, kw_only=True):
+    """A browse session's device: the viewport in CSS pixels, device pixels per CSS pixel, a phone or not."""
+
+    width: int
+    height: int
+    scale: float
+    mobile: bool
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -383,6 +399,9 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
+    viewport: Viewport | None = None            # open with a device, viewport: the session's device
+    path: str | None = None                     # pdf: the file written
+    size: int | None = None                     # pdf: its size in bytes
     notes: list[str] | None = None
 
 
@@ -447,6 +466,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     problems: list[str]
     browse: list[BrowseSessionStatus] = []
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
+    browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
 
 

@@ -9,7 +9,8 @@ share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
 An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
-`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot and console answer on their own.
+`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot, pdf and console answer on their own;
+viewport changes the session's device (device.py) and then settles as a step does.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
-from . import actions
+from . import actions, saving
+from .device import DESKTOP, Device, emulate, requested, wants_device
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
 from .verbs import STEPS, Acted, checked_url, need
@@ -70,6 +72,7 @@ class Session:
         self._nursery: trio.Nursery | None = None
         self._adopting = 0
         self._adopted = trio.Event()
+        self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -151,6 +154,8 @@ class Session:
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
+        if self.device != DESKTOP:
+            await emulate(tab, self.device, self.context.browser.version)
         if self.seed is not None:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
@@ -160,6 +165,13 @@ class Session:
         assert self._nursery is not None
         self._adopting += 1
         self._nursery.start_soon(self._adopt, target_id)
+
+    async def set_device(self, device: Device) -> None:
+        """Every tab of the session emulates `device` from now on, those it opens later too."""
+        self.device = device
+        for tab in list(self.tabs.values()):
+            if not tab.closed:
+                await emulate(tab, device, self.context.browser.version)
 
     async def _adopt(self, target_id: str) -> None:
         try:
@@ -341,6 +353,13 @@ class Browse:
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
                                       image=image, width=width, height=height)
+        if a == "pdf":
+            destination = saving.target(session.name, tab.name, req.path, ".pdf")
+            data = await actions.pdf(tab)
+            await trio.to_thread.run_sync(saving.save, session.name, destination, data)
+            return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
+        if a == "viewport":
+            return await self._settled(session, tab, reply, marks, await self._viewport(session, tab, req))
         step = STEPS.get(a)
         acted = await step(tab, req) if step is not None else Acted()
         return await self._settled(session, tab, reply, marks, acted)
@@ -381,6 +400,10 @@ class Browse:
             tab = session.tab(req.tab)
             if tab.dialog is not None:
                 raise tab.dialog_open()
+        fields: dict[str, Any] = {}
+        if wants_device(req):  # before the document starts: touch and the user agent are its from the start
+            await session.set_device(requested(session.device, req))
+            fields["viewport"] = session.device.describe()
         session.opened = []
         marks = tab.marks()
         progress("browse", f"loading {url} in {tab.name}")
@@ -388,7 +411,20 @@ class Browse:
         notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
-        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status)
+        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status,
+                                  **fields)
+
+    async def _viewport(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
+        """The session's device changed: sizes apply at once (the page gets a resize); a switch between
+        mobile and desktop reloads the tab, since touch and the user agent are a document's from its start."""
+        before = session.device
+        device = requested(before, req)
+        await session.set_device(device)
+        if device.mobile == before.mobile:
+            return Acted(fields={"viewport": device.describe()})
+        await tab.call("Page.reload")
+        await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
+        return Acted(fields={"viewport": device.describe()}, full=True)
 
     async def _save(self, session: Session, reply: Reply) -> BrowseResult:
         if session.profile is None:

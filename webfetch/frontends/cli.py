@@ -285,7 +285,9 @@ def _browse_state(status: dict[str, Any]) -> str:
     if not status.get("browse_enabled", True):  # a daemon older than the field serves browse
         return "disabled (browse.enabled = false in the config)"
     sessions = status.get("browse") or []
-    return f"enabled, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
+    local = status.get("browse_allow_local") or []
+    reach = f", may reach {', '.join(local)} (browse.allow_local)" if local else ""
+    return f"enabled{reach}, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
         f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s{_with_profile(s)}"
         for s in sessions)
 
