@@ -109,6 +109,8 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     snapshot_chars: Annotated[int, Meta(ge=500)] = 12_000  # inline snapshot cap; `offset` pages on
     nav_timeout_s: Positive = 30.0     # a navigation's load, at most
     settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
+    network_log: bool = True           # keep each session's requests for the network, request and har actions
+    redact_secrets: bool = True        # Cookie, Set-Cookie, Authorization values shown as <redacted> in them
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -63,7 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
+                       "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -98,6 +99,11 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    # network: which requests (the URL substring is `find`); request: which one; har: the file to write
+    status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
+    resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
+    request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
@@ -273,6 +279,47 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class NetworkEntry(Struct, kw_only=True, omit_defaults=True):
+    """One request a browsed tab made (PROTOCOL.md, browse: network)."""
+
+    id: str                     # r1, r2, … in the session: the `request` action's request_id
+    tab: str
+    method: str
+    url: str
+    type: str                   # the resource type, lower case: document, script, fetch, xhr, image…
+    status: int | None = None   # the HTTP status, when a response came
+    size: int | None = None     # the body's bytes as received (decoded)
+    time_ms: int | None = None  # from the request's start to its last byte (or its failure)
+    failure: str | None = None  # net::ERR_… when it failed
+    blocked: str | None = None  # why the address policy refused it (blocked_url's reason)
+
+
+class HeaderLine(Struct):
+    name: str
+    value: str
+
+
+class BodyInfo(Struct, kw_only=True, omit_defaults=True):
+    """A request's or response's body: its text (cut to size), or only its size and type when binary."""
+
+    size: int
+    mime_type: str = ""
+    text: str | None = None     # None: binary, or no longer available (`note` says which)
+    truncated: bool = False
+    note: str | None = None
+
+
+class RequestDetail(Struct, kw_only=True, omit_defaults=True):
+    """One request with its headers and bodies (PROTOCOL.md, browse: request)."""
+
+    entry: NetworkEntry
+    status_text: str = ""
+    request_headers: list[HeaderLine] = []
+    response_headers: list[HeaderLine] = []
+    request_body: BodyInfo | None = None
+    response_body: BodyInfo | None = None
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -302,6 +349,8 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
+    requests: list[NetworkEntry] | None = None  # the network action's requests (this page of them), newest last
+    request: RequestDetail | None = None        # the request action's request
     notes: list[str] | None = None
 
 

@@ -9,7 +9,8 @@ share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
 An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
-`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot and console answer on their own.
+`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot, console, network, request and
+har answer on their own.
 """
 
 from __future__ import annotations
@@ -24,14 +25,22 @@ import trio
 from ..cdp import CDPClosed, CDPError
 from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
-from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, BrowserUnavailable, NoSuchTab
+from ..errors import (
+    BadRequest,
+    BlockedUrl,
+    BrowseDisabled,
+    BrowserCrashed,
+    BrowserUnavailable,
+    NoSuchTab,
+    UnknownRequest,
+)
 from ..extractor import Extractor
 from ..paging import paginate
 from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
-from . import actions
+from . import actions, har, network
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
 from .verbs import STEPS, Acted, checked_url, need
@@ -51,8 +60,9 @@ class Session:
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
     def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, network_log: bool = True) -> None:
         self.name = name
+        self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
         self.context = context
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
@@ -147,7 +157,7 @@ class Session:
             await self._done.wait()
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
@@ -257,7 +267,7 @@ class Browse:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
         context = await self.chrome.open_context()
         session = Session(req.session, context, HostGate(self.policy), self.profiles,
-                          None if profile is None else profile.name)
+                          None if profile is None else profile.name, self.config.network_log)
         try:
             if profile is not None:
                 session.given = await self.profiles.seed(context, profile)
@@ -324,6 +334,8 @@ class Browse:
             return await self._open(session, req, reply, progress)
         if a == "save":
             return await self._save(session, reply)
+        if a in ("request", "har"):
+            return await (self._request if a == "request" else self._har)(session, req, reply)
         tab = session.tab(req.tab)
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
@@ -336,6 +348,8 @@ class Browse:
             return await self._read(tab, req, reply)
         if a == "console":
             return await console(reply, tab, req.max_chars or self.config.snapshot_chars)
+        if a == "network":
+            return await self._network(session, tab, req, reply)
         if a == "screenshot":
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
@@ -405,6 +419,55 @@ class Browse:
         title = await tab.title()
         return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), tab, content=content,
                             next_offset=next_offset)
+
+    # --- the network log's actions (network.py, har.py) -------------------------------------------
+
+    def _log(self, session: Session) -> network.NetworkLog:
+        if not session.network.enabled:
+            raise BadRequest("this session keeps no network log (browse.network_log = false in the config when it "
+                             "opened); set it to true, reload, and open a new session")
+        return session.network
+
+    async def _network(self, session: Session, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        records = network.matching(self._log(session).entries(tab.name), req.find, req.status_class,
+                                   req.resource_type)
+        shown, text, next_offset = network.listing(records, req.offset, req.max_chars or self.config.snapshot_chars)
+        filters = ", ".join(f"{k} {v}" for k, v in (("URL containing", req.find), ("status", req.status_class),
+                                                       ("type", req.resource_type)) if v)
+        head = (f"network: {len(records)} request{'s' if len(records) != 1 else ''} of {tab.name}"
+                f"{f' ({filters})' if filters else ''}, oldest first"
+                + (f"; from #{req.offset + 1}" if req.offset else "")
+                + ("; `request` with a request_id shows one's headers and bodies" if records else ""))
+        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
+                            requests=[r.entry() for r in shown], content=head + ("\n" + text if text else ""),
+                            next_offset=next_offset)
+
+    async def _request(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        rid = need(req.request_id, "request", "request_id")
+        record = self._log(session).get(rid)
+        if record is None:
+            raise UnknownRequest(f"no request {rid} in browse session {session.name!r} (the log keeps its newest "
+                                 f"{network.RING}); the network action lists the ids there are")
+        tab = session.tabs.get(record.tab)
+        call = tab.call if tab is not None and not tab.closed else None
+        detail = await network.detail(record, call, self.config.redact_secrets,
+                                      req.max_chars or self.config.snapshot_chars)
+        shown = PageInfo(tab=tab.name, url=tab.url, title=await tab.title()) if call is not None and tab else None
+        return reply.result(shown, tab if call is not None else None, request=detail,
+                            content=network.detail_text(detail))
+
+    async def _har(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        path = har.checked_path(need(req.path, "har", "path"))
+        records = self._log(session).entries()
+        open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
+        titles = {name: await t.title() for name, t in open_tabs.items()}
+        document = await har.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
+                                   self.config.redact_secrets)
+        size = await har.write(path, document)
+        secrets = "with cookie and authorization values redacted" if self.config.redact_secrets else \
+            "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
+        return reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
+                                          f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
 
     async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         if req.do == "select":

@@ -1,0 +1,174 @@
+"""The browse network, request and har actions with real Chromium on the local app (tests/support/browse_app.py):
+an API answering 500 and a request the address policy refuses, both listed with why; one request's headers
+(cookies and tokens redacted) and bodies; the session's traffic as a HAR 1.2 file; and the errors that leave
+the session usable."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+import pytest
+import trio
+
+from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
+
+from .support.browse_app import PNG, App
+from .support.daemon import make_config
+from .test_browse import Browser, ref
+from .test_hostile import CHROME_LNA_OFF, Blocked
+
+SECRETS = ("cookie-secret-1", "token-secret-2", "cookie-secret-3")
+
+
+@pytest.fixture
+def app():
+    a = App()
+    yield a
+    a.stop()
+
+
+@pytest.fixture
+def blocked():
+    b = Blocked()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_outbound_proxy(monkeypatch):
+    for name in ("https_proxy", "http_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+async def saved(start_daemon, app: App, blocked: Blocked, **browse: Any) -> Browser:
+    """A session on the app's network page, its Save clicked: a 500, a refused request and a binary behind it."""
+    h = await start_daemon(make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]),
+                                       browser=BrowserConfig(args=CHROME_LNA_OFF), browse=BrowseConfig(**browse)))
+    b = Browser(await h.client())
+    page = await b.ok("open", url=app.url("/network?to=" + blocked.base))
+    await b.ok("click", ref=ref(page["snapshot"], '- button "Save"'))
+    await b.ok("wait", text="saved: 500")  # the page's last step, after its three requests
+    return b
+
+
+def by_url(requests: list[dict[str, Any]], part: str) -> dict[str, Any]:
+    [found] = [r for r in requests if part in r["url"]]
+    return found
+
+
+async def test_network_lists_the_500_and_the_refused_request_and_request_shows_them_redacted(
+        start_daemon, app, blocked):
+    b = await saved(start_daemon, app, blocked)
+    listed = await b.ok("network")
+    requests = listed["requests"]
+    doc, fail, refused, logo = (by_url(requests, p) for p in ("/network?", "/api/fail", "/internal", "/logo.png"))
+    assert [r["id"] for r in requests] == sorted((r["id"] for r in requests), key=lambda i: int(i[1:])), "oldest first"
+    assert (doc["method"], doc["status"], doc["type"], doc["tab"]) == ("GET", 200, "document", "t1")
+    assert (fail["method"], fail["status"], fail["type"]) == ("POST", 500, "fetch")
+    assert fail["size"] == len(json.dumps({"error": "database is down", "retry": False}))
+    assert isinstance(fail["time_ms"], int)
+    assert "127.0.0.2" in refused["blocked"] and "status" not in refused, refused
+    assert (logo["status"], logo["size"]) == (200, len(PNG))
+    assert blocked.hits == []
+    text = listed["content"]
+    assert f"{fail['id']} POST 500 fetch {app.url('/api/fail?draft=1')} — " in text
+    assert f"{refused['id']} GET blocked fetch {blocked.base}/internal — blocked by the address policy: " in text
+
+    # filters: status class, resource type, URL substring
+    failed = await b.ok("network", status_class="failed")
+    assert [r["id"] for r in failed["requests"]] == [refused["id"]]
+    errors = await b.ok("network", status_class="5xx", resource_type="fetch")
+    assert [r["id"] for r in errors["requests"]] == [fail["id"]]
+    found = await b.ok("network", find="LOGO")
+    assert [r["id"] for r in found["requests"]] == [logo["id"]]
+    none = await b.ok("network", find="nothing-like-this")
+    assert none["requests"] == [] and none["content"].startswith("network: 0 requests of t1")
+
+    got = await b.ok("request", request_id=fail["id"])
+    d = got["request"]
+    assert d["entry"] == fail and d["status_text"] == "Internal Server Error"
+    sent = {h["name"].lower(): h["value"] for h in d["request_headers"]}
+    assert sent["cookie"] == "<redacted>" and sent["authorization"] == "<redacted>"
+    assert sent["content-type"] == "application/json"
+    back = {h["name"].lower(): h["value"] for h in d["response_headers"]}
+    assert back["set-cookie"] == "<redacted>" and back["content-type"] == "application/json"
+    assert d["request_body"] == {"size": 14, "mime_type": "application/json", "text": '{"name":"ann"}'}
+    assert d["response_body"]["text"] == json.dumps({"error": "database is down", "retry": False})
+    assert '{"error": "database is down", "retry": false}' in got["content"]
+    assert "Cookie: <redacted>" in got["content"]
+    assert not any(s in json.dumps(got) for s in SECRETS), "no secret in the frame"
+    assert app.state["fail"] == '{"name":"ann"}'
+
+    binary = (await b.ok("request", request_id=logo["id"]))["request"]["response_body"]
+    assert binary == {"size": len(PNG), "mime_type": "image/png", "note": "binary: not shown"}
+    why = (await b.ok("request", request_id=refused["id"]))["request"]
+    assert "127.0.0.2" in why["entry"]["blocked"] and "response_body" not in why
+
+    # a request id the log never gave out: named, and the session goes on
+    unknown = await b("request", request_id="r9999")
+    assert unknown["code"] == "unknown_request" and "network action lists" in unknown["message"], unknown
+    assert (await b.ok("snapshot"))["page"]["title"] == "Net"
+
+
+async def test_the_har_file_is_har_1_2_with_the_sessions_traffic(start_daemon, app, blocked, tmp_path):
+    b = await saved(start_daemon, app, blocked)
+    path = tmp_path / "session.har"
+    wrote = await b.ok("har", path=str(path))
+    assert str(path) in wrote["content"] and "redacted" in wrote["content"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    raw = await trio.Path(path).read_text()
+    assert not any(s in raw for s in SECRETS)
+    log = json.loads(raw)["log"]
+    assert log["version"] == "1.2" and log["creator"]["name"] == "webfetch" and log["creator"]["version"]
+    [page] = log["pages"]
+    assert page["id"] == "page_t1" and page["startedDateTime"].endswith("Z") and page["title"] == "Net"
+    for e in log["entries"]:
+        assert e["pageref"] == "page_t1" and e["startedDateTime"].endswith("Z") and e["time"] >= 0
+        assert set(e["request"]) >= {"method", "url", "httpVersion", "headers", "queryString", "cookies",
+                                     "headersSize", "bodySize"}
+        assert set(e["response"]) >= {"status", "statusText", "httpVersion", "headers", "cookies", "content",
+                                      "redirectURL", "headersSize", "bodySize"}
+        assert set(e["response"]["content"]) >= {"size", "mimeType"} and e["cache"] == {}
+        assert all(e["timings"][k] >= 0 for k in ("send", "wait", "receive"))
+    fail = next(e for e in log["entries"] if "/api/fail" in e["request"]["url"])
+    assert fail["request"]["method"] == "POST" and fail["response"]["status"] == 500
+    assert fail["request"]["httpVersion"] == "HTTP/1.1"
+    assert fail["request"]["queryString"] == [{"name": "draft", "value": "1"}]
+    assert fail["request"]["postData"] == {"mimeType": "application/json", "text": '{"name":"ann"}'}
+    assert {"name": "sid", "value": "<redacted>"} in fail["request"]["cookies"]
+    assert fail["response"]["cookies"] == [{"name": "sid", "value": "<redacted>"}]
+    assert json.loads(fail["response"]["content"]["text"]) == {"error": "database is down", "retry": False}
+    refused = next(e for e in log["entries"] if e["request"]["url"] == blocked.base + "/internal")
+    assert refused["response"]["status"] == 0 and "127.0.0.2" in refused["_error"]
+    logo = next(e for e in log["entries"] if "/logo.png" in e["request"]["url"])
+    assert logo["response"]["content"] == {"size": len(PNG), "mimeType": "image/png"}
+
+    # a path that cannot be written: said so, nothing left behind, the session goes on
+    for bad, why in ((tmp_path / "missing" / "x.har", "No such file"), (tmp_path, "Is a directory")):
+        refused_write = await b("har", path=str(bad))
+        assert refused_write["code"] == "bad_request" and why in refused_write["message"], refused_write
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.har"]
+    relative = await b("har", path="x.har")
+    assert relative["code"] == "bad_request" and "absolute path" in relative["message"]
+    assert (await b.ok("network", status_class="5xx"))["requests"]
+
+
+async def test_secrets_are_shown_when_the_user_says_so(start_daemon, app, blocked, tmp_path):
+    b = await saved(start_daemon, app, blocked, redact_secrets=False)
+    fail = (await b.ok("network", status_class="5xx"))["requests"][0]
+    sent = {h["name"].lower(): h["value"] for h in (await b.ok("request", request_id=fail["id"]))["request"][
+        "request_headers"]}
+    assert sent["cookie"] == "sid=cookie-secret-1" and sent["authorization"] == "Bearer token-secret-2"
+    await b.ok("har", path=str(tmp_path / "clear.har"))
+    assert "cookie-secret-3" in await trio.Path(tmp_path / "clear.har").read_text()
+
+
+async def test_without_the_network_log_the_actions_say_how_to_turn_it_on(start_daemon, app, blocked):
+    b = await saved(start_daemon, app, blocked, network_log=False)
+    off = await b("network")
+    assert off["code"] == "bad_request" and "browse.network_log" in off["message"], off
+    assert (await b.ok("snapshot"))["page"]["title"] == "Net"
