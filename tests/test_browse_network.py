@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 from typing import Any
 
@@ -49,7 +50,10 @@ async def saved(start_daemon, app: App, blocked: Blocked, **browse: Any) -> Brow
     h = await start_daemon(make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]),
                                        browser=BrowserConfig(args=CHROME_LNA_OFF), browse=BrowseConfig(**browse)))
     b = Browser(await h.client())
-    page = await b.ok("open", url=app.url("/network?to=" + blocked.base))
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}"
+    page = await b.ok("open", url=app.url(f"/network?to={blocked.base}&down={down}"))
     await b.ok("click", ref=ref(page["snapshot"], '- button "Save"'))
     await b.ok("wait", text="saved: 500")  # the page's last step, after its three requests
     return b
@@ -65,7 +69,8 @@ async def test_network_lists_the_500_and_the_refused_request_and_request_shows_t
     b = await saved(start_daemon, app, blocked)
     listed = await b.ok("network")
     requests = listed["requests"]
-    doc, fail, refused, logo = (by_url(requests, p) for p in ("/network?", "/api/fail", "/internal", "/logo.png"))
+    doc, fail, refused, gone, logo = (by_url(requests, p)
+                                      for p in ("/network?", "/api/fail", "/internal", "/gone", "/logo.png"))
     assert [r["id"] for r in requests] == sorted((r["id"] for r in requests), key=lambda i: int(i[1:])), "oldest first"
     assert (doc["method"], doc["status"], doc["type"], doc["tab"]) == ("GET", 200, "document", "t1")
     assert (fail["method"], fail["status"], fail["type"]) == ("POST", 500, "fetch")
@@ -73,6 +78,8 @@ async def test_network_lists_the_500_and_the_refused_request_and_request_shows_t
     assert isinstance(fail["time_ms"], int)
     assert "127.0.0.2" in refused["blocked"] and "status" not in refused, refused
     assert (logo["status"], logo["size"]) == (200, len(PNG))
+    # the proxy's own word for a connection it could not make, not Chrome's "the SOCKS proxy failed"
+    assert gone["failure"] == "net::ERR_CONNECTION_REFUSED" and "blocked" not in gone, gone
     assert blocked.hits == []
     text = listed["content"]
     assert f"{fail['id']} POST 500 fetch {app.url('/api/fail?draft=1')} — " in text
@@ -80,11 +87,15 @@ async def test_network_lists_the_500_and_the_refused_request_and_request_shows_t
 
     # filters: status class, resource type, URL substring
     failed = await b.ok("network", status_class="failed")
-    assert [r["id"] for r in failed["requests"]] == [refused["id"]]
+    assert [r["id"] for r in failed["requests"]] == [refused["id"], gone["id"]]
     errors = await b.ok("network", status_class="5xx", resource_type="fetch")
     assert [r["id"] for r in errors["requests"]] == [fail["id"]]
     found = await b.ok("network", find="LOGO")
     assert [r["id"] for r in found["requests"]] == [logo["id"]]
+    first = await b.ok("network", max_chars=100)  # a page of one line, then the next from its offset
+    assert first["requests"] == requests[:1] and first["next_offset"] == 1, first
+    second = await b.ok("network", max_chars=100, offset=1)
+    assert second["requests"] == requests[1:2] and second["next_offset"] == 2
     none = await b.ok("network", find="nothing-like-this")
     assert none["requests"] == [] and none["content"].startswith("network: 0 requests of t1")
 

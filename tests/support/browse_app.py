@@ -131,7 +131,8 @@ function save() { const row = null; return row.id; }
 </body></html>"""
 
 # an app whose Save posts to an API that answers 500 (with a cookie and a bearer token on the way out, and a
-# cookie set on the way back), then reaches for an address the policy refuses (`to`), and loads a binary;
+# cookie set on the way back), then reaches for an address the policy refuses (`to`) and for a port nothing
+# listens on (`down`), and loads a binary;
 # the secrets are in no body (the page builds the token), so a HAR without them has them redacted
 NETWORK = """<!doctype html><html><head><title>Net</title></head><body><h1>Net</h1>
 <button onclick="save()">Save</button><p id="out"></p>
@@ -140,6 +141,7 @@ async function save() {
   const r = await fetch("/api/fail?draft=1", {method: "POST", body: JSON.stringify({name: "ann"}),
     headers: {"Content-Type": "application/json", "Authorization": "Bearer " + ["token", "secret", "2"].join("-")}});
   await fetch("%(to)s/internal").catch(() => 0);
+  await fetch("%(down)s/gone").catch(() => 0);
   await fetch("/api/logo.png").then(x => x.arrayBuffer());
   document.getElementById("out").textContent = "saved: " + r.status;
 }
@@ -216,8 +218,10 @@ class App:
                 elif path == "/console":
                     self.reply(200, CONSOLE)
                 elif path == "/network":
-                    to = urllib.parse.parse_qs(self.path.split("?", 1)[1])["to"][0]
-                    self.reply(200, NETWORK % {"to": to}, headers={"Set-Cookie": "sid=cookie-secret-1; Path=/"})
+                    query = urllib.parse.parse_qs(self.path.split("?", 1)[1])
+                    to = query["to"][0]
+                    page = NETWORK % {"to": to, "down": query.get("down", [to])[0]}
+                    self.reply(200, page, headers={"Set-Cookie": "sid=cookie-secret-1; Path=/"})
                 elif path == "/api/logo.png":
                     self.send_response(200)
                     self.send_header("Content-Type", "image/png")

@@ -18,9 +18,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..cdp import CDPClosed, CDPError
 from ..protocol import BodyInfo, HeaderLine, NetworkEntry, RequestDetail
+from ..proxy import Failure
 
 RING = 1000               # requests kept per session; older ones are dropped
 POST_CHARS = 64_000       # a request body kept from requestWillBeSent, cut beyond this
@@ -174,13 +176,23 @@ class NetworkLog:
             rec.ended = p.get("timestamp", rec.started)
             rec.encoded = p.get("encodedDataLength")
 
-    def on_failed(self, tab: str, p: dict[str, Any]) -> None:
+    def on_failed(self, tab: str, p: dict[str, Any], proxy_failure: Callable[[str], Failure | None]) -> None:
+        """Network.loadingFailed; `proxy_failure` says why the address-policy proxy failed a host's connection
+        (Chrome only says its SOCKS connection failed: the proxy knows a refusal, a name that now resolves
+        to a refused address, or the connect's own error)."""
         key = (tab, p["requestId"])
         rec = self._live.pop(key, None) if self.enabled else None
-        if rec is not None:
-            rec.ended = p.get("timestamp", rec.started)
-            rec.failure = "canceled" if p.get("canceled") else str(p.get("errorText") or "failed")
-            rec.blocked = rec.blocked or self._blocked.pop(key, None)
+        if rec is None:
+            return
+        rec.ended = p.get("timestamp", rec.started)
+        rec.failure = "canceled" if p.get("canceled") else str(p.get("errorText") or "failed")
+        rec.blocked = rec.blocked or self._blocked.pop(key, None)
+        if rec.blocked is None and ("SOCKS" in rec.failure or "PROXY" in rec.failure):
+            why = proxy_failure(urlsplit(rec.url).hostname or "")
+            if why is not None and why.blocked:
+                rec.blocked = why.message
+            elif why is not None:
+                rec.failure = why.message
 
     def on_blocked(self, tab: str, request_id: str | None, why: str) -> None:
         """The session's host gate refused the request (before Chrome reports its failure)."""

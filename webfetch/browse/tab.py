@@ -294,7 +294,7 @@ class BrowseTab:
         self._on_request_ended(p, nursery)
 
     def _on_loading_failed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self._network.on_failed(self._name, p)
+        self._network.on_failed(self._name, p, self.connect_failure)
         self._on_request_ended(p, nursery)
 
     def _on_request_extra(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
