@@ -528,7 +528,7 @@ def browse(daemon: ServedDaemon, rounds: int) -> None:
                         ("8b. ... with find (every row walked)", finds)):
         med, p95 = summarize(times)
         print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms")
-    for name, times in (("8c. browse click, 3 requests, network log on", logged),
+    for name, times in (("8c. browse click, 4 requests, network log on", logged),
                         ("8d. ... the same, network log off", unlogged)):
         med, p95 = summarize(times)
         print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms")

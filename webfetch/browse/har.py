@@ -54,7 +54,7 @@ def _entry(r: Recorded, body: str | None, redacting: bool) -> dict[str, Any]:
         "headers": _headers(r.request_headers, redacting),
         "queryString": [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(r.url).query, keep_blank_values=True)],
         "cookies": _cookies(r.request_headers, "cookie", redacting), "headersSize": -1,
-        "bodySize": len(r.post_data.encode()) if r.post_data else 0}
+        "bodySize": r.post_size}
     if r.post_data is not None:
         request["postData"] = {"mimeType": _get(r.request_headers, "content-type"), "text": r.post_data}
     content: dict[str, Any] = {"size": r.size, "mimeType": r.mime_type or "x-unknown"}
@@ -128,10 +128,13 @@ def checked_path(path: str) -> Path:
 async def write(path: Path, har: dict[str, Any]) -> int:
     """Write the document to `path` whole or not at all, 0600; its size in bytes. A path that cannot be
     written is bad_request naming why, and leaves no file behind."""
-    data = json.dumps(har, ensure_ascii=False, indent=1).encode()
+    def encode_and_write() -> int:  # in a thread: tens of MB of bodies would hold the event loop
+        data = json.dumps(har, ensure_ascii=False, indent=1).encode()
+        write_private(path, data)
+        return len(data)
+
     try:
-        await trio.to_thread.run_sync(write_private, path, data)
+        return await trio.to_thread.run_sync(encode_and_write)
     except OSError as e:
         raise BadRequest(f"cannot write the HAR file {str(path)!r}: {e.strerror or e}; give a path in an existing "
                          f"directory you can write to") from None
-    return len(data)

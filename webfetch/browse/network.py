@@ -25,7 +25,7 @@ from ..protocol import BodyInfo, HeaderLine, NetworkEntry, RequestDetail
 from ..proxy import Failure
 
 RING = 1000               # requests kept per session; older ones are dropped
-POST_CHARS = 64_000       # a request body kept from requestWillBeSent, cut beyond this
+POST_CHARS = 8_000        # a request body kept from requestWillBeSent, cut beyond this (1 000 of them: 8 MB)
 _PENDING_MAX = 2000       # headers that came before their request (ExtraInfo events), at most this many waiting
 
 SECRET_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
@@ -64,6 +64,7 @@ class Recorded:
     request_headers: dict[str, str] = field(default_factory=dict)
     post_data: str | None = None
     has_post: bool = False
+    post_size: int = 0               # the request body's characters, before the log cut it
     status: int | None = None
     status_text: str = ""
     response_headers: dict[str, str] = field(default_factory=dict)
@@ -127,7 +128,7 @@ class NetworkLog:
                        request_headers=dict(req.get("headers") or {}), has_post=bool(req.get("hasPostData")))
         post = req.get("postData")
         if isinstance(post, str):
-            rec.post_data = post[:POST_CHARS]
+            rec.post_data, rec.post_size = post[:POST_CHARS], len(post)
         extra = self._extra_request.pop(key, None)
         if extra is not None:
             rec.request_headers = extra
@@ -286,11 +287,13 @@ async def detail(r: Recorded, call: Call | None, redacting: bool, max_chars: int
     request_body = None
     if r.has_post or r.post_data:
         text = r.post_data
-        if text is None and call is not None:
-            text = await _post_data(r, call)
+        if (text is None or r.post_size > len(text)) and call is not None:
+            text = await _post_data(r, call) or text  # the whole of it, while Chrome holds it
         mime = _header(r.request_headers, "content-type")
         request_body = (BodyInfo(size=0, mime_type=mime, note="not available any more") if text is None
                         else _text_body(text, mime, max_chars // 4))
+        if request_body.text is not None and r.post_size > len(text or ""):
+            request_body.truncated = True  # the log's cut: Chrome no longer had the rest
     response_body = None
     if r.status is not None and r.blocked is None:
         response_body = await _response_body(r, call, max_chars)
