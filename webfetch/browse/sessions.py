@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -334,8 +335,9 @@ class Browse:
             return await self._open(session, req, reply, progress)
         if a == "save":
             return await self._save(session, reply)
-        if a in ("request", "har"):
-            return await (self._request if a == "request" else self._har)(session, req, reply)
+        log_action = self._LOG_ACTIONS.get(a)
+        if log_action is not None:
+            return await log_action(self, session, req, reply)
         tab = session.tab(req.tab)
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
@@ -348,8 +350,6 @@ class Browse:
             return await self._read(tab, req, reply)
         if a == "console":
             return await console(reply, tab, req.max_chars or self.config.snapshot_chars)
-        if a == "network":
-            return await self._network(session, tab, req, reply)
         if a == "screenshot":
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
@@ -428,7 +428,8 @@ class Browse:
                              "opened); set it to true, reload, and open a new session")
         return session.network
 
-    async def _network(self, session: Session, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
+    async def _network(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        tab = session.tab(req.tab)
         records = network.matching(self._log(session).entries(tab.name), req.find, req.status_class,
                                    req.resource_type)
         shown, text, next_offset = network.listing(records, req.offset, req.max_chars or self.config.snapshot_chars)
@@ -468,6 +469,10 @@ class Browse:
             "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
         return reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
                                           f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
+
+    # the network log's actions: they read what the session recorded and change nothing in a page
+    _LOG_ACTIONS: dict[str, Callable[[Browse, Session, BrowseRequest, Reply], Awaitable[BrowseResult]]] = {
+        "network": _network, "request": _request, "har": _har}
 
     async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         if req.do == "select":
