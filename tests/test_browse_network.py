@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 
+from webfetch.browse.network import NetworkLog, headers
 from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
 
 from .support.browse_app import PNG, App
@@ -183,3 +184,22 @@ async def test_without_the_network_log_the_actions_say_how_to_turn_it_on(start_d
     off = await b("network")
     assert off["code"] == "bad_request" and "browse.network_log" in off["message"], off
     assert (await b.ok("snapshot"))["page"]["title"] == "Net"
+
+
+def test_the_log_keeps_the_newest_requests_and_forgets_the_ids_it_dropped():
+    log = NetworkLog(ring=2)
+    for n in range(3):
+        log.on_request("t1", {"requestId": f"1.{n}", "request": {"method": "GET", "url": f"http://h/{n}"},
+                              "type": "Fetch", "timestamp": 1.0, "wallTime": 1.0})
+    assert [r.url for r in log.entries()] == ["http://h/1", "http://h/2"] and log.dropped == 1
+    assert log.get("r1") is None and log.get("r3") is not None
+
+
+def test_every_credential_header_is_redacted_by_the_one_rule_and_nothing_else():
+    raw = {"Cookie": "a=1", "set-cookie": "b=2\nc=3", "Authorization": "Basic eA==", "Proxy-Authorization": "x",
+           "X-Api-Key-Name": "shown", "Content-Type": "text/plain"}
+    assert [(h.name, h.value) for h in headers(raw, redacting=True)] == [
+        ("Cookie", "<redacted>"), ("set-cookie", "<redacted>"), ("set-cookie", "<redacted>"),
+        ("Authorization", "<redacted>"), ("Proxy-Authorization", "<redacted>"), ("X-Api-Key-Name", "shown"),
+        ("Content-Type", "text/plain")]
+    assert [h.value for h in headers(raw, redacting=False)][:3] == ["a=1", "b=2", "c=3"]

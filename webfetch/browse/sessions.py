@@ -430,14 +430,15 @@ class Browse:
 
     async def _network(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         tab = session.tab(req.tab)
-        records = network.matching(self._log(session).entries(tab.name), req.find, req.status_class,
-                                   req.resource_type)
+        log = self._log(session)
+        records = network.matching(log.entries(tab.name), req.find, req.status_class, req.resource_type)
         shown, text, next_offset = network.listing(records, req.offset, req.max_chars or self.config.snapshot_chars)
         filters = ", ".join(f"{k} {v}" for k, v in (("URL containing", req.find), ("status", req.status_class),
                                                        ("type", req.resource_type)) if v)
         head = (f"network: {len(records)} request{'s' if len(records) != 1 else ''} of {tab.name}"
                 f"{f' ({filters})' if filters else ''}, oldest first"
                 + (f"; from #{req.offset + 1}" if req.offset else "")
+                + (f"; the session's {log.dropped} oldest are no longer kept" if log.dropped else "")
                 + ("; `request` with a request_id shows one's headers and bodies" if records else ""))
         return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
                             requests=[r.entry() for r in shown], content=head + ("\n" + text if text else ""),
