@@ -287,6 +287,8 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
                                                          "used for 127.0.0.1, not for 127.0.0.2")
         r = run_cli("browse", "--config", str(cfg), "open", app.url("/refresh"), "--profile", "club", env=env)
         assert r.returncode == 0 and "Members — " in r.stdout, r.stderr  # the member page, not the sign-in
+        r = run_cli("status", "--config", str(cfg), env=env)
+        assert f"cli: 1 tab(s), {app.url('/refresh')}" in r.stdout and ", profile club\n" in r.stdout, r.stdout
         assert run_cli("browse", "--config", str(cfg), "save", env=env).returncode == 0
         refreshed = sid_of(data_home, "club")
         assert refreshed not in (None, token) and app.sessions[refreshed] == "ann"
