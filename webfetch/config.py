@@ -113,6 +113,8 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # the user's dev servers: loopback `host:port` (or `host:*`) that browse sessions, and only they, may
     # reach; the host as the URL types it (urls.parse_local)
     allow_local: list[str] = []
+    network_log: bool = True           # keep each session's requests for the network, request and har actions
+    redact_secrets: bool = True        # Cookie, Set-Cookie, Authorization values shown as <redacted> in them
 
     def __post_init__(self) -> None:
         for entry in self.allow_local:

@@ -117,6 +117,12 @@ class UnknownRef(WebfetchError):
     code = "unknown_ref"
 
 
+class UnknownRequest(WebfetchError):
+    """A browse request_id the session's network log does not hold."""
+
+    code = "unknown_request"
+
+
 class Covered(WebfetchError):
     code = "covered"
 

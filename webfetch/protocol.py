@@ -63,8 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "viewport", "pdf", "save",
-                       "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
+                       "viewport", "pdf", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -103,8 +103,12 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     height: Annotated[int, Meta(ge=100, le=10_000)] | None = None
     mobile: bool | None = None
     scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
-    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf: the file to write
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    # network: which requests (the URL substring is `find`); request: which one
+    status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
+    resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
+    request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
 
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
@@ -370,6 +374,47 @@ class Viewport(Struct, kw_only=True):
     mobile: bool
 
 
+class NetworkEntry(Struct, kw_only=True, omit_defaults=True):
+    """One request a browsed tab made (PROTOCOL.md, browse: network)."""
+
+    id: str                     # r1, r2, … in the session: the `request` action's request_id
+    tab: str
+    method: str
+    url: str
+    type: str                   # the resource type, lower case: document, script, fetch, xhr, image…
+    status: int | None = None   # the HTTP status, when a response came
+    size: int | None = None     # the body's bytes as received (decoded)
+    time_ms: int | None = None  # from the request's start to its last byte (or its failure)
+    failure: str | None = None  # net::ERR_… when it failed
+    blocked: str | None = None  # why the address policy refused it (blocked_url's reason)
+
+
+class HeaderLine(Struct):
+    name: str
+    value: str
+
+
+class BodyInfo(Struct, kw_only=True, omit_defaults=True):
+    """A request's or response's body: its text (cut to size), or only its size and type when binary."""
+
+    size: int
+    mime_type: str = ""
+    text: str | None = None     # None: binary, or no longer available (`note` says which)
+    truncated: bool = False
+    note: str | None = None
+
+
+class RequestDetail(Struct, kw_only=True, omit_defaults=True):
+    """One request with its headers and bodies (PROTOCOL.md, browse: request)."""
+
+    entry: NetworkEntry
+    status_text: str = ""
+    request_headers: list[HeaderLine] = []
+    response_headers: list[HeaderLine] = []
+    request_body: BodyInfo | None = None
+    response_body: BodyInfo | None = None
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -402,6 +447,8 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     viewport: Viewport | None = None            # open with a device, viewport: the session's device
     path: str | None = None                     # pdf: the file written
     size: int | None = None                     # pdf: its size in bytes
+    requests: list[NetworkEntry] | None = None  # the network action's requests (this page of them), newest last
+    request: RequestDetail | None = None        # the request action's request
     notes: list[str] | None = None
 
 

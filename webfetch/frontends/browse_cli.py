@@ -22,6 +22,8 @@ USAGE = """actions:
   wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
   read [eN]                     screenshot [eN] [--full-page] [-o FILE]    console
+  network [--find URLPART] [--status 2xx|3xx|4xx|5xx|failed] [--type fetch] [--offset N]
+  request rN                    har FILE (the session's traffic, HAR 1.2)
   viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf]
   close
 open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
@@ -42,7 +44,9 @@ def add_parser(sub: Any, common: Any) -> None:
                                                      "they are saved back to it on close and save")
     p.add_argument("--full", action="store_true", help="snapshot: every line, not only the controls")
     p.add_argument("--find", help="snapshot: only lines containing this text (and what holds them)")
-    p.add_argument("--offset", type=int, help="snapshot or read: continue from this character")
+    p.add_argument("--offset", type=int, help="snapshot or read: continue from this character; network: request")
+    p.add_argument("--status", choices=["2xx", "3xx", "4xx", "5xx", "failed"], help="network: this status class")
+    p.add_argument("--type", dest="resource_type", help="network: this resource type (fetch, xhr, script…)")
     p.add_argument("--double", action="store_true")
     p.add_argument("--submit", action="store_true", help="fill: press Enter after")
     p.add_argument("--off", action="store_true", help="check: uncheck")
@@ -166,12 +170,27 @@ def _read_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
             "full_page": args.full_page or None}
 
 
+def _network_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"find": args.find, "status_class": args.status, "resource_type": args.resource_type,
+            "offset": args.offset}
+
+
+def _request_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"request_id": w.take("a request id (rN, from network)")}
+
+
+def _har_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    # the daemon does not run in this directory: it is given the absolute path
+    return {"path": os.path.abspath(os.path.expanduser(w.take("the HAR file to write")))}
+
+
 _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "open": _open_fields, "nav": _nav_fields, "snapshot": _snapshot_fields, "click": _click_fields,
     "hover": _click_fields, "fill": _fill_fields, "type": _type_fields, "press": _press_fields,
     "select": _select_fields, "check": _check_fields, "scroll": _scroll_fields, "wait": _wait_fields,
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
     "viewport": _viewport_fields, "pdf": _pdf_fields,
+    "network": _network_fields, "request": _request_fields, "har": _har_fields,
 }
 
 
