@@ -27,7 +27,6 @@ from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
 
-QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
@@ -72,6 +71,7 @@ class BrowseTab:
         self._frames: dict[str, FrameInfo] = {}
         self._refs: dict[str, RefInfo] = {}
         self._next_ref = 1
+        self._iframes: dict[str, str] = {}    # an iframe's ref -> the frame it shows (child_frame)
         self._doc_gen = 0               # main-frame documents committed
         self._same_doc = 0              # history pushes and fragment changes in the main frame
         self._loading_frames: set[str] = set()  # frames whose document is loading
@@ -500,11 +500,14 @@ class BrowseTab:
         the full view beside an interactive one (what changed is told from the full view)."""
         frame = self.ref_frame(ref) if ref is not None else self.target_id
         opts = {"mode": mode, "ref": ref, "find": find, "next": 0, "budget": NODE_BUDGET, "both": both}
-        lines, full, truncated, title = await self._frame_lines(frame, 0, opts)
-        return Snapshot(lines, full if both else None, truncated, title)
+        inside: list[str] = []
+        lines, full, truncated, title = await self._frame_lines(frame, 0, opts, inside)
+        return Snapshot(lines, full if both else None, truncated, title, inside)
 
-    async def _frame_lines(self, frame: str, base: int,
-                           opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
+    async def _frame_lines(self, frame: str, base: int, opts: dict[str, Any],
+                           inside: list[str]) -> tuple[list[str], list[str], bool, str]:
+        """The frame's lines (both views) with its iframes' inlined; what changed inside its collapsed runs is
+        added to `inside`."""
         loader = self._frames[frame].loader
         got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
         if not got or got.get("error"):
@@ -513,6 +516,7 @@ class BrowseTab:
         for r in got["created"]:
             self._refs[r] = RefInfo(frame, loader)
         truncated = bool(got["truncated"])
+        inside += ["  " * (base + int(depth)) + text for depth, text, _ in got.get("inside") or []]
         child_opts = opts | {"ref": None}
         inlined: dict[str, tuple[list[str], list[str]]] = {}  # iframe ref -> its lines (both views)
 
@@ -529,7 +533,8 @@ class BrowseTab:
                         inlined[iframe_ref] = ([], [])
                         continue
                     try:
-                        sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts)
+                        sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts,
+                                                                        inside)
                     except WebfetchError as e:
                         note = "  " * (base + int(depth) + 1) + f"- (frame not readable: {e})"
                         sub, sub_full, cut = [note], [note], False
@@ -543,14 +548,23 @@ class BrowseTab:
         return lines, full, truncated, str(got.get("title") or "")
 
     async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
-        """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
+        """The frame an iframe's ref shows, or None when the ref is not a frame's element. Known once asked:
+        an iframe element keeps its frame while the frame lives (a new one, re-inserted, is another frame),
+        which spares every snapshot two round trips per iframe."""
+        known = self._iframes.get(iframe_ref)
+        info = self._frames.get(known or "")
+        if known is not None and info is not None and info.parent == frame:
+            return known
         get = {"expression": invoke("__wf.get", iframe_ref)}
         obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
             return None
         node = (await self.call("DOM.describeNode", {"objectId": obj["objectId"]}))["node"]
         frame_id = node.get("frameId")
-        return str(frame_id) if frame_id else None
+        if not frame_id:
+            return None
+        self._iframes[iframe_ref] = str(frame_id)
+        return str(frame_id)
 
     # --- waiting for what an action started --------------------------------------------------------
 
@@ -597,7 +611,7 @@ class BrowseTab:
                 if self.navigating() or self.dialog_pending():
                     break
                 try:
-                    await self.evaluate(self.target_id, invoke("__wf.quiet", QUIET_MS, int(settle_s * 1000)))
+                    await self.evaluate(self.target_id, invoke("__wf.quiet", int(settle_s * 1000)))
                 except (CDPError, WebfetchError):
                     pass  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
