@@ -31,6 +31,8 @@ VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": Fals
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+# Console entries after which the page's console objects are let go (release_console)
+CONSOLE_RELEASE_EVERY = 100
 # Finds a ref's element in the world and calls an action's function on it (webfetch/js/on_ref.js).
 ON_REF = load("on_ref")
 
@@ -86,6 +88,7 @@ class BrowseTab:
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
         self._console = console.ConsoleLog()
+        self._console_held = 0              # console events since their objects were last let go
         self._crashed = False
         self._closed = False
         self._changed = trio.Event()
@@ -201,6 +204,9 @@ class BrowseTab:
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self._page.call(method, params)
+
+    async def call_in_order(self, commands: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        return await self._page.call_in_order(commands)
 
     # --- events --------------------------------------------------------------------------------
 
@@ -324,9 +330,29 @@ class BrowseTab:
 
     def _on_console_api(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_console_api(p))
+        self._console_event(nursery)
 
     def _on_exception(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_exception(p))
+        self._console_event(nursery)
+
+    def _console_event(self, nursery: trio.Nursery) -> None:
+        self._console_held += 1
+        if self._console_held == CONSOLE_RELEASE_EVERY:
+            nursery.start_soon(self._release_console)
+
+    async def _release_console(self) -> None:
+        """Let the renderer drop what it keeps for the console events we have read: each logged object's
+        handle (the "console" object group) and its own store of messages with their arguments. Entries are
+        made from the events' previews and text at once, so nothing is lost; without this a page that logs
+        objects in a loop grows the renderer by everything it ever logged."""
+        try:
+            await self.call("Runtime.releaseObjectGroup", {"objectGroup": "console"})
+            await self.call("Runtime.discardConsoleEntries")
+        except (CDPError, CDPClosed):
+            pass  # the page went away: so did what it held
+        finally:
+            self._console_held = 0
 
     def _on_log_entry(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_log_entry(p))
