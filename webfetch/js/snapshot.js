@@ -1,9 +1,10 @@
 /**
  * @typedef {{depth: number, parent: number, el: Control | null, role: string, name: string, value: string,
  *            attrs: string[], from?: number, more?: string}} Line
- * @typedef {{what: string, total: number}} Run
+ * @typedef {{what: string, total: number, nodes: Node[], first: number, last: number,
+ *            members: Map<Node, number> | null}} Run
  * @typedef {{lines: Line[], visited: number, budget: number, truncated: boolean, find: string,
- *            active: Element | null, hidden: Map<Node, {run: Run, at: number}> | null}} WalkState
+ *            active: Element | null, hidden: Map<Node, Run[]> | null}} WalkState
  */
 /**
  * The browse snapshot's library, installed once per document in the browse's isolated world of each frame
@@ -275,7 +276,11 @@ function installSnapshot(collapseAt, collapseKeep) {
             if (nodes[k].nodeType === 1) { walk(/** @type {Control} */ (nodes[k]), childDepth, index, st); kept++; }
           }
           const what = roleOf(element) || element.localName;
-          if (st.hidden) hide(nodes, i, last, {what, total: count}, st.hidden);
+          if (st.hidden) {
+            const parent = /** @type {Node} */ (nodes[i].parentNode);
+            if (!st.hidden.has(parent)) st.hidden.set(parent, []);
+            /** @type {Run[]} */ (st.hidden.get(parent)).push({what, total: count, nodes, first: i, last, members: null});
+          }
           if (st.lines.length > before) {
             st.lines.push({depth: childDepth, parent: index, el: null, role: "…", name: "", value: "", attrs: [],
                            from: before, more: (count - collapseKeep) + " more " + what
@@ -290,22 +295,27 @@ function installSnapshot(collapseAt, collapseKeep) {
     }
   }
 
-  // the members of a collapsed run past the first few (those the snapshot shows), each with its run and
-  // its place in it (1-based), so a change inside one can be told (insideRuns)
-  /** @param {Node[]} nodes @param {number} first @param {number} last @param {Run} run
-   *  @param {Map<Node, {run: Run, at: number}>} hidden */
-  function hide(nodes, first, last, run, hidden) {
-    let at = 0;
-    for (let k = first; k <= last; k++) {
-      if (nodes[k].nodeType !== 1) continue;
-      if (++at > collapseKeep) hidden.set(nodes[k], {run, at});
+  // The run a node is a hidden member of (past the first few, which the snapshot shows) and its place in
+  // the run (1-based), or null. Runs are kept by their parent, cheap to note on every walk; a run's members
+  // are counted only when a change reaches its parent.
+  /** @param {Node} x @param {Map<Node, Run[]>} hidden @returns {{run: Run, at: number} | null} */
+  function hiddenPlace(x, hidden) {
+    for (const run of hidden.get(/** @type {Node} */ (x.parentNode)) || []) {
+      if (!run.members) {
+        run.members = new Map();
+        let at = 0;
+        for (let k = run.first; k <= run.last; k++) if (run.nodes[k].nodeType === 1) run.members.set(run.nodes[k], ++at);
+      }
+      const at = run.members.get(x);
+      if (at !== undefined) return at > collapseKeep ? {run, at} : null;
     }
+    return null;
   }
 
   // The members of collapsed runs that changed since the last whole snapshot, each run's told in a line
   // and the first few members' own lines (full view) under it: a click that changes row 1 500 of a table
   // is reported, with refs to act on, though the snapshot shows only the first rows.
-  /** @param {Map<Node, {run: Run, at: number}>} hidden @param {Element | null} active @param {number} budget
+  /** @param {Map<Node, Run[]>} hidden @param {Element | null} active @param {number} budget
    *  @param {string[]} created @returns {SnapshotRow[]} */
   function insideRuns(hidden, active, budget, created) {
     if (overflow) {
@@ -315,8 +325,9 @@ function installSnapshot(collapseAt, collapseKeep) {
     /** @type {Map<Run, Map<number, Element>>} */
     const runs = new Map();
     for (const n of touched) {
-      for (let x = /** @type {Node | null} */ (n); x; x = x.parentNode) {
-        const h = hidden.get(x);
+      for (let x = /** @type {Node | null} */ (n); x && x.parentNode; x = x.parentNode) {
+        if (!hidden.has(x.parentNode)) continue;
+        const h = hiddenPlace(x, hidden);
         if (!h) continue;
         if (!runs.has(h.run)) runs.set(h.run, new Map());
         /** @type {Map<number, Element>} */ (runs.get(h.run)).set(h.at, /** @type {Element} */ (x));
@@ -410,7 +421,8 @@ function installSnapshot(collapseAt, collapseKeep) {
   /** @param {SnapshotOptions} opts @returns {SnapshotResult} */
   function snapshot(opts) {
     globalThis.__wfNext = opts.next;
-    const whole = opts.both && !opts.find && !opts.ref;  // the snapshot the next action's diff is told from
+    // the snapshot the next action's diff is told from; its runs are noted when something changed since
+    const whole = opts.both && !opts.find && !opts.ref && (touched.size > 0 || overflow);
     /** @type {WalkState} */
     const st = {lines: [], visited: 0, budget: opts.budget, truncated: false,
                 find: (opts.find || "").toLowerCase(), active: deepActive(), hidden: whole ? new Map() : null};
@@ -427,8 +439,8 @@ function installSnapshot(collapseAt, collapseKeep) {
     const out = render(lines, created);
     const full = opts.both && !st.find ? render(st.lines, created) : null;
     let inside = null;
-    if (st.hidden) {
-      inside = insideRuns(st.hidden, st.active, opts.budget, created);
+    if (st.hidden) inside = insideRuns(st.hidden, st.active, opts.budget, created);
+    if (opts.both && !opts.find && !opts.ref) {
       touched = new Set();
       overflow = false;
     }
