@@ -318,6 +318,7 @@ function installSnapshot(collapseAt, collapseKeep) {
   /** @param {Map<Node, Run[]>} hidden @param {Element | null} active @param {number} budget
    *  @param {string[]} created @returns {SnapshotRow[]} */
   function insideRuns(hidden, active, budget, created) {
+    if (!hidden.size) return [];  // no collapsed run: nothing a diff of lines cannot see
     if (overflow) {
       return [[0, "- … (the page changed in more places than webfetch follows: rows inside collapsed runs were " +
                   "not compared; snapshot with find: to check them)", null]];
