@@ -73,7 +73,7 @@ async def test_a_blocked_address_is_refused_with_not_allowed(nursery, host):
     async with stream:
         assert code == 2  # "connection not allowed by ruleset"
         assert await stream.receive_some(1) == b""  # and the connection is closed
-    failure = proxy.failure(host)
+    failure = proxy.failure(f"http://{f'[{host}]' if ':' in host else host}/")
     assert failure.blocked and ("link-local address" if host.startswith("169.254.") else
                                 "loopback or private address") in failure.message
 
@@ -92,7 +92,7 @@ async def test_the_checked_address_is_the_one_connected_to(nursery, site):
     second, code = await socks_connect(proxy, "flip.test", site.port)
     async with second:
         assert code == 2
-    assert proxy.failure("flip.test").message.startswith("flip.test (127.0.0.2)")
+    assert proxy.failure(f"http://flip.test:{site.port}/").message.startswith("flip.test (127.0.0.2)")
 
 
 async def test_names_that_do_not_resolve_and_ports_nobody_listens_on(nursery):
@@ -100,14 +100,15 @@ async def test_names_that_do_not_resolve_and_ports_nobody_listens_on(nursery):
     stream, code = await socks_connect(proxy, "no-such-host.invalid", 80)
     await stream.aclose()
     assert code == 4  # host unreachable
-    assert proxy.failure("no-such-host.invalid").message == "net::ERR_NAME_NOT_RESOLVED"
+    assert proxy.failure("http://no-such-host.invalid/").message == "net::ERR_NAME_NOT_RESOLVED"
     with trio.socket.socket() as s:
         await s.bind(("127.0.0.1", 0))
         closed_port = s.getsockname()[1]  # bound, never listening: connections are refused
         stream, code = await socks_connect(proxy, "127.0.0.1", closed_port)
         await stream.aclose()
     assert code == 5  # connection refused
-    assert proxy.failure("127.0.0.1").message == "net::ERR_CONNECTION_REFUSED"
+    assert proxy.failure(f"http://127.0.0.1:{closed_port}/").message == "net::ERR_CONNECTION_REFUSED"
+    assert proxy.failure("http://127.0.0.1:1/") is None  # the host on another port failed nothing
 
 
 @pytest.mark.parametrize("garbage", [
@@ -154,12 +155,12 @@ async def test_browse_contexts_port_reaches_allow_local_and_fetchs_port_does_not
         assert ARTICLE_TEXT[0].encode() in await http_get(stream, "127.0.0.1", "/article")
     _, code = await socks_connect(proxy, "127.0.0.1", site.port)  # fetch's contexts: refused
     assert code == 2
-    assert "fetch.allow_private" in proxy.failure("127.0.0.1").message
+    assert "fetch.allow_private" in proxy.failure(f"http://127.0.0.1:{site.port}/").message
     # on the browse port too: another loopback port, and the listed address under another name
-    _, code = await socks_connect(proxy, "127.0.0.1", site.port + 1 if site.port < 65535 else 1,
-                                  via=proxy.browse_port)
+    other = site.port + 1 if site.port < 65535 else 1
+    _, code = await socks_connect(proxy, "127.0.0.1", other, via=proxy.browse_port)
     assert code == 2
-    assert "browse.allow_local" in proxy.failure("127.0.0.1").message
+    assert "browse.allow_local" in proxy.failure(f"http://127.0.0.1:{other}/").message
     _, code = await socks_connect(proxy, "localhost", site.port, via=proxy.browse_port)
     assert code == 2
-    assert f'"localhost:{site.port}"' in proxy.failure("localhost").message
+    assert f'"localhost:{site.port}"' in proxy.failure(f"http://localhost:{site.port}/").message

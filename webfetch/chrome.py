@@ -99,10 +99,10 @@ class PageTarget:
         with self.browser.conn.subscribe(self.session_id, buffer) as sub:
             yield sub
 
-    def connect_failure(self, host: str) -> Failure | None:
-        """Why the address-policy proxy failed the latest connection to `host`, if it did lately: Chrome
-        reports all of those as one generic SOCKS error."""
-        return self.browser.proxy.failure(host) if self.browser.proxy is not None else None
+    def connect_failure(self, url: str) -> Failure | None:
+        """Why the address-policy proxy failed the latest connection for `url` (its host and port), if it
+        did lately: Chrome reports all of those as one generic SOCKS error."""
+        return self.browser.proxy.failure(url) if self.browser.proxy is not None else None
 
     async def title(self) -> str:
         """The page's title as the browser knows it (no script in the page, so an open dialog cannot block it)."""

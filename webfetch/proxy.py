@@ -18,6 +18,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
+from urllib.parse import urlsplit
 
 import trio
 
@@ -89,8 +90,9 @@ class PolicyProxy:
         self.open_tunnels = 0
         self.refusals = 0
         # Chrome reports every failed SOCKS request as ERR_SOCKS_CONNECTION_FAILED: the latest failures
-        # by host keep what really happened, so a failed navigation can say it (render.py).
-        self._failures: OrderedDict[str, Failure] = OrderedDict()
+        # by host and port keep what really happened, so a failed navigation can say it (render.py). By
+        # port too: a page of the same host on another port succeeding at the same moment must not wipe it.
+        self._failures: OrderedDict[tuple[str, int], Failure] = OrderedDict()
 
     @property
     def url(self) -> str:
@@ -102,9 +104,14 @@ class PolicyProxy:
         """What browse sessions' contexts connect through (browse.allow_local applies there only)."""
         return f"socks5://127.0.0.1:{self.browse_port}"
 
-    def failure(self, host: str) -> Failure | None:
-        """Why the latest connection to `host` failed, if one did lately."""
-        return self._failures.get(host.strip("[]").rstrip(".").lower())
+    def failure(self, url: str) -> Failure | None:
+        """Why the latest connection for `url` (its host and port) failed, if one did lately."""
+        parts = urlsplit(url)
+        try:
+            port = parts.port or (443 if parts.scheme in ("https", "wss") else 80)
+        except ValueError:
+            return None
+        return self._failures.get(((parts.hostname or "").rstrip(".").lower(), port))
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -177,10 +184,10 @@ class PolicyProxy:
         except BlockedUrl as e:
             self.refusals += 1
             log.info("refused a connection to %s:%d (address policy)", host, port)
-            await self._fail(client, host, NOT_ALLOWED, Failure(True, e.message))
+            await self._fail(client, (host, port), NOT_ALLOWED, Failure(True, e.message))
             return None
         if not addresses:
-            await self._fail(client, host, HOST_UNREACHABLE, Failure(False, "net::ERR_NAME_NOT_RESOLVED"))
+            await self._fail(client, (host, port), HOST_UNREACHABLE, Failure(False, "net::ERR_NAME_NOT_RESOLVED"))
             return None
         # Connect to the very addresses just checked, never to the name: a second lookup could answer
         # differently.
@@ -192,15 +199,15 @@ class PolicyProxy:
                 except OSError as e:
                     failure = Failure(False, _net_error(e))
                     continue
-                self._failures.pop(host, None)
+                self._failures.pop((host, port), None)
                 await _reply(client, OK)
                 return upstream
-        await self._fail(client, host, REFUSED, failure)
+        await self._fail(client, (host, port), REFUSED, failure)
         return None
 
-    async def _fail(self, client: trio.SocketStream, host: str, code: int, failure: Failure) -> None:
-        self._failures[host] = failure
-        self._failures.move_to_end(host)
+    async def _fail(self, client: trio.SocketStream, where: tuple[str, int], code: int, failure: Failure) -> None:
+        self._failures[where] = failure
+        self._failures.move_to_end(where)
         while len(self._failures) > REMEMBERED_FAILURES:
             self._failures.popitem(last=False)
         await _reply(client, code)

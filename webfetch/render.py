@@ -27,7 +27,7 @@ from .extractor import Extracted
 from .flags import explain_error_page
 from .pdf import is_pdf
 from .protocol import ReportProgress
-from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, host_of, parse_url, same_host
+from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -480,7 +480,7 @@ class _Render:
     def _failed_load(self, url: str, reason: str | None) -> str:
         """How a navigation failed, in Chrome's words when the proxy knows them (the ErrorReason a paused
         request carries says "Failed" for most)."""
-        failure = self.tab.connect_failure(host_of(url))
+        failure = self.tab.connect_failure(url)
         if failure is not None:
             return f"failed to load ({failure.message})"
         return "failed to load" if reason in (None, "Failed") else f"failed to load ({reason})"
@@ -589,7 +589,7 @@ class _Render:
         error = reply.get("errorText")
         # Our own failRequest of the main document shows up here too (ERR_ABORTED, ERR_BLOCKED_BY_CLIENT).
         if error and not self.main_aborted:
-            failure = self.tab.connect_failure(host_of(url)) if "SOCKS" in error else None
+            failure = self.tab.connect_failure(url) if "SOCKS" in error else None
             if failure is not None and failure.blocked:
                 # the name passed the check above, then answered with a blocked address
                 self._end(failure=BlockedUrl(f"{failure.message} (it resolved to an allowed address a moment "

@@ -25,7 +25,6 @@ from ..errors import (
     NotVisible,
     Timeout,
 )
-from ..urls import host_of
 from .tab import BrowseTab
 
 # What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element
@@ -306,7 +305,7 @@ async def navigate(tab: BrowseTab, url: str) -> None:
             return
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
-        failure = tab.connect_failure(host_of(url)) if "SOCKS" in error else None
+        failure = tab.connect_failure(url) if "SOCKS" in error else None
         if failure is not None and failure.blocked:
             raise BlockedUrl(failure.message)
         raise NetworkError(f"{failure.message if failure else error} while loading {url}")

@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..cdp import CDPClosed, CDPError
 from ..protocol import BodyInfo, HeaderLine, NetworkEntry, RequestDetail
@@ -189,7 +188,7 @@ class NetworkLog:
         rec.failure = "canceled" if p.get("canceled") else str(p.get("errorText") or "failed")
         rec.blocked = rec.blocked or self._blocked.pop(key, None)
         if rec.blocked is None and ("SOCKS" in rec.failure or "PROXY" in rec.failure):
-            why = proxy_failure(urlsplit(rec.url).hostname or "")
+            why = proxy_failure(rec.url)
             if why is not None and why.blocked:
                 rec.blocked = why.message
             elif why is not None:

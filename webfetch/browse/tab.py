@@ -167,9 +167,9 @@ class BrowseTab:
     def has_frame(self, frame: str) -> bool:
         return frame in self._frames
 
-    def connect_failure(self, host: str) -> Failure | None:
-        """Why the address-policy proxy failed the latest connection to `host`, if it did lately."""
-        return self._page.connect_failure(host)
+    def connect_failure(self, url: str) -> Failure | None:
+        """Why the address-policy proxy failed the latest connection for `url`, if it did lately."""
+        return self._page.connect_failure(url)
 
     # --- what others change, through the tab ---------------------------------------------------------
 
