@@ -58,7 +58,8 @@ async def saved(start_daemon, app: App, blocked: Blocked, **browse: Any) -> Brow
     await b.ok("click", ref=ref(page["snapshot"], '- button "Save"'))
     await b.ok("wait", text="saved: 500")  # the page's last step, after its three requests
     with trio.fail_after(30):  # the page has the 500's body; Chrome's loadingFinished may come a moment later
-        while browse.get("network_log", True) and "time_ms" not in by_url((await b.ok("network", find="/api/fail"))["requests"], "/api/fail"):
+        while browse.get("network_log", True) and "time_ms" not in by_url(
+                (await b.ok("network", find="/api/fail"))["requests"], "/api/fail"):
             await trio.sleep(0.05)
     return b
 
