@@ -451,11 +451,12 @@ def test_a_browse_result_reads_as_in_pi():
          "change": "dom", "refs_reset": False, "snapshot": "[t2] — http://h/a\n- button \"Go\" [ref=e3]",
          "snapshot_kind": "diff", "status": 404, "value": "x", "dialog": {"type": "alert", "message": "hi \"you\""},
          "new_tabs": [{"tab": "t3", "url": "http://h/b"}], "downloads": [{"url": "http://h/r.csv",
-         "filename": "r.csv", "refused": True}], "notes": ["n1"], "next_offset": 40}
+         "filename": "r.csv", "state": "saved", "path": "/d/r.csv", "size": 3, "mime": "text/csv"}], "notes": ["n1"],
+         "next_offset": 40}
     assert browse_text(r) == "\n".join([
         "[t2] (no title) — http://h/a · change: dom", "HTTP 404", "value now: x",
         'dialog (alert): "hi \\"you\\"" — accepted', "new tab t3: http://h/b (now active)",
-        "download refused: http://h/r.csv (r.csv); web_fetch it instead", "note: n1",
+        "downloaded r.csv (3 bytes, text/csv) to /d/r.csv", "note: n1",
         "changed lines:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])
     held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "snapshot_kind": "none", "snapshot": "",
             "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}

@@ -63,7 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close",
+                       "upload"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -98,6 +99,10 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
+    # the client's working directory (absolute): an upload's relative paths start there, and it is an
+    # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it
+    cwd: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
@@ -273,6 +278,18 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class Download(Struct, kw_only=True, omit_defaults=True):
+    """A file a browsed page downloaded (PROTOCOL.md, browse: downloads)."""
+
+    url: str
+    filename: str                     # the name it is saved under (sanitised), or would have been
+    state: Literal["saved", "too_large", "failed", "in_progress"]
+    path: str | None = None           # where it is, once saved
+    size: int | None = None           # bytes: saved, or received when it stopped
+    mime: str | None = None           # the server's Content-Type, else guessed from the name
+    message: str | None = None        # why it was not saved
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -292,7 +309,8 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     value: str | None = None
     new_tabs: list[dict[str, str]] | None = None
     dialog: dict[str, str] | None = None
-    downloads: list[dict[str, Any]] | None = None
+    downloads: list[Download] | None = None
+    files: list[str] | None = None              # upload: the file names the input holds now
     waited_for: str | None = None
     tabs: list[TabInfo] | None = None
     content: str | None = None

@@ -32,8 +32,10 @@ from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import actions
+from .downloads import Downloads, session_directory
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
+from .uploads import upload_path
 from .verbs import STEPS, Acted, checked_url, need
 
 log = logging.getLogger("webfetch.browse")
@@ -51,9 +53,10 @@ class Session:
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
     def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
-                 profile: str | None = None) -> None:
+                 downloads: Downloads, profile: str | None = None) -> None:
         self.name = name
         self.context = context
+        self.downloads = downloads           # where its pages' downloads are saved, and how each went
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
         self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
@@ -111,6 +114,18 @@ class Session:
         if self.active == tab.name:
             self.active = list(self.tabs)[-1]
 
+    async def downloads_settled(self, tab: BrowseTab, marks: Marks, timeout_s: float) -> None:
+        """The downloads the result will tell: those the action's responses started have begun, and every
+        one not told yet has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still
+        going is told as such, and again once it ends."""
+        if tab.download_responses == marks.download_responses and not tab.unreported_downloads():
+            return
+        deadline = trio.current_time() + timeout_s
+        with trio.move_on_at(deadline):
+            await tab.wait_for(lambda: len(tab.downloads) - marks.downloads
+                               >= tab.download_responses - marks.download_responses)
+        await self.downloads.wait_final(tab.unreported_downloads(), max(0.0, deadline - trio.current_time()))
+
     async def adoptions_settled(self) -> None:
         """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
         if self._adopting:
@@ -142,12 +157,13 @@ class Session:
             tab.mark_closed()
         self._scope.cancel()
         await self.context.aclose()
+        self.downloads.aclose()
         # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.downloads)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
@@ -255,8 +271,14 @@ class Browse:
                                                                                               "url"))[1])
             if created:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
-        context = await self.chrome.open_context()
+        directory = session_directory(self.config, req.session)
+        try:
+            context = await self.chrome.open_context(downloads=str(directory))
+        except BaseException:
+            directory.rmdir()
+            raise
         session = Session(req.session, context, HostGate(self.policy), self.profiles,
+                          Downloads(directory, self.fetch_config.max_bytes, context),
                           None if profile is None else profile.name)
         try:
             if profile is not None:
@@ -265,6 +287,7 @@ class Browse:
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
+            session.downloads.aclose()
             raise
         self.sessions[req.session] = session
         return session
@@ -340,8 +363,11 @@ class Browse:
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
                                       image=image, width=width, height=height)
-        step = STEPS.get(a)
-        acted = await step(tab, req) if step is not None else Acted()
+        if a == "upload":
+            acted = await self._upload(tab, req)
+        else:
+            step = STEPS.get(a)
+            acted = await step(tab, req) if step is not None else Acted()
         return await self._settled(session, tab, reply, marks, acted)
 
     async def _settled(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
@@ -362,6 +388,7 @@ class Browse:
                       **options: Any) -> BrowseResult:
         """The result of an action on `tab`, once the tabs it opened joined the session."""
         await session.adoptions_settled()
+        await session.downloads_settled(tab, marks, self.config.nav_timeout_s)
         return await after_action(reply, tab, marks, session.opened, self.config.snapshot_chars, **options)
 
     # --- the verbs that answer on their own (the others are verbs.STEPS) ---------------------------
@@ -388,6 +415,15 @@ class Browse:
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
         return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status)
+
+    async def _upload(self, tab: BrowseTab, req: BrowseRequest) -> Acted:
+        """Every path through the upload rule first (uploads.py), so a refused one sets nothing."""
+        files = need(req.files, "upload", "files")
+        if not files:
+            raise BadRequest("upload needs at least one path in `files`")
+        paths = [upload_path(f, req.cwd, self.config) for f in files]
+        names = await actions.upload(tab, need(req.ref, "upload", "ref"), paths)
+        return Acted(fields={"files": names})
 
     async def _save(self, session: Session, reply: Reply) -> BrowseResult:
         if session.profile is None:

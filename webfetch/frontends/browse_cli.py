@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .contract import BROWSER_ACTIONS
-from .tool_text import console_lines
+from .tool_text import console_lines, download_line, files_line
 
 USAGE = """actions:
   open URL [--new-tab] [--profile NAME]                       save (the session's logins to its profile)
@@ -22,6 +22,7 @@ USAGE = """actions:
   wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
   read [eN]                     screenshot [eN] [--full-page] [-o FILE]    console
+  upload eN FILE...  (files under the working directory or browse.upload_roots)
   close"""
 
 
@@ -133,6 +134,13 @@ def _tabs_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     return {"do": w.optional("list"), "tab": w.optional(args.tab)}
 
 
+def _upload_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    ref = w.take("a ref (eN) of a file input")
+    if not w.rest:
+        raise ValueError("browse upload needs one or more files")
+    return {"ref": ref, "files": w.all()}
+
+
 def _read_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     # screenshot shares it: a ref to read or shoot, the page when none
     return {"ref": w.optional(args.ref), "offset": args.offset if w.action == "read" else None,
@@ -144,13 +152,15 @@ _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "hover": _click_fields, "fill": _fill_fields, "type": _type_fields, "press": _press_fields,
     "select": _select_fields, "check": _check_fields, "scroll": _scroll_fields, "wait": _wait_fields,
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
+    "upload": _upload_fields,
 }
 
 
 def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The browse request for the command line; ValueError with a usage hint when arguments are missing."""
     w = _Words(args.action, args.args)
-    f: dict[str, Any] = {"session": args.session, "action": args.action, "tab": args.tab}
+    # the working directory: an upload's relative paths start there, and it is the directory uploads may read
+    f: dict[str, Any] = {"session": args.session, "action": args.action, "tab": args.tab, "cwd": os.getcwd()}
     build = _FIELDS.get(args.action)
     if build is not None:
         f |= build(w, args)
@@ -199,9 +209,11 @@ def _save_image(r: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def _print_events(r: dict[str, Any]) -> None:
-    """What happened besides the page: downloads refused, a dialog, tabs opened, the tab list."""
+    """What happened besides the page: downloads, files uploaded, a dialog, tabs opened, the tab list."""
     for d in r.get("downloads") or []:
-        print(f"download refused: {d['url']} ({d['filename']}); fetch the URL instead", file=sys.stderr)
+        print(download_line(d), file=sys.stderr if d.get("state") != "saved" else sys.stdout)
+    for line in files_line(r):
+        print(line)
     if r.get("dialog"):
         d = r["dialog"]
         open_now = d["type"] in ("confirm", "prompt") and r.get("snapshot_kind") == "none"
