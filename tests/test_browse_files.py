@@ -5,6 +5,7 @@ file left, and hostile file names sanitised. Then the two rules on their own (no
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from webfetch.browse.uploads import upload_path
 from webfetch.config import BrowseConfig, FetchConfig
 from webfetch.errors import BadRequest, FileNotFound, UploadRefused
 
+from .support.client import run_cli
 from .support.daemon import make_config
 from .support.files_app import BIG, DATA, NOTES, REPORT, FilesApp
 from .test_browse import Browser, ref
@@ -117,6 +119,27 @@ async def told(b: Browser, result: dict[str, Any]) -> list[dict[str, Any]]:
         while "downloads" not in result:
             result = await b.ok("wait", ms=50)
     return list(result["downloads"])
+
+
+@pytest.mark.chromium
+def test_webfetch_browse_uploads_a_path_relative_to_where_it_is_typed(short_tmp: Path, app: FilesApp,
+                                                                      project: Path):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg)}
+
+    def browse(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli("browse", *args, "--session", "files", env=env, cwd=project / "docs")
+
+    snap = browse("open", app.url("/upload")).stdout
+    uploaded = browse("upload", ref(snap, '- button "Document"'), "report.bin")
+    assert uploaded.returncode == 0 and "the file input holds: report.bin" in uploaded.stdout, uploaded.stderr
+    outside = browse("upload", ref(snap, '- button "Document"'), "../../outside/id_ed25519")
+    assert outside.returncode == 1 and outside.stderr.startswith("webfetch: upload_refused: ")
+    assert str(project / "docs") in outside.stderr
+    browse("click", ref(snap, '- button "Send"'))
+    browse("close")
+    assert app.uploads[0]["doc"] == [("report.bin", DATA)]
 
 
 def _subdirectories(directory: Path) -> list[Path]:

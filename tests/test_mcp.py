@@ -49,10 +49,11 @@ class McpSetup:
     def argv(self, *extra: str) -> list[str]:
         return ["-m", "webfetch", "mcp", "--config", str(self.config), *extra]
 
-    def client(self, mode: str = "legacy") -> Client:
+    def client(self, mode: str = "legacy", cwd: Path | None = None) -> Client:
         # "legacy": the initialize handshake, as Claude Code, Codex and the other clients speak today;
         # "auto": the SDK's default, which speaks 2026-07-28 (server/discover) to a server that knows it
-        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env), mode=mode)
+        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env, cwd=cwd),
+                      mode=mode)
 
     def daemon_pid(self) -> int:
         pids = _pids_serving(self.socket)
@@ -442,6 +443,32 @@ async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_
                 await proc.wait()
     assert await _sessions(setup) == []
     assert app.url("/login") not in await setup.loaded_tabs()
+
+
+async def test_the_browser_tool_uploads_from_the_directory_the_client_started_it_in(mcp_setup, short_tmp):
+    from .support.files_app import FilesApp
+    app = FilesApp()
+    project = short_tmp / "project"
+    project.mkdir()
+    (project / "cv.pdf").write_bytes(b"%PDF-1.4 not really\n")
+    (project / ".env").write_text("KEY=1\n")
+    setup = mcp_setup()
+    try:
+        with trio.fail_after(120):
+            async with setup.client(cwd=project) as client:
+                async def act(**args: Any) -> Any:
+                    return await client.call_tool("agent_browser", args)
+
+                snap = _text(await act(action="open", url=app.url("/upload")))
+                doc = ref(snap, '- button "Document"')
+                uploaded = await act(action="upload", ref=doc, files=["cv.pdf"])
+                assert "the file input holds: cv.pdf" in _text(uploaded), _text(uploaded)
+                dotfile = await act(action="upload", ref=doc, files=[".env"])
+                assert dotfile.is_error is True and dotfile.structured_content["code"] == "upload_refused"
+                await act(action="click", ref=ref(snap, '- button "Send"'))
+                assert app.uploads[0]["doc"] == [("cv.pdf", b"%PDF-1.4 not really\n")]
+    finally:
+        app.stop()
 
 
 def test_a_browse_result_reads_as_in_pi():
