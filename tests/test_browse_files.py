@@ -114,11 +114,11 @@ async def test_each_refused_upload_says_why_and_the_session_stays_usable(files_d
 
 
 async def told(b: Browser, result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The downloads `result` tells, or, when it tells none yet, the first later result that does."""
+    """The downloads `result` tells as ended, or, when it tells none yet, those the first later result does."""
     with trio.fail_after(30):
-        while "downloads" not in result:
+        while not [d for d in result.get("downloads") or [] if d["state"] != "in_progress"]:
             result = await b.ok("wait", ms=50)
-    return list(result["downloads"])
+    return [d for d in result["downloads"] if d["state"] != "in_progress"]
 
 
 @pytest.mark.chromium

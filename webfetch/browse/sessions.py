@@ -115,16 +115,17 @@ class Session:
             self.active = list(self.tabs)[-1]
 
     async def downloads_settled(self, tab: BrowseTab, marks: Marks, timeout_s: float) -> None:
-        """The downloads the result will tell: those the action's responses started have begun, and every
-        one not told yet has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still
-        going is told as such, and again once it ends."""
-        if tab.download_responses == marks.download_responses and not tab.unreported_downloads():
+        """The downloads the action started: those its document responses started have begun, and each
+        has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still going is told as
+        such, and again once it ends (an older one still going is not waited for again)."""
+        if tab.download_responses == marks.download_responses and len(tab.downloads) == marks.downloads:
             return
         deadline = trio.current_time() + timeout_s
         with trio.move_on_at(deadline):
             await tab.wait_for(lambda: len(tab.downloads) - marks.downloads
                                >= tab.download_responses - marks.download_responses)
-        await self.downloads.wait_final(tab.unreported_downloads(), max(0.0, deadline - trio.current_time()))
+        await self.downloads.wait_final(list(tab.downloads[marks.downloads:]),
+                                        max(0.0, deadline - trio.current_time()))
 
     async def adoptions_settled(self) -> None:
         """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
