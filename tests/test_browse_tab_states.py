@@ -316,8 +316,14 @@ async def test_a_download_goes_to_the_download_manager_and_is_saved_or_stopped(a
         await handled()
         assert downloads._context.cancelled == ["g2"]  # type: ignore[attr-defined]
         page.emit("Page.downloadProgress", guid="g2", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 1, state="canceled")
+        # one that finished before its first progress report said it was too large: removed all the same
+        page.emit("Page.downloadWillBegin", frameId=TARGET, guid="g3", url=f"{ALLOWED}/fast.bin",
+                  suggestedFilename="fast.bin")
+        (downloads.directory / "g3").write_bytes(b"y" * (DOWNLOAD_CAP + 5))
+        page.emit("Page.downloadProgress", guid="g3", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 5, state="completed")
         await handled()
-        saved, stopped = tab.take_downloads()
+        saved, stopped, fast = tab.take_downloads()
+        assert (fast.state, fast.size, fast.path) == ("too_large", DOWNLOAD_CAP + 5, None)
         assert (saved.state, saved.filename, saved.size, saved.mime) == ("saved", "report.csv", 4, "text/csv")
         assert saved.path == str(downloads.directory / "report.csv")
         assert (stopped.state, stopped.size, stopped.mime) == ("too_large", DOWNLOAD_CAP + 1, "application/zip")
