@@ -72,7 +72,7 @@ async def open_tab(page: ScriptedPage, downloads: Downloads | None = None) -> As
     """A tab on `page`, its event pump running and set up, as a browse session opens one."""
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            tab = BrowseTab("t1", page, HostGate(POLICY), downloads or saver())
+            tab = BrowseTab("t1", page, HostGate(POLICY), downloads=downloads or saver())
             await nursery.start(tab.run)
             await tab.setup()
             yield tab
@@ -440,7 +440,7 @@ async def test_a_target_gone_closes_the_tab_and_ends_its_pump(autojump_clock):
     page = page_with()
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            tab = BrowseTab("t1", page, HostGate(POLICY), saver())
+            tab = BrowseTab("t1", page, HostGate(POLICY), downloads=saver())
             await nursery.start(tab.run)
             await tab.setup()
             marks = tab.start_action()
