@@ -396,12 +396,12 @@ class Browse:
             data = await actions.pdf(tab)
             await trio.to_thread.run_sync(saving.save, session.name, destination, data)
             return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
-        if a == "viewport":
-            return await self._settled(session, tab, reply, marks, await self._viewport(session, tab, req))
-        if a == "upload":
-            return await self._settled(session, tab, reply, marks, await self._upload(tab, req))
-        step = STEPS.get(a)
-        acted = await step(tab, req) if step is not None else Acted()
+        own_step = {"viewport": self._viewport, "upload": self._upload}.get(a)  # steps that need the session
+        if own_step is not None:
+            acted = await own_step(session, tab, req)
+        else:
+            step = STEPS.get(a)
+            acted = await step(tab, req) if step is not None else Acted()
         return await self._settled(session, tab, reply, marks, acted)
 
     async def _settled(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
@@ -467,7 +467,7 @@ class Browse:
         await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
         return Acted(fields={"viewport": device.describe()}, full=True)
 
-    async def _upload(self, tab: BrowseTab, req: BrowseRequest) -> Acted:
+    async def _upload(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
         """Every path through the upload rule first (uploads.py), so a refused one sets nothing."""
         files = need(req.files, "upload", "files")
         if not files:
