@@ -44,6 +44,21 @@ def state_home():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_home():
+    """Browse sessions save downloads under $XDG_CACHE_HOME (browse/downloads.py): the tests' own directory,
+    never the user's."""
+    d = Path(tempfile.mkdtemp(prefix="wf-cache-"))
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture
 def site():
     s = Site().start()

@@ -142,9 +142,10 @@ async def test_a_whole_task_through_refs_ends_on_the_server(daemon, app):
     renamed = await b.ok("dialog", accept=True, prompt_text="Bob")
     assert "name=Bob" in renamed["snapshot"]
 
-    # a download is refused and reported; the tab stays on its page
+    # a download is saved and reported; the tab stays on its page (tests/test_browse_files.py has the rest)
     download = await b.ok("click", ref=ref(snap, '- link "Download report"'))
-    assert download["downloads"] == [{"url": app.url("/report.csv"), "filename": "report.csv", "refused": True}]
+    [saved] = download["downloads"]
+    assert saved["filename"] == "report.csv" and saved["state"] == "saved" and saved["size"] == 8
     assert download["page"]["url"] == app.url("/app#/orders")
 
     # new tabs: target=_blank and window.open are followed, the newest becomes active

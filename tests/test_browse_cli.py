@@ -62,7 +62,8 @@ def test_viewport_and_pdf_from_the_command_line(tmp_path, monkeypatch):
     add_parser(parser.add_subparsers(dest="command"), lambda p: None)
     monkeypatch.chdir(tmp_path)
     fields = request_fields(parser.parse_args(["browse", "viewport", "390x844", "--mobile", "--session", "s"]))
-    assert fields == {"session": "s", "action": "viewport", "width": 390, "height": 844, "mobile": True}
+    assert fields == {"session": "s", "action": "viewport", "width": 390, "height": 844, "mobile": True,
+                      "cwd": str(tmp_path)}  # the working directory goes with every action (upload reads under it)
     fields = request_fields(parser.parse_args(["browse", "pdf", "-o", "out.pdf", "--session", "s"]))
     assert fields["path"] == str(tmp_path / "out.pdf"), "the daemon gets an absolute path"
     fields = request_fields(parser.parse_args(["browse", "open", "http://localhost:3000/", "--size", "800x600"]))

@@ -9,14 +9,17 @@ the same paths end to end in test_browse.py."""
 from __future__ import annotations
 
 import ipaddress
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
+from webfetch.browse.downloads import Downloads
 from webfetch.browse.tab import BrowseTab, Marks
 from webfetch.cdp import CDPClosed
 from webfetch.dns import IPAddress
@@ -47,12 +50,29 @@ def page_with(**children: Frame) -> ScriptedPage:
     return ScriptedPage(frames)
 
 
+class Context:
+    """The browser context's one call a session's downloads make: cancelling one (past the cap)."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def cancel_download(self, guid: str) -> None:
+        self.cancelled.append(guid)
+
+
+DOWNLOAD_CAP = 1000
+
+
+def saver() -> Downloads:
+    return Downloads(Path(tempfile.mkdtemp(prefix="wf-dl-")), DOWNLOAD_CAP, Context())  # type: ignore[arg-type]
+
+
 @asynccontextmanager
-async def open_tab(page: ScriptedPage) -> AsyncIterator[BrowseTab]:
+async def open_tab(page: ScriptedPage, downloads: Downloads | None = None) -> AsyncIterator[BrowseTab]:
     """A tab on `page`, its event pump running and set up, as a browse session opens one."""
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            tab = BrowseTab("t1", page, HostGate(POLICY))
+            tab = BrowseTab("t1", page, HostGate(POLICY), downloads=downloads or saver())
             await nursery.start(tab.run)
             await tab.setup()
             yield tab
@@ -268,20 +288,47 @@ def respond(page: ScriptedPage, rid: str, url: str, headers: dict[str, str], sta
               responseHeaders=[{"name": k, "value": v} for k, v in headers.items()])
 
 
-async def test_a_download_is_refused_with_no_content_and_recorded(autojump_clock):
+async def test_a_download_goes_to_the_download_manager_and_is_saved_or_stopped(autojump_clock):
     page = page_with()
-    async with open_tab(page) as tab:
+    downloads = saver()
+    async with open_tab(page, downloads) as tab:
         marks = tab.start_action()
         respond(page, "d1", f"{ALLOWED}/export?id=3",
                 {"Content-Type": "text/csv", "Content-Disposition": 'attachment; filename="report.csv"'})
         respond(page, "d2", f"{ALLOWED}/files/archive.zip", {"Content-Type": "application/zip"})
         await handled()
-        assert page.answers("Fetch.fulfillRequest") == [{"requestId": "d1", "responseCode": 204, "body": ""},
-                                                        {"requestId": "d2", "responseCode": 204, "body": ""}]
-        assert list(tab.downloads) == [
-            {"url": f"{ALLOWED}/export?id=3", "filename": "report.csv", "refused": True},
-            {"url": f"{ALLOWED}/files/archive.zip", "filename": "archive.zip", "refused": True}]
-        assert tab.marks().downloads - marks.downloads == 2
+        # an attachment goes on as it is; a type Chrome might show is made an attachment
+        assert page.answers("Fetch.continueRequest") == [{"requestId": "d1"}]
+        forced = [{"name": "Content-Type", "value": "application/zip"},
+                  {"name": "Content-Disposition", "value": "attachment"}]
+        assert page.answers("Fetch.continueResponse") == [{"requestId": "d2", "responseCode": 200,
+                                                           "responseHeaders": forced}]
+        assert tab.download_responses - marks.download_responses == 2
+        # Chrome saves each under its guid and tells the page how it goes
+        (downloads.directory / "g1").write_bytes(b"a,b\n")
+        page.emit("Page.downloadWillBegin", frameId=TARGET, guid="g1", url=f"{ALLOWED}/export?id=3",
+                  suggestedFilename="report.csv")
+        page.emit("Page.downloadWillBegin", frameId=TARGET, guid="g2", url=f"{ALLOWED}/files/archive.zip",
+                  suggestedFilename="archive.zip")
+        page.emit("Page.downloadProgress", guid="g1", totalBytes=4, receivedBytes=4, state="completed")
+        (downloads.directory / "g2").write_bytes(b"x" * 600)
+        page.emit("Page.downloadProgress", guid="g2", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 1, state="inProgress")
+        await handled()
+        assert downloads._context.cancelled == ["g2"]  # type: ignore[attr-defined]
+        page.emit("Page.downloadProgress", guid="g2", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 1, state="canceled")
+        # one that finished before its first progress report said it was too large: removed all the same
+        page.emit("Page.downloadWillBegin", frameId=TARGET, guid="g3", url=f"{ALLOWED}/fast.bin",
+                  suggestedFilename="fast.bin")
+        (downloads.directory / "g3").write_bytes(b"y" * (DOWNLOAD_CAP + 5))
+        page.emit("Page.downloadProgress", guid="g3", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 5, state="completed")
+        await handled()
+        saved, stopped, fast = tab.take_downloads()
+        assert (fast.state, fast.size, fast.path) == ("too_large", DOWNLOAD_CAP + 5, None)
+        assert (saved.state, saved.filename, saved.size, saved.mime) == ("saved", "report.csv", 4, "text/csv")
+        assert saved.path == str(downloads.directory / "report.csv")
+        assert (stopped.state, stopped.size, stopped.mime) == ("too_large", DOWNLOAD_CAP + 1, "application/zip")
+        assert sorted(p.name for p in downloads.directory.iterdir()) == ["report.csv"], "no partial file is left"
+        assert tab.take_downloads() == [], "each is told once"
         assert tab.status is None and tab.url == f"{ALLOWED}/", "the tab stays on its page"
 
 
@@ -393,7 +440,7 @@ async def test_a_target_gone_closes_the_tab_and_ends_its_pump(autojump_clock):
     page = page_with()
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            tab = BrowseTab("t1", page, HostGate(POLICY))
+            tab = BrowseTab("t1", page, HostGate(POLICY), downloads=saver())
             await nursery.start(tab.run)
             await tab.setup()
             marks = tab.start_action()

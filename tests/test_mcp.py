@@ -49,10 +49,11 @@ class McpSetup:
     def argv(self, *extra: str) -> list[str]:
         return ["-m", "webfetch", "mcp", "--config", str(self.config), *extra]
 
-    def client(self, mode: str = "legacy") -> Client:
+    def client(self, mode: str = "legacy", cwd: Path | None = None) -> Client:
         # "legacy": the initialize handshake, as Claude Code, Codex and the other clients speak today;
         # "auto": the SDK's default, which speaks 2026-07-28 (server/discover) to a server that knows it
-        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env), mode=mode)
+        return Client(StdioServerParameters(command=sys.executable, args=self.argv(), env=self.env, cwd=cwd),
+                      mode=mode)
 
     def daemon_pid(self) -> int:
         pids = _pids_serving(self.socket)
@@ -469,6 +470,32 @@ async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_
     assert app.url("/login") not in await setup.loaded_tabs()
 
 
+async def test_the_browser_tool_uploads_from_the_directory_the_client_started_it_in(mcp_setup, short_tmp):
+    from .support.files_app import FilesApp
+    app = FilesApp()
+    project = short_tmp / "project"
+    project.mkdir()
+    (project / "cv.pdf").write_bytes(b"%PDF-1.4 not really\n")
+    (project / ".env").write_text("KEY=1\n")
+    setup = mcp_setup()
+    try:
+        with trio.fail_after(120):
+            async with setup.client(cwd=project) as client:
+                async def act(**args: Any) -> Any:
+                    return await client.call_tool("agent_browser", args)
+
+                snap = _text(await act(action="open", url=app.url("/upload")))
+                doc = ref(snap, '- button "Document"')
+                uploaded = await act(action="upload", ref=doc, files=["cv.pdf"])
+                assert "the file input holds: cv.pdf" in _text(uploaded), _text(uploaded)
+                dotfile = await act(action="upload", ref=doc, files=[".env"])
+                assert dotfile.is_error is True and dotfile.structured_content["code"] == "upload_refused"
+                await act(action="click", ref=ref(snap, '- button "Send"'))
+                assert app.uploads[0]["doc"] == [("cv.pdf", b"%PDF-1.4 not really\n")]
+    finally:
+        app.stop()
+
+
 def test_a_browse_result_reads_as_in_pi():
     from webfetch.frontends.tool_text import browse_text
 
@@ -476,11 +503,12 @@ def test_a_browse_result_reads_as_in_pi():
          "change": "dom", "refs_reset": False, "snapshot": "[t2] — http://h/a\n- button \"Go\" [ref=e3]",
          "snapshot_kind": "diff", "status": 404, "value": "x", "dialog": {"type": "alert", "message": "hi \"you\""},
          "new_tabs": [{"tab": "t3", "url": "http://h/b"}], "downloads": [{"url": "http://h/r.csv",
-         "filename": "r.csv", "refused": True}], "notes": ["n1"], "next_offset": 40}
+         "filename": "r.csv", "state": "saved", "path": "/d/r.csv", "size": 3, "mime": "text/csv"}], "notes": ["n1"],
+         "next_offset": 40}
     assert browse_text(r) == "\n".join([
         "[t2] (no title) — http://h/a · change: dom", "HTTP 404", "value now: x",
         'dialog (alert): "hi \\"you\\"" — accepted', "new tab t3: http://h/b (now active)",
-        "download refused: http://h/r.csv (r.csv); web_fetch it instead", "note: n1",
+        "downloaded r.csv (3 bytes, text/csv) to /d/r.csv", "note: n1",
         "changed lines:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])
     held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "snapshot_kind": "none", "snapshot": "",
             "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}

@@ -112,8 +112,9 @@ class PageTarget:
 
 class BrowserContext:
     """A browser context (cookies, storage and cache of its own) made by the Chrome actor: downloads denied
-    and pages connecting through the address-policy proxy from the start. A handle: its owner makes,
-    adopts and closes page targets in it, and disposes of it with `aclose()`."""
+    (or saved in a directory of the caller's) and pages connecting through the address-policy proxy from
+    the start. A handle: its owner makes, adopts and closes page targets in it, and disposes of it with
+    `aclose()`."""
 
     def __init__(self, browser: Browser, context_id: str) -> None:
         self.browser = browser
@@ -155,6 +156,10 @@ class BrowserContext:
         except CDPClosed as e:
             if not started:
                 raise BrowserCrashed(str(e)) from None
+
+    async def cancel_download(self, guid: str) -> None:
+        """Stop one of this context's downloads (Chrome removes its partial file)."""
+        await self.browser.conn.call("Browser.cancelDownload", {"guid": guid, "browserContextId": self.id})
 
     async def set_cookies(self, cookies: list[dict[str, Any]]) -> None:
         """Put cookies (CDP's CookieParam) in this context's jar; the browser then sends them by its own rules."""
@@ -352,12 +357,14 @@ class Chrome:
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass  # that browser is gone, and its tabs with it
 
-    async def open_context(self) -> BrowserContext:
+    async def open_context(self, downloads: str | None = None) -> BrowserContext:
         """A new browser context for a browse session (browse/), made as the fetch tabs' contexts are
-        (address-policy proxy, downloads denied). The caller makes its tabs and disposes of it."""
+        (address-policy proxy, downloads denied), except that with `downloads` (a directory) Chrome saves
+        the context's downloads there, each under its guid, and reports them to the page that started
+        each (Page.downloadWillBegin and Page.downloadProgress). The caller makes its tabs and disposes of it."""
         browser = await self.wait_browser()
         try:
-            return await self._new_context(browser, browse=True)
+            return await self._new_context(browser, browse=True, downloads=downloads)
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
 
@@ -517,7 +524,8 @@ class Chrome:
             self._pool_wanted = trio.Event()
             await self._pool_wanted.wait()
 
-    async def _new_context(self, browser: Browser, browse: bool = False) -> BrowserContext:
+    async def _new_context(self, browser: Browser, browse: bool = False,
+                           downloads: str | None = None) -> BrowserContext:
         params: dict[str, Any] = {"disposeOnDetach": True}
         if self.proxy is not None:
             # everything, loopback included (Chrome would otherwise connect to loopback directly); a browse
@@ -526,9 +534,14 @@ class Chrome:
                        "proxyBypassList": "<-loopback>"}
         context = BrowserContext(browser, await create_context(browser.conn, params))
         try:
-            with suppress(CDPError):
-                await browser.conn.call("Browser.setDownloadBehavior",
-                                        {"behavior": "deny", "browserContextId": context.id})
+            if downloads is None:
+                with suppress(CDPError):
+                    await browser.conn.call("Browser.setDownloadBehavior",
+                                            {"behavior": "deny", "browserContextId": context.id})
+            else:  # named by guid: a name the server chose never reaches the file system (browse/downloads.py)
+                await browser.conn.call("Browser.setDownloadBehavior", {
+                    "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": True,
+                    "browserContextId": context.id})
         except BaseException:  # cancelled before the caller holds the context: nothing else would dispose of it
             await context.aclose()
             raise

@@ -110,6 +110,11 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     snapshot_chars: Annotated[int, Meta(ge=500)] = 12_000  # inline snapshot cap; `offset` pages on
     nav_timeout_s: Positive = 30.0     # a navigation's load, at most
     settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
+    # `upload` reads files only under the client's working directory and these (browse/uploads.py)
+    upload_roots: list[str] = []
+    upload_dotfiles: bool = False      # may an upload read a dotfile, or a file in a dot-directory?
+    # where each session's downloads are saved ("": $XDG_CACHE_HOME/webfetch/downloads; browse/downloads.py)
+    downloads_dir: str = ""
     # the user's dev servers: loopback `host:port` (or `host:*`) that browse sessions, and only they, may
     # reach; the host as the URL types it (urls.parse_local)
     allow_local: list[str] = []

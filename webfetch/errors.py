@@ -159,6 +159,20 @@ class BrowseDisabled(WebfetchError):
     code = "browse_disabled"
 
 
+class UploadRefused(WebfetchError):
+    """An upload path outside the allowed roots, a dotfile, or not a regular file (browse/uploads.py)."""
+
+    code = "upload_refused"
+
+
+class FileNotFound(WebfetchError):
+    code = "file_not_found"
+
+
+class NotFileInput(WebfetchError):
+    code = "not_file_input"
+
+
 class BrowserCrashed(Exception):
     """The browser (or its websocket) went away under a request; the pipeline retries once."""
 

@@ -68,7 +68,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
                        "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
-                       "viewport", "pdf", "save", "close"]
+                       "viewport", "pdf", "upload", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -109,6 +109,10 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
+    # the client's working directory (absolute): an upload's relative paths start there, and it is an
+    # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it
+    cwd: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
     # network: which requests (the URL substring is `find`); request: which one
     status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
     resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
@@ -443,6 +447,18 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class Download(Struct, kw_only=True, omit_defaults=True):
+    """A file a browsed page downloaded (PROTOCOL.md, browse: downloads)."""
+
+    url: str
+    filename: str                     # the name it is saved under (sanitised), or would have been
+    state: Literal["saved", "too_large", "failed", "in_progress"]
+    path: str | None = None           # where it is, once saved
+    size: int | None = None           # bytes: saved, or received when it stopped
+    mime: str | None = None           # the server's Content-Type, else guessed from the name
+    message: str | None = None        # why it was not saved
+
+
 class Viewport(Struct, kw_only=True):
     """A browse session's device: the viewport in CSS pixels, device pixels per CSS pixel, a phone or not."""
 
@@ -512,7 +528,8 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     value: str | None = None
     new_tabs: list[dict[str, str]] | None = None
     dialog: dict[str, str] | None = None
-    downloads: list[dict[str, Any]] | None = None
+    downloads: list[Download] | None = None
+    files: list[str] | None = None              # upload: the file names the input holds now
     waited_for: str | None = None
     tabs: list[TabInfo] | None = None
     content: str | None = None

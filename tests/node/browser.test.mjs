@@ -11,8 +11,12 @@ const LOGIN = `<!doctype html><html><head><title>Sign in</title></head><body><h1
 <form method="post" action="/login"><label for="u">Username</label> <input id="u" name="user">
 <input type="password" name="password" placeholder="Password"><button>Sign in</button></form></body></html>`;
 
+const UPLOAD = `<!doctype html><html><head><title>Upload</title></head><body><form method="post" action="/upload"
+enctype="multipart/form-data"><label for="f">Resume</label> <input id="f" type="file" name="resume"><button>Send</button></form></body></html>`;
+
 let app;
 let posted = [];
+let uploads = [];
 let llm;
 let agentDir;
 let daemon;
@@ -21,6 +25,15 @@ before(async () => {
 	app = http.createServer(async (req, res) => {
 		let raw = "";
 		for await (const chunk of req) raw += chunk;
+		if (req.method === "POST" && req.url === "/upload") {
+			uploads.push(raw);
+			res.writeHead(200, { "Content-Type": "text/html" });
+			return res.end("<html><head><title>Sent</title></head><body><h1>Sent</h1></body></html>");
+		}
+		if (req.url === "/upload") {
+			res.writeHead(200, { "Content-Type": "text/html" });
+			return res.end(UPLOAD);
+		}
 		if (req.method === "POST") {
 			posted.push(Object.fromEntries(new URLSearchParams(raw)));
 			res.writeHead(303, { Location: "/home" });
@@ -145,5 +158,37 @@ test("Escape (the abort signal) ends a browser action at once; the session answe
 		if (saved === undefined) delete process.env.WEBFETCH_SOCKET;
 		else process.env.WEBFETCH_SOCKET = saved;
 		fs.rmSync(agentDir2, { recursive: true, force: true });
+	}
+});
+
+test("upload reads from pi's working directory, which the extension sends; a dotfile there is refused", async () => {
+	const agentDir2 = tempDir("wf-agent");
+	const project = tempDir("wf-project");
+	fs.writeFileSync(`${project}/resume.txt`, "Ann, engineer\n");
+	fs.writeFileSync(`${project}/.npmrc`, "//registry/:_authToken=secret\n");
+	const saved = process.env.WEBFETCH_SOCKET;
+	process.env.WEBFETCH_SOCKET = daemon.socket;
+	try {
+		const loaded = await discoverAndLoadExtensions([EXTENSION], process.cwd(), agentDir2);
+		const ext = loaded.extensions[0];
+		for (const h of ext.handlers.get("session_start")) await h({}, { hasUI: false });
+		const tool = ext.tools.get("agent_browser").definition;
+		const ctx = { cwd: project, sessionManager: { getSessionId: () => "upload-test" } };
+		const opened = await tool.execute("u1", { action: "open", url: url("/upload") }, undefined, undefined, ctx);
+		const input = /- button "Resume" \[ref=(e\d+)\]/.exec(opened.content[0].text)[1];
+		const send = /- button "Send" \[ref=(e\d+)\]/.exec(opened.content[0].text)[1];
+		const put = await tool.execute("u2", { action: "upload", ref: input, files: ["resume.txt"] }, undefined, undefined, ctx);
+		assert.match(put.content[0].text, /the file input holds: resume\.txt/);
+		const dot = tool.execute("u3", { action: "upload", ref: input, files: [".npmrc"] }, undefined, undefined, ctx);
+		await assert.rejects(dot, /^Error: upload_refused: \.npmrc is a dotfile/);
+		await tool.execute("u4", { action: "click", ref: send }, undefined, undefined, ctx);
+		assert.equal(uploads.length, 1);
+		assert.match(uploads[0], /filename="resume\.txt"\r\nContent-Type: text\/plain\r\n\r\nAnn, engineer\n\r\n/);
+		for (const h of ext.handlers.get("session_shutdown")) await h({ type: "session_shutdown", reason: "quit" }, ctx);
+	} finally {
+		if (saved === undefined) delete process.env.WEBFETCH_SOCKET;
+		else process.env.WEBFETCH_SOCKET = saved;
+		fs.rmSync(agentDir2, { recursive: true, force: true });
+		fs.rmSync(project, { recursive: true, force: true });
 	}
 });

@@ -62,7 +62,8 @@ class LineClient:
         await self.stream.aclose()
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
-    """`python -m webfetch ARGS` as a real process; its environment is ours plus `env`."""
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90,
+            cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m webfetch ARGS` as a real process (in `cwd`, else ours); its environment is ours plus `env`."""
     return subprocess.run([sys.executable, "-m", "webfetch", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)

@@ -21,6 +21,7 @@ from ..errors import (
     Disabled,
     NetworkError,
     NotEditable,
+    NotFileInput,
     NotNativeSelect,
     NotVisible,
     Timeout,
@@ -39,6 +40,9 @@ POINT = page_scripts.load("point")
 HIT_OK = page_scripts.load("hit_ok")
 DESCRIBE = page_scripts.load("describe")
 FOCUS = page_scripts.load("focus")
+# A ref's file input (itself, or the input its label names) and that input's state (webfetch/js/).
+FILE_INPUT = page_scripts.load("file_input")
+FILE_STATE = page_scripts.load("file_state")
 # What the page shows, as HTML for the extractor (webfetch/js/shown.js): of the document, or of a ref's element.
 SHOWN_HTML = page_scripts.load("shown")
 
@@ -244,6 +248,28 @@ async def check(tab: BrowseTab, ref: str, checked: bool) -> str:
     return str(await tab.on_ref(ref, READ_VALUE))
 
 
+async def upload(tab: BrowseTab, ref: str, paths: list[str]) -> list[str]:
+    """Set the files (real paths the upload rule let through) on the ref's file input, as choosing them in
+    the file chooser would (the page sees input and change events); the names the input holds then."""
+    _, obj = await tab.element(ref)
+    found = await tab.unless_dialog(lambda: tab.call("Runtime.callFunctionOn", {
+        "objectId": obj, "functionDeclaration": FILE_INPUT.source, "returnByValue": False}))
+    if found is None:
+        raise tab.dialog_open()
+    input_obj = (await tab.check(found))["result"].get("objectId")
+    if input_obj is None:
+        what = await tab.on_element(obj, DESCRIBE)
+        raise NotFileInput(f"{ref} ({what}) is not a file input; upload needs the ref of an <input type=file> "
+                           f"(a snapshot shows it as a button, often named \"Choose File\") or of its label")
+    state = await tab.on_element(input_obj, FILE_STATE)
+    if state["disabled"]:
+        raise Disabled(f"{ref} ({state['what']}) is disabled")
+    if len(paths) > 1 and not state["multiple"]:
+        raise BadRequest(f"{ref} ({state['what']}) takes one file, not {len(paths)}")
+    await tab.unless_dialog(lambda: tab.call("DOM.setFileInputFiles", {"files": paths, "objectId": input_obj}))
+    return list((await tab.on_element(input_obj, FILE_STATE))["names"])
+
+
 async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str | None, ms: int | None,
                timeout_s: float) -> str:
     if ms is not None:
@@ -296,12 +322,12 @@ async def pdf(tab: BrowseTab) -> bytes:
 async def navigate(tab: BrowseTab, url: str) -> None:
     """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
     tab.start_navigation()
-    downloads = len(tab.downloads)
+    downloads = tab.download_responses
     before = tab.doc_gen
     reply = await tab.call("Page.navigate", {"url": url})
     error = reply.get("errorText")
     if error:
-        if len(tab.downloads) > downloads:
+        if tab.download_responses > downloads:  # the address was a download: saved, the tab stays
             return
         if tab.blocked:
             raise BlockedUrl(tab.blocked)

@@ -125,13 +125,14 @@ def _dedent(lines: list[str]) -> list[str]:
 
 
 def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
-    """The dialog (the latest) and downloads the page raised since the action began."""
+    """The dialog (the latest) the page raised since the action began, and the downloads no result told yet."""
     events: dict[str, Any] = {}
     dialogs = tab.dialogs[marks.dialogs:]
     if dialogs:
         events["dialog"] = dialogs[-1]
-    if len(tab.downloads) > marks.downloads:
-        events["downloads"] = list(tab.downloads[marks.downloads:])
+    downloads = tab.take_downloads()
+    if downloads:
+        events["downloads"] = downloads
     return events
 
 

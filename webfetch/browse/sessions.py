@@ -44,8 +44,10 @@ from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInf
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import actions, har, network, saving
 from .device import DESKTOP, Device, emulate, requested, wants_device
+from .downloads import Downloads, session_directory
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
+from .uploads import upload_path
 from .verbs import STEPS, Acted, checked_url, need
 
 log = logging.getLogger("webfetch.browse")
@@ -63,10 +65,11 @@ class Session:
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
     def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
-                 profile: str | None = None, network_log: bool = True) -> None:
+                 downloads: Downloads, profile: str | None = None, network_log: bool = True) -> None:
         self.name = name
         self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
         self.context = context
+        self.downloads = downloads           # where its pages' downloads are saved, and how each went
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
         self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
@@ -125,6 +128,19 @@ class Session:
         if self.active == tab.name:
             self.active = list(self.tabs)[-1]
 
+    async def downloads_settled(self, tab: BrowseTab, marks: Marks, timeout_s: float) -> None:
+        """The downloads the action started: those its document responses started have begun, and each
+        has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still going is told as
+        such, and again once it ends (an older one still going is not waited for again)."""
+        if tab.download_responses == marks.download_responses and len(tab.downloads) == marks.downloads:
+            return
+        deadline = trio.current_time() + timeout_s
+        with trio.move_on_at(deadline):
+            await tab.wait_for(lambda: len(tab.downloads) - marks.downloads
+                               >= tab.download_responses - marks.download_responses)
+        await self.downloads.wait_final(list(tab.downloads[marks.downloads:]),
+                                        max(0.0, deadline - trio.current_time()))
+
     async def adoptions_settled(self) -> None:
         """Tabs the action opened are being adopted: wait for them (briefly) so the result can show them."""
         if self._adopting:
@@ -156,12 +172,13 @@ class Session:
             tab.mark_closed()
         self._scope.cancel()
         await self.context.aclose()
+        self.downloads.aclose()
         # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
@@ -279,8 +296,14 @@ class Browse:
                                                                                               "url"))[1])
             if created:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
-        context = await self.chrome.open_context()
+        directory = session_directory(self.config, req.session)
+        try:
+            context = await self.chrome.open_context(downloads=str(directory))
+        except BaseException:
+            directory.rmdir()
+            raise
         session = Session(req.session, context, HostGate(self.policy), self.profiles,
+                          Downloads(directory, self.fetch_config.max_bytes, context),
                           None if profile is None else profile.name, self.config.network_log)
         try:
             if profile is not None:
@@ -289,6 +312,7 @@ class Browse:
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
+            session.downloads.aclose()
             raise
         self.sessions[req.session] = session
         return session
@@ -372,10 +396,12 @@ class Browse:
             data = await actions.pdf(tab)
             await trio.to_thread.run_sync(saving.save, session.name, destination, data)
             return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
-        if a == "viewport":
-            return await self._settled(session, tab, reply, marks, await self._viewport(session, tab, req))
-        step = STEPS.get(a)
-        acted = await step(tab, req) if step is not None else Acted()
+        own_step = {"viewport": self._viewport, "upload": self._upload}.get(a)  # steps that need the session
+        if own_step is not None:
+            acted = await own_step(session, tab, req)
+        else:
+            step = STEPS.get(a)
+            acted = await step(tab, req) if step is not None else Acted()
         return await self._settled(session, tab, reply, marks, acted)
 
     async def _settled(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
@@ -396,6 +422,7 @@ class Browse:
                       **options: Any) -> BrowseResult:
         """The result of an action on `tab`, once the tabs it opened joined the session."""
         await session.adoptions_settled()
+        await session.downloads_settled(tab, marks, self.config.nav_timeout_s)
         return await after_action(reply, tab, marks, session.opened, self.config.snapshot_chars, **options)
 
     # --- the verbs that answer on their own (the others are verbs.STEPS) ---------------------------
@@ -439,6 +466,15 @@ class Browse:
         await tab.call("Page.reload")
         await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
         return Acted(fields={"viewport": device.describe()}, full=True)
+
+    async def _upload(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
+        """Every path through the upload rule first (uploads.py), so a refused one sets nothing."""
+        files = need(req.files, "upload", "files")
+        if not files:
+            raise BadRequest("upload needs at least one path in `files`")
+        paths = [upload_path(f, req.cwd, self.config) for f in files]
+        names = await actions.upload(tab, need(req.ref, "upload", "ref"), paths)
+        return Acted(fields={"files": names})
 
     async def _save(self, session: Session, reply: Reply) -> BrowseResult:
         if session.profile is None:

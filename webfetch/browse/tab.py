@@ -18,11 +18,12 @@ from ..cdp import CDPClosed, CDPError, Subscription
 from ..chrome import CRASH_EVENTS, PageTarget
 from ..errors import DialogOpen, StaleRef, UnknownRef, WebfetchError
 from ..page_scripts import Script, invoke, load
-from ..protocol import ConsoleEntry
+from ..protocol import ConsoleEntry, Download
 from ..proxy import Failure
 from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console
+from .downloads import DownloadRecord, Downloads
 from .network import NetworkLog
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
@@ -30,7 +31,8 @@ log = logging.getLogger("webfetch.browse")
 
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
-# a download (an attachment, a type that is not a page) is refused and reported.
+# a download (an attachment, a type that is not a page) is handed to Chrome's download manager, which saves
+# it in the session's directory (downloads.py).
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
 # Console entries after which the page's console objects are let go (release_console)
 CONSOLE_RELEASE_EVERY = 100
@@ -60,17 +62,20 @@ class Marks:
     request_seq: int
     dialogs: int
     downloads: int
+    download_responses: int
 
 
 class BrowseTab:
     """One page of a session. Its state is its own: the event pump (`run`) keeps it true to the page, the
     other modules read it through the properties below and change it only through its methods."""
 
-    def __init__(self, name: str, page: PageTarget, gate: HostGate, network: NetworkLog | None = None) -> None:
+    def __init__(self, name: str, page: PageTarget, gate: HostGate, network: NetworkLog | None = None,
+                 downloads: Downloads | None = None) -> None:
         self._name = name               # t1, t2, …
         self._page = page
         self._gate = gate               # the session's: the address policy for every request of the page
         self._network = network or NetworkLog(enabled=False)  # the session's: every request of its tabs
+        self._saver = downloads         # the session's: where the page's downloads go, and the size cap
         self._url = "about:blank"
         self._frames: dict[str, FrameInfo] = {}
         self._refs: dict[str, RefInfo] = {}
@@ -83,7 +88,9 @@ class BrowseTab:
         self._inflight: dict[str, int] = {}     # Network requestId -> its sequence number
         self._dialog: dict[str, str] | None = None           # an open confirm or prompt
         self._dialogs: list[dict[str, str]] = []             # every dialog seen, in order
-        self._downloads: list[dict[str, Any]] = []
+        self._downloads: list[DownloadRecord] = []
+        self._download_types: dict[str, str] = {}   # a download's URL -> its Content-Type, seen at the response
+        self._download_responses = 0                # document responses handed to the download manager
         self._status: int | None = None     # the main document's HTTP status
         self._blocked: str | None = None    # why the address policy refused the last main-frame navigation
         self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
@@ -121,9 +128,15 @@ class BrowseTab:
         return self._dialogs
 
     @property
-    def downloads(self) -> Sequence[dict[str, Any]]:
-        """Every download the page started (each refused), in order."""
+    def downloads(self) -> Sequence[DownloadRecord]:
+        """Every download the page started, in order."""
         return self._downloads
+
+    @property
+    def download_responses(self) -> int:
+        """Document responses turned into downloads so far (each becomes one of `downloads` when Chrome
+        reports it began)."""
+        return self._download_responses
 
     @property
     def status(self) -> int | None:
@@ -198,6 +211,22 @@ class BrowseTab:
     def take_console_errors(self) -> int:
         """The errors the page logged since the last call: counted once, by the result that reports them."""
         return self._console.take_error_count()
+
+    def unreported_downloads(self) -> list[DownloadRecord]:
+        """The downloads no result has told in their final state yet (one may begin after the result of the
+        action that started it went out: a link with `download`, a file a script made)."""
+        return [d for d in self._downloads if not d.reported]
+
+    def take_downloads(self) -> list[Download]:
+        """The downloads for a result: those not told yet, each counted as told once it has ended."""
+        told = self.unreported_downloads()
+        for d in told:
+            d.reported = d.final
+        return [d.public() for d in told]
+
+    def download_type(self, url: str) -> str | None:
+        """The Content-Type of the download response for `url`, if the tab saw one."""
+        return self._download_types.get(url)
 
     def mark_closed(self) -> None:
         """The tab is gone (closed by the agent, or its session ended): waits on it end."""
@@ -382,6 +411,14 @@ class BrowseTab:
     def _on_log_entry(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_log_entry(p))
 
+    def _on_download_begin(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        if self._saver is not None:  # else the context denies downloads and none begins
+            self._downloads.append(self._saver.began(p, self.download_type(p.get("url", ""))))
+
+    def _on_download_progress(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        if self._saver is not None:
+            self._saver.progress(p, nursery)
+
     def _on_crashed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._crashed = True
 
@@ -408,12 +445,9 @@ class BrowseTab:
             status = p.get("responseStatusCode")
             headers = {h["name"].lower(): h["value"] for h in p.get("responseHeaders") or []}
             disposition = headers.get("content-disposition", "")
-            if status is not None and status < 300 and (
-                    disposition.lower().startswith("attachment") or classify(headers.get("content-type")) == "other"):
-                self._downloads.append({"url": url, "filename": _filename(disposition, url), "refused": True})
-                # "204 No Content" leaves the tab on the page it shows (a failed request would put an error
-                # page in its place); the file is never written
-                await self.call("Fetch.fulfillRequest", {"requestId": rid, "responseCode": 204, "body": ""})
+            attachment = disposition.lower().startswith("attachment")
+            if status is not None and status < 300 and (attachment or classify(headers.get("content-type")) == "other"):
+                await self._download(p, url, headers.get("content-type", ""), attachment)
                 return
             if main:
                 self._status = status
@@ -428,6 +462,20 @@ class BrowseTab:
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
         await self.call("Fetch.continueRequest", {"requestId": rid})
+
+    async def _download(self, p: dict[str, Any], url: str, ctype: str, attachment: bool) -> None:
+        """A document response that is a download: Chrome's download manager saves it and the tab stays on
+        its page. A type Chrome would show (an image, a PDF) is made an attachment, so it is saved too."""
+        self._download_types[url] = ctype
+        self._download_responses += 1
+        self._pulse()
+        if attachment:
+            await self.call("Fetch.continueRequest", {"requestId": p["requestId"]})
+            return
+        headers = [h for h in p.get("responseHeaders") or [] if h["name"].lower() != "content-disposition"]
+        await self.call("Fetch.continueResponse", {
+            "requestId": p["requestId"], "responseCode": p["responseStatusCode"],
+            "responseHeaders": headers + [{"name": "Content-Disposition", "value": "attachment"}]})
 
     # --- script in the page, without ever hanging on a dialog ------------------------------------
 
@@ -466,7 +514,7 @@ class BrowseTab:
                 continue
             if reply is None:
                 raise self.dialog_open()
-            return await self._check(reply)
+            return await self.check(reply)
         raise AssertionError("unreachable")
 
     async def world(self, frame: str) -> int:
@@ -479,7 +527,7 @@ class BrowseTab:
             return known[1]
         ctx = (await self.call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD_NAME,
                                                            "grantUniveralAccess": False}))["executionContextId"]
-        await self._check(await self.call("Runtime.evaluate", {"expression": PAGE_JS, "contextId": ctx}))
+        await self.check(await self.call("Runtime.evaluate", {"expression": PAGE_JS, "contextId": ctx}))
         self._worlds[frame] = (info.loader, int(ctx))
         return int(ctx)
 
@@ -500,10 +548,11 @@ class BrowseTab:
             "arguments": arguments, "returnByValue": True, "awaitPromise": True}))
         if reply is None:
             raise self.dialog_open()
-        return (await self._check(reply))["result"].get("value")
+        return (await self.check(reply))["result"].get("value")
 
     @staticmethod
-    async def _check(reply: dict[str, Any]) -> dict[str, Any]:
+    async def check(reply: dict[str, Any]) -> dict[str, Any]:
+        """A Runtime call's reply, or the page's exception as an error."""
         if "exceptionDetails" in reply:
             d = reply["exceptionDetails"]
             what = d.get("exception", {}).get("description") or d.get("text")
@@ -621,7 +670,8 @@ class BrowseTab:
     # --- waiting for what an action started --------------------------------------------------------
 
     def marks(self) -> Marks:
-        return Marks(self._doc_gen, self._same_doc, self._request_seq, len(self._dialogs), len(self._downloads))
+        return Marks(self._doc_gen, self._same_doc, self._request_seq, len(self._dialogs), len(self._downloads),
+                     self._download_responses)
 
     async def settle(self, since: Marks, nav_timeout_s: float, settle_s: float) -> list[str]:
         """Wait as a person would: a navigation the action started loads (at most `nav_timeout_s`), then the
@@ -694,17 +744,12 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Runtime.consoleAPICalled": BrowseTab._on_console_api,
     "Runtime.exceptionThrown": BrowseTab._on_exception,
     "Log.entryAdded": BrowseTab._on_log_entry,
+    # Chrome reports a download to the page that started it (the Browser domain's twins never came)
+    "Page.downloadWillBegin": BrowseTab._on_download_begin,
+    "Page.downloadProgress": BrowseTab._on_download_progress,
     **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }
-
-
-def _filename(disposition: str, url: str) -> str:
-    for part in disposition.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key.lower() in ("filename", "filename*") and value:
-            return value.strip().strip('"').split("''")[-1]
-    return url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "download"
 
 
 def now_ms(start: float) -> int:

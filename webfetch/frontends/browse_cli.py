@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .contract import BROWSER_ACTIONS
-from .tool_text import console_lines
+from .tool_text import console_lines, download_line, files_line
 
 USAGE = """actions:
   open URL [--new-tab] [--profile NAME]                       save (the session's logins to its profile)
@@ -25,6 +25,7 @@ USAGE = """actions:
   network [--find URLPART] [--status 2xx|3xx|4xx|5xx|failed] [--type fetch] [--offset N]
   request rN                    har FILE (the session's traffic, HAR 1.2)
   viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf]
+  upload eN FILE...  (files under the working directory or browse.upload_roots)
   close
 open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
 
@@ -164,6 +165,13 @@ def _tabs_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     return {"do": w.optional("list"), "tab": w.optional(args.tab)}
 
 
+def _upload_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    ref = w.take("a ref (eN) of a file input")
+    if not w.rest:
+        raise ValueError("browse upload needs one or more files")
+    return {"ref": ref, "files": w.all()}
+
+
 def _read_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     # screenshot shares it: a ref to read or shoot, the page when none
     return {"ref": w.optional(args.ref), "offset": args.offset if w.action == "read" else None,
@@ -191,13 +199,15 @@ _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
     "viewport": _viewport_fields, "pdf": _pdf_fields,
     "network": _network_fields, "request": _request_fields, "har": _har_fields,
+    "upload": _upload_fields,
 }
 
 
 def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The browse request for the command line; ValueError with a usage hint when arguments are missing."""
     w = _Words(args.action, args.args)
-    f: dict[str, Any] = {"session": args.session, "action": args.action, "tab": args.tab}
+    # the working directory: an upload's relative paths start there, and it is the directory uploads may read
+    f: dict[str, Any] = {"session": args.session, "action": args.action, "tab": args.tab, "cwd": os.getcwd()}
     build = _FIELDS.get(args.action)
     if build is not None:
         f |= build(w, args)
@@ -246,9 +256,11 @@ def _save_image(r: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def _print_events(r: dict[str, Any]) -> None:
-    """What happened besides the page: downloads refused, a dialog, tabs opened, the tab list."""
+    """What happened besides the page: downloads, files uploaded, a dialog, tabs opened, the tab list."""
     for d in r.get("downloads") or []:
-        print(f"download refused: {d['url']} ({d['filename']}); fetch the URL instead", file=sys.stderr)
+        print(download_line(d), file=sys.stderr if d.get("state") != "saved" else sys.stdout)
+    for line in files_line(r):
+        print(line)
     if r.get("dialog"):
         d = r["dialog"]
         open_now = d["type"] in ("confirm", "prompt") and r.get("snapshot_kind") == "none"

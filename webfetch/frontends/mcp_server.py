@@ -249,6 +249,9 @@ class BrowseSession:
         # id) are never the model's
         body = {key: value for key, value in args.items() if value is not None and key in BROWSER_FIELDS}
         body |= {"op": "browse", "session": self.name, "action": args.get("action")}
+        # the directory the MCP client started us in (its project): an upload's relative paths start there,
+        # and uploads may read only under it (and the user's browse.upload_roots)
+        body["cwd"] = os.getcwd()
         closing = body["action"] == "close"
         if not closing:
             self.opened = True  # before the request: even an action that fails or is cancelled makes the session

@@ -247,7 +247,7 @@ def _device_and_file(r: dict[str, Any]) -> list[str]:
 
 
 def _browse_events(r: dict[str, Any]) -> list[str]:
-    """What happened besides the page: a dialog, tabs opened, downloads refused, the tab list, notes."""
+    """What happened besides the page: a dialog, tabs opened, downloads, files uploaded, the tab list, notes."""
     lines: list[str] = []
     d = r.get("dialog")
     if d:
@@ -255,11 +255,28 @@ def _browse_events(r: dict[str, Any]) -> list[str]:
         lines.append(f"dialog ({d.get('type')}): {json.dumps(d.get('message'), ensure_ascii=False)}"
                      + (" — open: answer it with action dialog" if blocking else " — accepted"))
     lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
-    lines += [f"download refused: {x['url']} ({x['filename']}); web_fetch it instead" for x in r.get("downloads") or []]
+    lines += [download_line(x) for x in r.get("downloads") or []]
+    lines += files_line(r)
     lines += [f"{'*' if t['active'] else ' '} {t['tab']} {t['title']} — {t['url']}" for t in r.get("tabs") or []]
     lines += _console_errors(r.get("console_errors") or 0)
     lines += [f"note: {n}" for n in r.get("notes") or []]
     return lines
+
+
+def files_line(r: dict[str, Any]) -> list[str]:
+    """An upload's result: the files the input holds now."""
+    return [] if r.get("files") is None else [f"the file input holds: {', '.join(r['files']) or 'no file'}"]
+
+
+def download_line(d: dict[str, Any]) -> str:
+    """One download of a browse result, as an agent or a person reads it (index.ts has the twin)."""
+    state = d.get("state")
+    if state == "saved":
+        return f"downloaded {d.get('filename')} ({d.get('size')} bytes, {d.get('mime')}) to {d.get('path')}"
+    if state == "in_progress":
+        return (f"downloading {d.get('url')} as {d.get('filename')}: not finished when this answer was sent "
+                f"(it is saved in the session's download directory when done)")
+    return f"download {'stopped' if state == 'too_large' else 'failed'}: {d.get('url')}: {d.get('message')}"
 
 
 def _console_errors(errors: int) -> list[str]:

@@ -43,7 +43,8 @@ function installSnapshot(collapseAt, collapseKeep) {
     "clickable", "alert", "status", "paragraph", "label"]);
   const SKIP = new Set(["script", "style", "noscript", "template", "head", "datalist", "svg"]);
   const clean = (/** @type {string | null | undefined} */ s, n = 100) => {
-    s = (s || "").replace(/\s+/g, " ").trim();
+    // not always a string: a form's `title` or `name` is its control of that name when it has one
+    s = (typeof s === "string" ? s : "").replace(/\s+/g, " ").trim();
     return s.length > n ? s.slice(0, n - 1) + "…" : s;
   };
   /** @param {Node} node @param {Node} [skip] */
@@ -100,7 +101,11 @@ function installSnapshot(collapseAt, collapseKeep) {
       case "nav": return "navigation";
       case "main": return "main";
       case "form": return "form";
-      case "label": return "label";
+      case "label": {
+        // the styled upload button: a label over a file input the page hides; the upload action takes its ref
+        const c = /** @type {HTMLLabelElement} */ (el).control;
+        return c instanceof HTMLInputElement && c.type === "file" && !c.getClientRects().length ? "button" : "label";
+      }
     }
     if (el.isContentEditable && el.hasAttribute("contenteditable")) return "textbox";
     return null;

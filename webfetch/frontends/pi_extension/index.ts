@@ -258,6 +258,26 @@ interface ConsoleEntry {
 	stack?: string | null;
 }
 
+/** A file a browsed page downloaded (protocol.py's Download). */
+interface BrowseDownload {
+	url: string;
+	filename: string;
+	state: "saved" | "too_large" | "failed" | "in_progress";
+	path?: string | null;
+	size?: number | null;
+	mime?: string | null;
+	message?: string | null;
+}
+
+/** One download of a browse result, as the model reads it (tool_text.py's download_line is the twin). */
+function downloadLine(d: BrowseDownload): string {
+	if (d.state === "saved") return `downloaded ${d.filename} (${d.size} bytes, ${d.mime}) to ${d.path}`;
+	if (d.state === "in_progress") {
+		return `downloading ${d.url} as ${d.filename}: not finished when this answer was sent (it is saved in the session's download directory when done)`;
+	}
+	return `download ${d.state === "too_large" ? "stopped" : "failed"}: ${d.url}: ${d.message}`;
+}
+
 /** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
 interface BrowseResultFrame {
 	type: "result";
@@ -277,7 +297,8 @@ interface BrowseResultFrame {
 	value?: string | null;
 	new_tabs?: { tab: string; url: string }[] | null;
 	dialog?: BrowseDialog | null;
-	downloads?: { url: string; filename: string; refused: boolean }[] | null;
+	downloads?: BrowseDownload[] | null;
+	files?: string[] | null;
 	waited_for?: string | null;
 	tabs?: TabInfo[] | null;
 	content?: string | null;
@@ -341,6 +362,7 @@ interface StopBody {
 interface BrowseBody extends BrowseParams {
 	op: "browse";
 	session: string;
+	cwd?: string;
 }
 
 type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody | StopBody;
@@ -411,6 +433,7 @@ interface ToolContext {
 	hasUI?: boolean;
 	ui?: { notify(message: string, type?: "info" | "warning" | "error"): void };
 	sessionManager?: { getSessionId?(): string | undefined };
+	cwd?: string;
 }
 
 interface JsonSchema {
@@ -967,6 +990,7 @@ interface BrowseParams {
 	scale?: number;
 	path?: string;
 	profile?: string;
+	files?: string[];
 }
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
@@ -1098,7 +1122,8 @@ export function browseText(r: BrowseResultFrame): string {
 		lines.push(`dialog (${d.type}): ${JSON.stringify(d.message)}${blocking ? " — open: answer it with action dialog" : " — accepted"}`);
 	}
 	for (const t of r.new_tabs ?? []) lines.push(`new tab ${t.tab}: ${t.url} (now active)`);
-	for (const d of r.downloads ?? []) lines.push(`download refused: ${d.url} (${d.filename}); web_fetch it instead`);
+	for (const d of r.downloads ?? []) lines.push(downloadLine(d));
+	if (r.files != null) lines.push(`the file input holds: ${r.files.join(", ") || "no file"}`);
 	for (const t of r.tabs ?? []) lines.push(`${t.active ? "*" : " "} ${t.tab} ${t.title} — ${t.url}`);
 	const errors = r.console_errors ?? 0;
 	if (errors) lines.push(`${errors} new console error${errors !== 1 ? "s" : ""} since the last action (action console shows them)`);
@@ -1146,6 +1171,9 @@ export function browserTool(name: string, used: Set<string>): ToolDefinition<Bro
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const session = browseSession(ctx);
 			const body: BrowseBody = { op: "browse", session, ...given(params), action: params.action };
+			// pi's working directory: an upload's relative paths start there, and uploads may read only under it
+			// (and the user's browse.upload_roots)
+			if (ctx?.cwd) body.cwd = ctx.cwd;
 			used.add(session);
 			let r: BrowseResultFrame;
 			try {

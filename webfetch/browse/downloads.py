@@ -1,0 +1,206 @@
+"""A browse session's downloads: the directory they are saved in, the names they get, the size cap, and what
+the agent is told of each.
+
+Chrome saves a session's downloads in the session's own directory under their guid (`allowAndName`, set by
+`Chrome.open_context`), so no name a server chose ever reaches the file system while the bytes arrive. The
+Page.downloadProgress events of the tab that started one say how far it is: one over `fetch.max_bytes` is
+cancelled and its partial file removed; a finished one is renamed to its sanitised name, never over an
+earlier file.
+
+Where: `browse.downloads_dir`, by default `$XDG_CACHE_HOME/webfetch/downloads` (~/.cache/...), one
+directory per session (0700, files 0600). The cache directory, not the user's XDG download directory: these
+files are what pages sent an agent, not what the user chose to keep, and a daemon under systemd has no
+`user-dirs.dirs` to read; the cache is ours to fill and the user's to empty."""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+import os
+import tempfile
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import trio
+
+from ..cdp import CDPClosed, CDPError
+from ..chrome import BrowserContext
+from ..config import BrowseConfig
+from ..errors import WebfetchError
+from ..protocol import Download
+
+log = logging.getLogger("webfetch.browse")
+
+NAME_MAX_BYTES = 120        # a saved file's name, in UTF-8 bytes (file systems allow 255)
+SUFFIX_MAX = 16             # the extension kept when a long name is cut
+State = Literal["saved", "too_large", "failed", "in_progress"]
+
+
+def downloads_root(config: BrowseConfig) -> Path:
+    """Where sessions' download directories are made."""
+    if config.downloads_dir:
+        return Path(os.path.expanduser(config.downloads_dir))
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "webfetch" / "downloads"
+
+
+def session_directory(config: BrowseConfig, session: str) -> Path:
+    """A new directory (0700) for one session's downloads, named after it and unique."""
+    root = downloads_root(config)
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"{safe_filename(session)[:40]}-", dir=root))
+    except OSError as e:
+        raise WebfetchError(f"cannot make a directory for the session's downloads under {root} ({e}); set "
+                            f"browse.downloads_dir in the config to a writable directory") from None
+
+
+def safe_filename(name: str) -> str:
+    """A name a server suggested, made safe to save under: its last path component only, no control or
+    format characters (a right-to-left override hides an extension), no leading dot (a dotfile), at most
+    NAME_MAX_BYTES bytes with its extension kept; "download" when nothing is left."""
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if unicodedata.category(c)[0] != "C")
+    name = name.strip().lstrip(".").strip() or "download"
+    if len(name.encode()) > NAME_MAX_BYTES:
+        stem, dot, suffix = name.rpartition(".")
+        suffix = f".{suffix}" if dot and stem and len(suffix) < SUFFIX_MAX else ""
+        stem = name[:len(name) - len(suffix)]
+        while len((stem + suffix).encode()) > NAME_MAX_BYTES:
+            stem = stem[:-1]
+        name = stem.rstrip() + suffix
+    return name
+
+
+@dataclass
+class DownloadRecord:
+    """One download as it goes: started by a tab's page, saved, stopped at the cap, or failed."""
+
+    guid: str
+    url: str
+    filename: str           # sanitised: the name it is saved under, unless taken (then "name (2).ext")
+    mime: str
+    state: State = "in_progress"
+    path: str | None = None
+    size: int | None = None
+    message: str | None = None
+    ended: bool = False     # Chrome's last event for it came (completed or canceled) and its file is settled
+    reported: bool = False  # a result has told it in its final state
+
+    @property
+    def final(self) -> bool:
+        return self.ended
+
+    def public(self) -> Download:
+        return Download(url=self.url, filename=self.filename, state=self.state, path=self.path, size=self.size,
+                        mime=self.mime, message=self.message)
+
+
+class Downloads:
+    """A session's downloads: its tabs' pumps report each one's start (`began`) and progress (`progress`)."""
+
+    def __init__(self, directory: Path, max_bytes: int, context: BrowserContext) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._context = context
+        self._records: dict[str, DownloadRecord] = {}
+        self._changed = trio.Event()
+
+    def began(self, p: dict[str, Any], content_type: str | None) -> DownloadRecord:
+        """Page.downloadWillBegin: a record, in progress."""
+        filename = safe_filename(p.get("suggestedFilename") or "")
+        mime = (content_type or "").split(";", 1)[0].strip().lower() or mimetypes.guess_type(filename)[0]
+        record = DownloadRecord(guid=p["guid"], url=p.get("url", ""), filename=filename,
+                                mime=mime or "application/octet-stream")
+        self._records[record.guid] = record
+        self._pulse()
+        return record
+
+    def progress(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        """Page.downloadProgress: stop one past the cap, name one that finished, clean up one that did not."""
+        record = self._records.get(p.get("guid", ""))
+        if record is None or record.ended:
+            return
+        received = int(p.get("receivedBytes") or 0)
+        total = int(p.get("totalBytes") or 0)
+        state = p.get("state")
+        if state == "inProgress":
+            if record.state == "in_progress" and max(received, total) > self.max_bytes:
+                self._too_large(record, max(received, total))
+                nursery.start_soon(self._cancel, record.guid)
+            return
+        if state == "completed" and record.state == "in_progress" and received <= self.max_bytes:
+            self._save(record)
+        elif state == "completed" and record.state == "in_progress":
+            self._too_large(record, received)
+        elif record.state == "in_progress":
+            record.state, record.size = "failed", received
+            record.message = "the download was cancelled or failed before it finished; nothing was saved"
+        record.ended = True
+        self._remove_partial(record.guid)
+        self._pulse()
+
+    async def wait_final(self, records: list[DownloadRecord], timeout_s: float) -> None:
+        """Until every one of `records` is saved, stopped or failed, or `timeout_s` passed."""
+        with trio.move_on_after(timeout_s):
+            while not all(r.final for r in records):
+                await self._changed.wait()
+
+    def aclose(self) -> None:
+        """The session ended: the partial files of downloads still going are removed, and the directory
+        too if nothing was saved in it."""
+        for record in self._records.values():
+            if record.state != "saved":
+                self._remove_partial(record.guid)
+        try:
+            self.directory.rmdir()
+        except OSError:
+            pass  # it holds downloads: they are the user's now
+
+    def _too_large(self, record: DownloadRecord, size: int) -> None:
+        record.state, record.size = "too_large", size
+        record.message = (f"larger than the size cap of {self.max_bytes} bytes (fetch.max_bytes): stopped at "
+                          f"{size} bytes and the partial file removed")
+
+    def _save(self, record: DownloadRecord) -> None:
+        """The finished file, from its guid to its own name: never over an earlier file (a hard link fails
+        where the name is taken), readable by the user alone."""
+        src = self.directory / record.guid
+        stem, dot, suffix = record.filename.rpartition(".")
+        if not dot or not stem:
+            stem, suffix = record.filename, ""
+        else:
+            suffix = "." + suffix
+        for n in range(1, 1000):
+            name = record.filename if n == 1 else f"{stem} ({n}){suffix}"
+            try:
+                os.link(src, self.directory / name)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                record.state, record.message = "failed", f"could not save the file: {e}"
+                return
+            os.unlink(src)
+            dest = self.directory / name
+            dest.chmod(0o600)
+            record.state, record.filename, record.path = "saved", name, str(dest)
+            record.size = dest.stat().st_size
+            return
+        record.state, record.message = "failed", f"{record.filename} and its 999 numbered variants are taken"
+
+    def _remove_partial(self, guid: str) -> None:
+        for leftover in self.directory.glob(f"{guid}*"):
+            leftover.unlink(missing_ok=True)
+
+    async def _cancel(self, guid: str) -> None:
+        try:
+            await self._context.cancel_download(guid)
+        except (CDPError, CDPClosed) as e:
+            log.debug("could not cancel download %s: %s", guid, e)  # it ended meanwhile: progress cleans up
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
