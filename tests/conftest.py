@@ -44,6 +44,31 @@ def state_home():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_home_for_session():
+    """Pages kept on disk go under $XDG_CACHE_HOME/webfetch: the tests' own directory, never the user's
+    (daemons started by module-scoped fixtures get this one)."""
+    d = Path(tempfile.mkdtemp(prefix="wf-cache-"))
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def cache_home(cache_home_for_session, monkeypatch):
+    """Each test a disk cache of its own, so a test that expects a cold cache gets one whatever ran
+    before it; the daemons one test starts (in process, or as processes, which inherit it) share it, as a
+    restarted daemon does."""
+    d = Path(tempfile.mkdtemp(prefix="test-", dir=cache_home_for_session))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(d))
+    return d
+
+
 @pytest.fixture
 def site():
     s = Site().start()
