@@ -314,6 +314,7 @@ class BrowseSessionStatus(Struct, kw_only=True):
     tabs: int
     url: str
     idle_s: float
+    profile: str | None = None  # the profile it was opened with (its name; never a cookie)
 
 
 class BrowserStatus(Struct, kw_only=True):

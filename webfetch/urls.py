@@ -72,10 +72,16 @@ def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
     if not host:
         raise InvalidUrl(f"{text!r} has no host; pass a full URL such as https://example.com/page")
     try:
-        host = host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
+        host = ascii_host(host)
     except UnicodeError:
         raise InvalidUrl(f"{text!r} has a host name that is not valid: {host!r}") from None
     return scheme, host, port, parts.path or "/", parts.query
+
+
+def ascii_host(host: str) -> str:
+    """A host name as it goes on the wire: lower case, a Unicode name in its punycode form (IDNA), so a
+    name typed either way is the same host. UnicodeError when it is no valid name."""
+    return host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
 
 
 def build_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:

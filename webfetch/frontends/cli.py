@@ -285,7 +285,12 @@ def _browse_state(status: dict[str, Any]) -> str:
         return "disabled (browse.enabled = false in the config)"
     sessions = status.get("browse") or []
     return f"enabled, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
-        f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions)
+        f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s{_with_profile(s)}"
+        for s in sessions)
+
+
+def _with_profile(session: dict[str, Any]) -> str:
+    return f", profile {session['profile']}" if session.get("profile") else ""
 
 
 def _daemon_lines(d: dict[str, Any]) -> str:
