@@ -143,6 +143,7 @@ def test_a_key_with_a_profile_is_another_file():
 # --- real daemons --------------------------------------------------------------------------------
 
 
+@pytest.mark.chromium
 async def test_a_restarted_daemon_serves_the_page_from_disk(origin, short_tmp, cache_home):
     url = origin.page("/kept", ARTICLE, etag='"v1"')
     async with running_daemon(short_tmp / "a.sock") as h:
@@ -163,6 +164,7 @@ async def test_a_restarted_daemon_serves_the_page_from_disk(origin, short_tmp, c
     assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
 
 
+@pytest.mark.chromium
 async def test_after_its_ttl_a_page_is_revalidated_and_a_304_serves_it(origin, short_tmp):
     by_etag = origin.page("/etag", ARTICLE, etag='"v1"')
     by_date = origin.page("/date", ARTICLE, last_modified="Tue, 03 Nov 2026 10:00:00 GMT")
@@ -186,6 +188,7 @@ async def test_after_its_ttl_a_page_is_revalidated_and_a_304_serves_it(origin, s
     assert origin.requests("/changes") == [(None, None), ('"v1"', None)]
 
 
+@pytest.mark.chromium
 async def test_a_304_refreshes_the_page_for_the_next_daemon(origin, short_tmp):
     url = origin.page("/kept", ARTICLE, etag='"v1"')
     async with running_daemon(short_tmp / "a.sock", cache=CacheConfig(ttl_s=1.0)) as h:
@@ -198,6 +201,7 @@ async def test_a_304_refreshes_the_page_for_the_next_daemon(origin, short_tmp):
     assert origin.requests("/kept") == [(None, None), ('"v1"', None)]
 
 
+@pytest.mark.chromium
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
 async def test_a_damaged_entry_is_dropped_and_loaded_again_never_served(origin, short_tmp, cache_home, caplog,
                                                                         damage):
@@ -223,6 +227,7 @@ async def test_a_damaged_entry_is_dropped_and_loaded_again_never_served(origin, 
     assert len(dropped) == 1 and "127.0.0.1" not in dropped[0], dropped
 
 
+@pytest.mark.chromium
 async def test_the_byte_bound_evicts_the_least_recently_used(origin, short_tmp, cache_home):
     urls = [origin.page(f"/p{i}", simple_page(f"Kept page {i}", *PARAGRAPHS)) for i in range(4)]
     async with running_daemon(short_tmp / "a.sock", cache=NO_MEMORY) as h:
@@ -241,6 +246,7 @@ async def test_the_byte_bound_evicts_the_least_recently_used(origin, short_tmp, 
     assert [len(origin.requests(f"/p{i}")) for i in range(4)] == [2, 1, 1, 1]
 
 
+@pytest.mark.chromium
 async def test_fresh_bypasses_the_disk_and_cache_clear_empties_it(origin, short_tmp, cache_home):
     url = origin.page("/kept", ARTICLE, etag='"v1"')
     path = short_tmp / "a.sock"
@@ -271,6 +277,7 @@ def app():
     a.stop()
 
 
+@pytest.mark.chromium
 async def test_a_profiled_page_and_an_anonymous_one_are_never_served_to_each_other(app, short_tmp, cache_home,
                                                                                     tmp_path, monkeypatch):
     from webfetch.profiles import Cookie, Profile, ProfileStore, StorageState
