@@ -31,6 +31,7 @@ from .config import (
     load_config_and_source,
     needs_restart,
 )
+from .crawl import Crawler
 from .disk_cache import DiskCache, default_directory
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
@@ -43,9 +44,11 @@ from .protocol import (
     CacheClearRequest,
     CacheClearResult,
     CacheStatus,
+    CrawlRequest,
     DaemonInfo,
     FetchRequest,
     Frame,
+    MapRequest,
     ReloadRequest,
     ReloadResult,
     ReportProgress,
@@ -134,7 +137,9 @@ class Daemon:
         # One holder that everything applying the address policy reads at use, so a reload swaps it once.
         self.policy = PolicyHolder(AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts,
                                                              resolver))
-        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB)
+        # browse sessions' policy: the same, and the loopback ports browse.allow_local lists
+        self.browse_policy = PolicyHolder(self.policy.current.for_browse(config.browse.allow_local))
+        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         # the pages the next daemon finds (cache.disk_max_bytes = 0: none), in the cache directory as the
@@ -148,7 +153,8 @@ class Daemon:
         self.profiles = ProfileUse()
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
                                  self.profiles, self.disk)
-        self.browse = Browse(config, self.chrome, self.extractor, self.policy, self.profiles)
+        self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
+        self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
@@ -160,6 +166,10 @@ class Daemon:
             return self.status(rid)
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
+        if isinstance(req, CrawlRequest):
+            return replace(await self.crawler.crawl(req, progress), id=rid)
+        if isinstance(req, MapRequest):
+            return replace(await self.crawler.map(req, progress), id=rid)
         if isinstance(req, StopRequest):
             return self.stop(rid)
         if isinstance(req, ReloadRequest):
@@ -215,6 +225,8 @@ class Daemon:
             # a cache hit is served without asking the policy (entries exist only for URLs that passed it),
             # so pages of a host the new policy refuses must go with the old one
             self.cache.clear()
+        if self.policy.current.for_browse(config.browse.allow_local) != self.browse_policy.current:
+            self.browse_policy.current = self.policy.current.for_browse(config.browse.allow_local)
         if "cache" in sections:
             self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
             self.disk.reconfigure(config.cache.disk_max_bytes, config.cache.sweep_s)
@@ -222,6 +234,7 @@ class Daemon:
             self.search.reconfigure(config.search)
         self.pipeline.reconfigure(config)
         self.browse.reconfigure(config)
+        self.crawler.reconfigure(config)
         self.config = config
 
     def identity(self) -> DaemonInfo:
@@ -246,7 +259,8 @@ class Daemon:
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
             search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
-            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled, daemon=self.identity())
+            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
+            browse_allow_local=self.config.browse.allow_local, daemon=self.identity())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,

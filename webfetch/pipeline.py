@@ -141,10 +141,11 @@ class Pipeline:
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
     async def _find_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
-                            fresh: bool) -> tuple[bytes, float | None]:
+                            fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
         """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
         past its ttl, revalidated with the server when it kept validators (a 304 serves it, 0 s old); else
-        loaded (age None). Whatever is loaded or revalidated is kept on disk for the next daemon."""
+        loaded (age None; `seen` gets the HTML it came from). Whatever is loaded or revalidated is kept on
+        disk for the next daemon."""
         stored = None if fresh else await self.disk.get(ck)
         validators = None
         if stored is not None:
@@ -153,7 +154,7 @@ class Pipeline:
                 progress("cache", f"found on disk ({age:.0f} s old)")
                 return stored.page, age
             validators = unpack_page(stored.page).validators()
-        page = await self._load(key, progress, profile, validators)
+        page = await self._load(key, progress, profile, validators, seen)
         if page is None:
             assert stored is not None
             log.info("revalidated %s: not modified", key)
@@ -162,6 +163,21 @@ class Pipeline:
         packed = pack_page(page)
         await self.disk.put(ck, packed)
         return packed, None
+
+    async def load_page(self, url: str, progress: ReportProgress, *, fresh: bool = False) -> LoadedPage:
+        """A page as the cache holds it (loaded and cached when missing), for a crawl: with the HTML it was
+        extracted from when this call loaded it, whose links the crawl follows (the cache keeps no HTML;
+        nor does the disk cache, so a crawl resumed reads a kept page's links from its markdown).
+        Raises as `fetch` does; the caller bounds the time."""
+        if not fresh:
+            hit = self.cache.lookup(likely_key(url, self.policy.current))
+            if hit is not None:
+                return LoadedPage(unpack_page(hit[0]), True, None)
+        key = await prepare_url(url, self.policy.current)
+        seen: list[SourceHtml] = []
+        packed, _age, cached = await self.cache.get_or_find(
+            key, lambda: self._find_or_load(key, key, progress, None, fresh, seen), fresh=fresh)
+        return LoadedPage(unpack_page(packed), cached, seen[0] if seen else None)
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
                     progress: ReportProgress) -> FetchResult:
@@ -248,9 +264,9 @@ class Pipeline:
                 f"reply's `next_offset`.")
 
     async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None,
-                    validators: Validators | None = None) -> Page | None:
-        """The page loaded and extracted; None when `validators` were sent and the server answered that
-        the page they came with has not changed (304)."""
+                    validators: Validators | None = None, seen: list[SourceHtml] | None = None) -> Page | None:
+        """The page loaded and extracted (`seen` gets the HTML it came from); None when `validators` were
+        sent and the server answered that the page they came with has not changed (304)."""
         started = time.monotonic()
         outcome = await self._render(key, progress, profile, validators)
         render_ms = (time.monotonic() - started) * 1000
@@ -267,6 +283,8 @@ class Pipeline:
                         content_type=response.content_type, title=None, markdown="", extractor=None,
                         truncated=response.truncated, redirect_url=outcome.target, notes=tuple(notes))
         read = await self._extract(outcome, progress)
+        if seen is not None and read.judged_html is not None:
+            seen.append(SourceHtml(read.judged_html, response.final_url, response.charset))
         notes += read.notes
         title = read.title or read.extracted.title
         flags = await self._flags(outcome, read, title, key, notes)
@@ -377,6 +395,22 @@ class Pipeline:
         return await self.extractor.flags(
             status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
             final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+
+
+@dataclass(frozen=True)
+class SourceHtml:
+    """The HTML a page's content was extracted from (the server's, or the rendered DOM), for its links."""
+
+    html: str | bytes
+    url: str                # the URL it was read at: relative links resolve against it
+    charset: str | None
+
+
+@dataclass(frozen=True)
+class LoadedPage:
+    page: Page
+    cached: bool
+    source: SourceHtml | None   # None when the page came from the cache (or is not HTML)
 
 
 def cache_key(key: str, profile: Profile | None) -> str:
