@@ -55,6 +55,10 @@ UNTYPED = ("application/octet-stream", "binary/octet-stream", "application/downl
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
 
+# The main document's Accept: Chrome's own for a navigation, less its image types, with markdown ranked below
+# HTML and XML (a server choosing by q-value sends HTML; one serving markdown to agents sees it asked for).
+MAIN_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/markdown;q=0.8,*/*;q=0.7"
+
 # --- outcomes -----------------------------------------------------------------------------------------
 
 
@@ -187,6 +191,23 @@ def _charset(content_type: str | None) -> str | None:
         if key.strip().lower() == "charset" and value.strip():
             return value.strip().strip('"\'')
     return None
+
+
+def main_request_headers(headers: dict[str, str], recycled: bool,
+                         conditional: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
+    """The main document's request headers as sent: Accept asks for markdown too, below HTML, so a site that
+    serves markdown to agents can answer with it and one that ignores the header answers as to a browser.
+    A recycled tab's context may hold an earlier response in its HTTP cache: it revalidates. `conditional`
+    (If-None-Match, If-Modified-Since: a page kept in webfetch's cache, past its ttl) replace any the
+    browser set, so a 304 answers for the page webfetch kept."""
+    dropped: tuple[str, ...] = ("accept", "cache-control", "pragma") if recycled else ("accept",)
+    if conditional:
+        dropped += ("if-none-match", "if-modified-since")
+    sent = [{"name": k, "value": v} for k, v in headers.items() if k.lower() not in dropped]
+    sent.append({"name": "Accept", "value": MAIN_ACCEPT})
+    if recycled:
+        sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
+    return sent + (conditional or [])
 
 
 def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
@@ -432,14 +453,8 @@ class _Render:
         # The page kept in the cache is asked about on the request for its own URL (after the same hops).
         conditional = self.validators.headers() if self.validators and self.validators.url == url else []
         self.revalidating = bool(conditional)
-        if self.tab.uses > 1 or conditional:
-            # A recycled tab's context may hold an earlier response in its HTTP cache: revalidate.
-            sent = [{"name": k, "value": v} for k, v in headers.items()
-                    if k.lower() not in ("cache-control", "pragma", "if-none-match", "if-modified-since")]
-            sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
-            await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": sent + conditional})
-            return
-        await self._continue(rid)
+        await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": main_request_headers(
+            headers, self.tab.uses > 1 or self.revalidating, conditional)})
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
         status = p.get("responseStatusCode")
