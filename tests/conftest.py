@@ -45,9 +45,9 @@ def state_home():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def cache_home():
-    """Browse sessions save downloads under $XDG_CACHE_HOME (browse/downloads.py): the tests' own directory,
-    never the user's."""
+def cache_home_for_session():
+    """Pages kept on disk and browse downloads go under $XDG_CACHE_HOME/webfetch: the tests' own directory,
+    never the user's (daemons started by module-scoped fixtures get this one)."""
     d = Path(tempfile.mkdtemp(prefix="wf-cache-"))
     old = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(d)
@@ -57,6 +57,16 @@ def cache_home():
     else:
         os.environ["XDG_CACHE_HOME"] = old
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def cache_home(cache_home_for_session, monkeypatch):
+    """Each test a disk cache of its own, so a test that expects a cold cache gets one whatever ran
+    before it; the daemons one test starts (in process, or as processes, which inherit it) share it, as a
+    restarted daemon does."""
+    d = Path(tempfile.mkdtemp(prefix="test-", dir=cache_home_for_session))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(d))
+    return d
 
 
 @pytest.fixture

@@ -158,6 +158,31 @@ async def test_fresh_bypasses_the_read_and_refreshes(clock):
     assert c.get("k")[0] == "new"
 
 
+async def test_a_value_found_elsewhere_is_served_as_cached_and_as_old_as_it_is(clock):
+    """The disk cache's way in: the loader found the value kept (600 s old); the caller and those waiting
+    on the same flight get it as cached, that old, and it leaves memory when its ttl is over, not 900 s
+    from now."""
+    c = make()
+    calls = 0
+
+    async def found():
+        nonlocal calls
+        calls += 1
+        await trio.sleep(1)
+        return "kept", 600.0
+
+    results = []
+    async with trio.open_nursery() as n:
+        for _ in range(2):
+            n.start_soon(lambda: _append(results, c.get_or_find("k", found)))
+    assert calls == 1
+    assert sorted(results) == [("kept", 600.0, True), ("kept", 600.0, True)]
+    await trio.sleep(299)  # found at t=1, 600 s old
+    assert c.get("k") == ("kept", pytest.approx(899))
+    await trio.sleep(1)
+    assert c.get("k") is None
+
+
 def test_cached_pages_are_packed_and_sized_as_they_are_held():
     # A str with one character beyond Latin-1 takes 2-4 bytes a character in memory (and a UTF-8 copy once
     # pickled or encoded): the cache holds pages packed, so its byte count is what they really cost.

@@ -94,9 +94,10 @@ async def test_cache_search_and_browse_settings_apply_and_the_browser_flags_need
     cache = (await status(d))["cache"]
     assert cache["entries"] == 2
 
-    # cache.max_bytes: a smaller bound evicts the least recently used page at once
-    answer = await reload_with(d, cfg, LOCAL + f"[cache]\nmax_bytes = {cache['bytes'] - 1}\n")
-    assert answer["applied"] == ["cache.max_bytes"] and answer["needs_restart"] == []
+    # cache.max_bytes: a smaller bound evicts the least recently used page at once (and with no pages kept
+    # on disk, it is loaded again)
+    answer = await reload_with(d, cfg, LOCAL + f"[cache]\nmax_bytes = {cache['bytes'] - 1}\ndisk_max_bytes = 0\n")
+    assert answer["applied"] == ["cache.max_bytes", "cache.disk_max_bytes"] and answer["needs_restart"] == []
     assert (await status(d))["cache"]["entries"] == 1
     assert (await d.fetch(site.url("/two")))["cached"] is True
     assert (await d.fetch(site.url("/one")))["cached"] is False
@@ -106,7 +107,8 @@ async def test_cache_search_and_browse_settings_apply_and_the_browser_flags_need
     assert (await d.request({"id": "q", "op": "search", "query": "x"}))["code"] == "search_unconfigured"
     searx = LOCAL + f'[search]\nsearxng_url = "{site.url("/searx")}"\n'
     answer = await reload_with(d, cfg, searx)
-    assert answer["changed"] == ["cache.max_bytes", "search.searxng_url"]  # back to the default bound, too
+    # back to the default bounds, too
+    assert answer["changed"] == ["cache.max_bytes", "cache.disk_max_bytes", "search.searxng_url"]
     assert (await status(d))["search"] == ["searxng"]
     failed = await d.request({"id": "q", "op": "search", "query": "x"})
     assert failed["code"] == "search_failed", failed  # asked the instance the reload named

@@ -119,6 +119,15 @@ class Cache(Generic[V]):
                           fresh: bool = False) -> tuple[V, float, bool]:
         """(value, age_s, cached). Concurrent callers for one key share one `load`; if the caller running
         it is cancelled, a waiting caller takes over rather than failing with someone else's cancel."""
+        async def loaded_now() -> tuple[V, float | None]:
+            return await load(), None
+        return await self.get_or_find(key, loaded_now, fresh)
+
+    async def get_or_find(self, key: str, find: Callable[[], Awaitable[tuple[V, float | None]]],
+                          fresh: bool = False) -> tuple[V, float, bool]:
+        """`get_or_load` whose loader may find the value kept elsewhere (the disk cache) rather than load
+        it: it returns the value and its age then (None: loaded now), and the value is cached and served
+        as that old."""
         if not fresh:
             hit = self.lookup(key)
             if hit is not None:
@@ -138,11 +147,11 @@ class Cache(Generic[V]):
         flight = _Flight[V]()
         self._flights[key] = flight
         try:
-            value = await load()
-            flight.created = trio.current_time()
+            value, age = await find()
+            flight.created = trio.current_time() - (age or 0.0)
             flight.value = value
             self.put(key, value, flight.created)
-            return value, 0.0, False
+            return value, age or 0.0, age is not None
         except WebfetchError as e:
             flight.error = e
             raise

@@ -63,6 +63,9 @@ class CacheConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     ttl_s: Positive = 900.0
     sweep_s: Positive = 300.0
     max_bytes: PositiveInt = 256 * 1024 * 1024
+    # pages kept on disk (cache_home()/webfetch/pages) so that a restarted daemon is served from there;
+    # 0 keeps none
+    disk_max_bytes: Annotated[int, Meta(ge=0)] = 512 * 1024 * 1024
 
 
 class ExtractConfig(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -285,6 +288,11 @@ def default_socket_path(env: Mapping[str, str] = os.environ, run_user: Path = Pa
     if own.is_dir():
         return own / "webfetch" / "webfetch.sock"
     return Path(f"/tmp/webfetch-{os.getuid()}") / "webfetch.sock"
+
+
+def cache_home() -> Path:
+    """$XDG_CACHE_HOME, else ~/.cache: where pages are kept on disk (webfetch/pages under it)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"))
 
 
 def state_home() -> Path:

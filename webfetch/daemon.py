@@ -33,6 +33,7 @@ from .config import (
     needs_restart,
 )
 from .crawl import Crawler
+from .disk_cache import DiskCache, default_directory
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
@@ -41,6 +42,8 @@ from .profile_use import ProfileUse
 from .protocol import (
     BrowseRequest,
     BrowserStatus,
+    CacheClearRequest,
+    CacheClearResult,
     CacheStatus,
     CrawlRequest,
     DaemonInfo,
@@ -141,6 +144,9 @@ class Daemon:
         self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
+        # the pages the next daemon finds (cache.disk_max_bytes = 0: none), in the cache directory as the
+        # daemon started with it
+        self.disk = DiskCache(default_directory(), config.cache.disk_max_bytes, config.cache.sweep_s)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         # their messages name the file this daemon read (a --config one too), not the default path
         self.subagent = Subagent(config.subagent, config_file=source.path)
@@ -148,7 +154,7 @@ class Daemon:
         # one for fetch and browse, whose per-profile lock keeps their writes to a profile apart
         self.profiles = ProfileUse()
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
-                                 self.profiles)
+                                 self.profiles, self.disk)
         self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
@@ -172,6 +178,8 @@ class Daemon:
             return self.stop(rid)
         if isinstance(req, ReloadRequest):
             return replace(self.reload(), id=rid)
+        if isinstance(req, CacheClearRequest):
+            return await self.clear_cache(rid)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def stop(self, rid: RequestId) -> StopResult:
@@ -181,6 +189,15 @@ class Daemon:
             self._serving.cancel()
         return StopResult(id=rid, pid=os.getpid(), in_flight=self.server.in_flight - 1,
                           browse_sessions=len(self.browse.sessions), socket_activated=self.socket_activated)
+
+    async def clear_cache(self, rid: RequestId) -> CacheClearResult:
+        """Forget every page, in memory and on disk (loads under way still answer their callers, and are
+        kept)."""
+        entries = len(self.cache)
+        self.cache.clear()
+        files, size = await self.disk.clear()
+        log.info("cache cleared: %d pages in memory, %d on disk (%d bytes)", entries, files, size)
+        return CacheClearResult(id=rid, entries=entries, disk_entries=files, disk_bytes=size)
 
     def reload(self) -> ReloadResult:
         """Read the config file again (the one the daemon started with; with none, the default path if it
@@ -216,6 +233,7 @@ class Daemon:
             self.browse_policy.current = self.policy.current.for_browse(config.browse.allow_local)
         if "cache" in sections:
             self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
+            self.disk.reconfigure(config.cache.disk_max_bytes, config.cache.sweep_s)
         if "search" in sections:
             self.search.reconfigure(config.search)
         self.pipeline.reconfigure(config)
@@ -237,7 +255,9 @@ class Daemon:
             browser=BrowserStatus(state=c.state, version=c.version,
                                   executable=None if self.config.browser.endpoint else c.executable,
                                   endpoint=self.config.browser.endpoint),
-            cache=CacheStatus(**self.cache.statistics()),
+            cache=CacheStatus(**self.cache.statistics(), **self.disk.statistics(),
+                              disk_dir=str(self.disk.directory) if self.disk.enabled else None,
+                              disk_max_bytes=self.disk.max_bytes),
             # not counting this status request: an idle daemon reports 0
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
@@ -263,6 +283,7 @@ class Daemon:
                 await nursery.start(self.extractor.run)
                 await nursery.start(self.chrome.run)
                 await nursery.start(self.cache.run)
+                await nursery.start(self.disk.run)
                 await nursery.start(self.subagent.run)
                 await nursery.start(self.search.run)
                 await nursery.start(self.browse.run)

@@ -20,6 +20,7 @@ from . import find
 from .cache import Cache
 from .chrome import BrowserContext, Chrome
 from .config import Config, default_max_renders
+from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
 from .flags import LOGIN_PATH, Flag
@@ -27,7 +28,18 @@ from .paging import paginate
 from .profile_use import ProfileUse
 from .profiles import Cookie, Profile, ProfileError
 from .protocol import FetchRequest, FetchResult, Passage, ReportProgress
-from .render import Outcome, PdfBody, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from .render import (
+    NotModified,
+    Outcome,
+    PdfBody,
+    Redirect,
+    RenderedDom,
+    ServerHtml,
+    ServerRead,
+    TextBody,
+    Validators,
+    render,
+)
 from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
 from .urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
 
@@ -58,6 +70,16 @@ class Page(msgspec.Struct, frozen=True):
     redirect_url: str | None
     notes: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    # What the server sent to revalidate the page with once its ttl is over (If-None-Match,
+    # If-Modified-Since); None for a page Chrome rendered, whose content the document's validators do not
+    # cover (its scripts fetched it).
+    etag: str | None = None
+    last_modified: str | None = None
+
+    def validators(self) -> Validators | None:
+        if self.etag is None and self.last_modified is None:
+            return None
+        return Validators(self.final_url, self.etag, self.last_modified)
 
 
 # The cache holds pages packed (msgpack, UTF-8 strings), not as Page objects: a str of markdown with one
@@ -77,11 +99,13 @@ def page_size(packed: bytes) -> int:
 
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
-                 extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None) -> None:
+                 extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None,
+                 disk: DiskCache | None = None) -> None:
         self.config = config  # read at use: `reconfigure` changes what the next request gets
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
+        self.disk = disk or DiskCache(None, 0)
         self.extractor = extractor
         self.policy = PolicyHolder.of(policy)
         self.profiles = profiles or ProfileUse()
@@ -108,20 +132,42 @@ class Pipeline:
         progress("cache", f"looking up {key}" + (f" (profile {profile.name})" if profile else ""))
         try:
             with trio.fail_after(timeout):
-                packed, age, cached = await self.cache.get_or_load(
-                    cache_key(key, profile), lambda: self._load_packed(key, progress, profile), fresh=req.fresh)
+                ck = cache_key(key, profile)
+                packed, age, cached = await self.cache.get_or_find(
+                    ck, lambda: self._find_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
                           f"timeout_s if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
-    async def _load_packed(self, key: str, progress: ReportProgress, profile: Profile | None,
-                           seen: list[SourceHtml] | None = None) -> bytes:
-        return pack_page(await self._load(key, progress, profile, seen))
+    async def _find_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
+                            fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
+        """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
+        past its ttl, revalidated with the server when it kept validators (a 304 serves it, 0 s old); else
+        loaded (age None; `seen` gets the HTML it came from). Whatever is loaded or revalidated is kept on
+        disk for the next daemon."""
+        stored = None if fresh else await self.disk.get(ck)
+        validators = None
+        if stored is not None:
+            age = time.time() - stored.stored_at
+            if 0 <= age < self.config.cache.ttl_s:
+                progress("cache", f"found on disk ({age:.0f} s old)")
+                return stored.page, age
+            validators = unpack_page(stored.page).validators()
+        page = await self._load(key, progress, profile, validators, seen)
+        if page is None:
+            assert stored is not None
+            log.info("revalidated %s: not modified", key)
+            await self.disk.put(ck, stored.page)
+            return stored.page, 0.0
+        packed = pack_page(page)
+        await self.disk.put(ck, packed)
+        return packed, None
 
     async def load_page(self, url: str, progress: ReportProgress, *, fresh: bool = False) -> LoadedPage:
         """A page as the cache holds it (loaded and cached when missing), for a crawl: with the HTML it was
-        extracted from when this call loaded it, whose links the crawl follows (the cache keeps no HTML).
+        extracted from when this call loaded it, whose links the crawl follows (the cache keeps no HTML;
+        nor does the disk cache, so a crawl resumed reads a kept page's links from its markdown).
         Raises as `fetch` does; the caller bounds the time."""
         if not fresh:
             hit = self.cache.lookup(likely_key(url, self.policy.current))
@@ -129,8 +175,8 @@ class Pipeline:
                 return LoadedPage(unpack_page(hit[0]), True, None)
         key = await prepare_url(url, self.policy.current)
         seen: list[SourceHtml] = []
-        packed, _age, cached = await self.cache.get_or_load(
-            key, lambda: self._load_packed(key, progress, None, seen), fresh=fresh)
+        packed, _age, cached = await self.cache.get_or_find(
+            key, lambda: self._find_or_load(key, key, progress, None, fresh, seen), fresh=fresh)
         return LoadedPage(unpack_page(packed), cached, seen[0] if seen else None)
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
@@ -218,10 +264,15 @@ class Pipeline:
                 f"reply's `next_offset`.")
 
     async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None,
-                    seen: list[SourceHtml] | None = None) -> Page:
+                    validators: Validators | None = None, seen: list[SourceHtml] | None = None) -> Page | None:
+        """The page loaded and extracted (`seen` gets the HTML it came from); None when `validators` were
+        sent and the server answered that the page they came with has not changed (304)."""
         started = time.monotonic()
-        outcome = await self._render(key, progress, profile)
+        outcome = await self._render(key, progress, profile, validators)
         render_ms = (time.monotonic() - started) * 1000
+        if isinstance(outcome, NotModified):
+            progress("cache", "the server says the page kept on disk has not changed")
+            return None
         response = outcome.response
         notes = list(response.notes)
         if response.truncated:
@@ -242,13 +293,17 @@ class Pipeline:
         log.info("loaded %s: %s in %.0f ms, extracted in %.0f ms, %d chars via %s", key, read.how, render_ms,
                  (time.monotonic() - started) * 1000 - render_ms, len(read.extracted.markdown),
                  read.extracted.extractor)
+        # a rendered page's content came from its scripts too: the document's validators do not vouch for it
+        validated = not isinstance(outcome, RenderedDom)
         return Page(url=key, final_url=response.final_url, status=response.status,
                     content_type=response.content_type, title=title, markdown=read.extracted.markdown,
                     extractor=None if read.failed else read.extracted.extractor, truncated=response.truncated,
                     redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
-                    flags=tuple(f.name for f in flags))
+                    flags=tuple(f.name for f in flags), etag=response.etag if validated else None,
+                    last_modified=response.last_modified if validated else None)
 
-    async def _render(self, key: str, progress: ReportProgress, profile: Profile | None) -> Outcome:
+    async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
+                      validators: Validators | None = None) -> Outcome:
         """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given);
         a browser that went away is tried once more."""
         bc = self.config.browser
@@ -268,7 +323,7 @@ class Pipeline:
                                             progress=progress,
                                             read_server_html=functools.partial(self._read_server_html, progress),
                                             server_decides=self.config.fetch.render == "auto",
-                                            check_host=_checker(profile))
+                                            check_host=_checker(profile), validators=validators)
                     finally:
                         if profile is not None:
                             await self._keep_cookies(profile, tab.context, given)

@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map", "cache_clear")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -60,6 +60,10 @@ class StopRequest(Struct, tag_field="op", tag="stop", kw_only=True):
 
 class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
     """Read the config file again and apply what can change while running (`webfetch reload`, SIGHUP)."""
+
+
+class CacheClearRequest(Struct, tag_field="op", tag="cache_clear", kw_only=True):
+    """Forget every cached page, in memory and on disk (`webfetch cache clear`)."""
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
@@ -150,7 +154,7 @@ class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
-           | ReloadRequest | CrawlRequest | MapRequest)
+           | ReloadRequest | CrawlRequest | MapRequest | CacheClearRequest)
 
 
 class Envelope(Struct):
@@ -567,6 +571,11 @@ class CacheStatus(Struct, kw_only=True):
     bytes: int
     hits: int
     misses: int
+    # the pages kept on disk (PROTOCOL.md, fetch semantics): where, how many, their bytes and the bound
+    disk_dir: str | None = None       # None: nothing is kept on disk (cache.disk_max_bytes = 0)
+    disk_entries: int = 0
+    disk_bytes: int = 0
+    disk_max_bytes: int = 0
 
 
 class RequestsStatus(Struct, kw_only=True):
@@ -631,6 +640,14 @@ class ReloadResult(Struct, tag_field="type", tag="result", kw_only=True):
     needs_restart: list[str]          # of those, the ones only `webfetch restart` applies
 
 
+class CacheClearResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "cache_clear"
+    entries: int                      # pages forgotten from memory
+    disk_entries: int                 # page files deleted from disk
+    disk_bytes: int                   # their bytes
+
+
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId
     op: str = "cancel"
@@ -655,7 +672,8 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | PageFrame | PageFailed | BatchResult | SearchResult | BrowseResult
-         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlResult | MapResult | ErrorFrame)
+         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlResult | MapResult | CacheClearResult
+         | ErrorFrame)
 
 # How a request that answers in several frames (a batch's pages) sends one before its terminal frame: the
 # server writes them in order, waiting for a slow client rather than dropping any.

@@ -1,9 +1,10 @@
 """Loading one URL in one tab: redirects checked hop by hop, the main response inspected before Chrome
 renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled.
 
-A render ends in one of five outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` or a `PdfBody`
-that needs no browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), or the
-`RenderedDom` after the page's scripts ran. Failures are raised as WebfetchError (or BrowserCrashed)."""
+A render ends in one of six outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` or a `PdfBody`
+that needs no browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), the
+`RenderedDom` after the page's scripts ran, or `NotModified`: the server answered 304 to a revalidation
+(`Validators`, from a page kept in the cache). Failures are raised as WebfetchError (or BrowserCrashed)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,8 @@ class MainResponse:
     charset: str | None
     truncated: bool                # the body was cut at the size cap
     notes: tuple[str, ...]
+    etag: str | None = None        # the validators the server sent with the page, for revalidating it later
+    last_modified: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,28 @@ class RenderedDom:
     server_body: bytes
 
 
-Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom
+@dataclass(frozen=True)
+class NotModified:
+    """The server answered 304 to the conditional request: the page kept in the cache is still its page."""
+
+    response: MainResponse
+
+
+@dataclass(frozen=True)
+class Validators:
+    """What a cached page was sent with, to ask its server whether it changed (If-None-Match,
+    If-Modified-Since), on the request for `url`: the page's final URL, the one they belong to."""
+
+    url: str
+    etag: str | None
+    last_modified: str | None
+
+    def headers(self) -> list[dict[str, str]]:
+        return ([{"name": "If-None-Match", "value": self.etag}] if self.etag else []) + \
+            ([{"name": "If-Modified-Since", "value": self.last_modified}] if self.last_modified else [])
+
+
+Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom | NotModified
 
 
 @dataclass(frozen=True)
@@ -169,16 +193,21 @@ def _charset(content_type: str | None) -> str | None:
     return None
 
 
-def main_request_headers(headers: dict[str, str], recycled: bool) -> list[dict[str, str]]:
+def main_request_headers(headers: dict[str, str], recycled: bool,
+                         conditional: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
     """The main document's request headers as sent: Accept asks for markdown too, below HTML, so a site that
     serves markdown to agents can answer with it and one that ignores the header answers as to a browser.
-    A recycled tab's context may hold an earlier response in its HTTP cache: it revalidates."""
-    dropped = ("accept", "cache-control", "pragma") if recycled else ("accept",)
+    A recycled tab's context may hold an earlier response in its HTTP cache: it revalidates. `conditional`
+    (If-None-Match, If-Modified-Since: a page kept in webfetch's cache, past its ttl) replace any the
+    browser set, so a 304 answers for the page webfetch kept."""
+    dropped: tuple[str, ...] = ("accept", "cache-control", "pragma") if recycled else ("accept",)
+    if conditional:
+        dropped += ("if-none-match", "if-modified-since")
     sent = [{"name": k, "value": v} for k, v in headers.items() if k.lower() not in dropped]
     sent.append({"name": "Accept", "value": MAIN_ACCEPT})
     if recycled:
         sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
-    return sent
+    return sent + (conditional or [])
 
 
 def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
@@ -249,18 +278,23 @@ class _Facts:
     charset: str | None = None
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
+    etag: str | None = None
+    last_modified: str | None = None
 
     def response(self) -> MainResponse:
         return MainResponse(self.url, self.final_url, self.status, self.content_type, self.charset,
-                            self.truncated, tuple(self.notes))
+                            self.truncated, tuple(self.notes), self.etag, self.last_modified)
 
 
 class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None,
-                 server_decides: bool, check_host: CheckHost | None = None) -> None:
+                 server_decides: bool, check_host: CheckHost | None = None,
+                 validators: Validators | None = None) -> None:
         self.tab = tab
         self.check_host = check_host
+        self.validators = validators
+        self.revalidating = False                     # the main request in flight carries the validators
         self.url = url
         self.policy = policy
         self.settle_s = settle_s
@@ -416,8 +450,11 @@ class _Render:
                 raise
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
-        await self.tab.call("Fetch.continueRequest", {"requestId": rid,
-                                                      "headers": main_request_headers(headers, self.tab.uses > 1)})
+        # The page kept in the cache is asked about on the request for its own URL (after the same hops).
+        conditional = self.validators.headers() if self.validators and self.validators.url == url else []
+        self.revalidating = bool(conditional)
+        await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": main_request_headers(
+            headers, self.tab.uses > 1 or self.revalidating, conditional)})
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
         status = p.get("responseStatusCode")
@@ -432,21 +469,31 @@ class _Render:
                                      if status is None else None)
         elif status is None:  # the first document's network failure; Page.navigate reports it by name
             await self._continue(rid)
+        elif status == 304 and self.revalidating:
+            await self._fail(rid)
+            self.facts.final_url, self.facts.status = url, status
+            self._end(NotModified(self.facts.response()))
         elif 300 <= status < 400 and location:
             await self._redirect_hop(rid, status, urljoin(url, location))
         elif classify(ctype, url) == "other" and status < 400 and self.committed_doc is not None:
             await self._refuse_download(rid, url, ctype)
         else:
-            f = self.facts
-            f.final_url, f.status, f.content_type, f.charset = url, status, _mime(ctype) or None, _charset(ctype)
-            if status >= 400:
-                body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
-                await self._fail(rid)
-                error = HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
-                                  + explain_error_page(status, body, url), status=status)
-                error.retry_after = _header(headers, "retry-after")  # a crawl waits it out (429, 503)
-                raise error
-            await self._document_body(rid, url, status, headers)
+            await self._page_response(rid, url, status, headers, ctype)
+
+    async def _page_response(self, rid: str, url: str, status: int, headers: list[dict[str, str]],
+                             ctype: str | None) -> None:
+        """The response that is the page (or its HTTP error)."""
+        f = self.facts
+        f.final_url, f.status, f.content_type, f.charset = url, status, _mime(ctype) or None, _charset(ctype)
+        f.etag, f.last_modified = _header(headers, "etag"), _header(headers, "last-modified")
+        if status >= 400:
+            body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
+            await self._fail(rid)
+            error = HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
+                              + explain_error_page(status, body, url), status=status)
+            error.retry_after = _header(headers, "retry-after")  # a crawl waits it out (429, 503)
+            raise error
+        await self._document_body(rid, url, status, headers)
 
     async def _redirect_hop(self, rid: str, status: int, target: str) -> None:
         if target.startswith(("http://", "https://")):
@@ -740,13 +787,14 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress,
                  read_server_html: ReadServerHtml | None = None, server_decides: bool = True,
-                 check_host: CheckHost | None = None) -> Outcome:
+                 check_host: CheckHost | None = None, validators: Validators | None = None) -> Outcome:
     """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
     or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
     `server_decides` (its reading may end the render: ServerHtml), else beside the rendering. `check_host`
-    may refuse a main-frame hop's host."""
+    may refuse a main-frame hop's host. `validators` make the request for their URL conditional: a 304 to
+    it is the outcome NotModified."""
     r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides,
-                check_host)
+                check_host, validators)
     outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks

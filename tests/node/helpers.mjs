@@ -12,6 +12,10 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 // Daemons started in the background log under $XDG_STATE_HOME/webfetch: the tests' own, never the user's.
 process.env.XDG_STATE_HOME = fs.mkdtempSync(path.join(os.tmpdir(), "wf-state-"));
 process.on("exit", () => fs.rmSync(process.env.XDG_STATE_HOME, { recursive: true, force: true }));
+// ... and keep pages on disk under $XDG_CACHE_HOME/webfetch: this test file's own, never the user's (nor
+// another file's: a page one file's daemon kept would be served to the next file's daemon)
+process.env.XDG_CACHE_HOME = fs.mkdtempSync(path.join(os.tmpdir(), "wf-cache-"));
+process.on("exit", () => fs.rmSync(process.env.XDG_CACHE_HOME, { recursive: true, force: true }));
 
 /** The background daemons' log files (under the tests' state directory) that mention `socket`. */
 export function logsMentioning(socket) {

@@ -5,6 +5,7 @@ fixture), and `ServedDaemon`, a `webfetch serve` process with its config and log
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 import time
@@ -77,6 +78,10 @@ class ServedDaemon:
         cfg = tmp / "config.toml"
         cfg.write_text(config)
         self.log = open(tmp / "daemon.log", "wb")  # noqa: SIM115 - closed by stop()
+        # its pages on disk in `tmp` too (unless `env` names a place): never the user's cache, and a bench
+        # run after another starts cold
+        if "XDG_CACHE_HOME" not in (env or {}):
+            env = {**(os.environ if env is None else env), "XDG_CACHE_HOME": str(tmp / "cache")}
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
                                       "--config", str(cfg), "--log-level", "warning"],
                                      stdout=self.log, stderr=self.log, cwd=ROOT, env=env)

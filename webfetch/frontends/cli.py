@@ -102,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("reload", help="make the running daemon read its config file again and apply what can "
                                       "change while it runs (as SIGHUP does); says what needs a restart")
     common(p)
+    p = sub.add_parser("cache", help="empty the page cache, in the daemon's memory and on disk")
+    common(p)
+    p.add_argument("action", choices=["clear"], help="clear: forget every cached page (the next fetch of each "
+                                                     "loads it again)")
     p = sub.add_parser("logs", help="show the log of the daemon (a file, or systemd's journal)")
     common(p)
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
@@ -148,16 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(config, args.socket)
     if args.command == "serve":
         return _serve(config, source, path, args)
-    if args.command in ("stop", "restart", "reload", "logs"):
-        from . import operate
-
-        if args.command == "stop":
-            return operate.stop(path)[0]
-        if args.command == "reload":
-            return operate.reload(path)
-        if args.command == "restart":
-            return operate.restart(path, args.config)
-        return operate.show_logs(path, args.follow)
+    if args.command in ("stop", "restart", "reload", "logs", "cache"):
+        return _operate(args, path)
     if args.command == "doctor":
         from . import doctor
 
@@ -171,6 +167,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return pi_install.main(args.action, config, args.socket)
     return _client_command(args, path, source)
+
+
+def _operate(args: argparse.Namespace, path: Path) -> int:
+    """The commands that operate the daemon a user already has (webfetch/frontends/operate.py)."""
+    from . import operate
+
+    if args.command == "cache":
+        return operate.clear_cache(path)
+    if args.command == "stop":
+        return operate.stop(path)[0]
+    if args.command == "reload":
+        return operate.reload(path)
+    if args.command == "restart":
+        return operate.restart(path, args.config)
+    return operate.show_logs(path, args.follow)
 
 
 def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Namespace) -> int:
@@ -350,6 +361,15 @@ def _daemon_lines(d: dict[str, Any]) -> str:
             f"socket:   {socket}\nconfig:   {config}{restart}\nlog:      {log}")
 
 
+def _disk_line(cache: dict[str, Any]) -> str:
+    """The disk cache's part of `webfetch status` (a daemon older than it sends none of these fields)."""
+    if not cache.get("disk_dir"):
+        return "no pages kept on disk (cache.disk_max_bytes = 0)"
+    mib = 1024 * 1024
+    return (f"{cache.get('disk_entries', 0)} pages, {cache.get('disk_bytes', 0) / mib:.1f} of "
+            f"{cache.get('disk_max_bytes', 0) / mib:.0f} MiB, in {cache['disk_dir']}")
+
+
 def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> int:
     from .skew import difference
 
@@ -368,6 +388,7 @@ def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> i
             print(_daemon_lines(frame["daemon"]))
         print(f"browser:  {b['state']}  {b.get('version') or ''}  {b.get('executable') or b.get('endpoint') or ''}")
         print(f"cache:    {c['entries']} pages, {c['bytes']} bytes, {c['hits']} hits, {c['misses']} misses")
+        print(f"disk:     {_disk_line(c)}")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
         print(f"browse:   {_browse_state(frame)}")

@@ -1,4 +1,4 @@
-"""`webfetch stop`, `restart`, `reload` and `logs`: operating the daemon a user already has.
+"""`webfetch stop`, `restart`, `reload`, `cache clear` and `logs`: operating the daemon a user already has.
 
 Stopping goes through the socket (the `stop` op), so it needs no pid file and works the same for a daemon
 in a terminal, one a client started in the background, and one systemd started on its socket (which then
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import log_path_for
+from ..disk_cache import DiskCache, default_directory
 from . import logs
 from .client import Client, ClientError, start_daemon
 
@@ -123,6 +124,25 @@ def reload(path: Path) -> int:
         print(f"reloaded {source}: nothing that can change while running")
     if answer["needs_restart"]:
         print(f"needs `webfetch restart` to take effect: {', '.join(answer['needs_restart'])}")
+    return 0
+
+
+def clear_cache(path: Path) -> int:
+    """`webfetch cache clear`: the daemon on `path` forgets every page, in memory and on disk (the
+    `cache_clear` op); with no daemon running, the page files on disk are deleted here."""
+    try:
+        with Client(path, autostart=False, timeout=30) as client:
+            answer = list(client.request("cache_clear"))[-1]
+    except ClientError:
+        files, size = DiskCache(default_directory(), 1).clear_now()
+        print(f"no webfetch daemon is running on {path}; deleted {files} cached pages ({size} bytes) from "
+              f"{default_directory()}")
+        return 0
+    if answer.get("type") != "result":
+        _say(f"{answer.get('code')}: {answer.get('message')}")
+        return 1
+    print(f"cleared the cache: {answer['entries']} pages in memory, {answer['disk_entries']} on disk "
+          f"({answer['disk_bytes']} bytes)")
     return 0
 
 
