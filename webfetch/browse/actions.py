@@ -20,11 +20,13 @@ from ..errors import (
     Covered,
     Disabled,
     NetworkError,
+    NoContent,
     NotEditable,
     NotNativeSelect,
     NotVisible,
     Timeout,
 )
+from ..render import NO_CONTENT
 from ..urls import host_of
 from .tab import BrowseTab
 
@@ -296,6 +298,8 @@ async def navigate(tab: BrowseTab, url: str) -> None:
     if error:
         if len(tab.downloads) > downloads:
             return
+        if tab.status in NO_CONTENT:  # Chrome aborts a navigation answered so: the tab shows what it showed
+            raise NoContent(url, tab.status, f"; the tab still shows {tab.url or 'a blank page'}")
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
         failure = tab.connect_failure(host_of(url)) if "SOCKS" in error else None
