@@ -132,7 +132,10 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
         profile = Path(tmp) / "profile"
         (profile / "Default").mkdir(parents=True)
         (profile / "Default" / "Preferences").write_text(json.dumps(PREFERENCES))
-        proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr_pipe=True)
+        # Chrome's own temporary files go inside the directory removed below: it left a directory
+        # (org.chromium.Chromium.*, its singleton socket) in /tmp at every stop, however it was stopped.
+        proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr_pipe=True,
+                            env={**os.environ, "TMPDIR": tmp})
         try:
             assert proc.stderr is not None
             stderr = _Stderr()
