@@ -61,6 +61,11 @@ def _status(path: Path) -> dict | None:
         return None
 
 
+def _tail(log: Path) -> str:
+    """The daemon's last words (its log goes with the temporary directory)."""
+    return " | ".join(log.read_text(errors="replace").splitlines()[-5:]) or "its log is empty"
+
+
 def _stop_op(path: Path) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(DEADLINE_S)
@@ -85,13 +90,14 @@ def lifecycle(tree: Path, tmp: Path, how: str) -> Run:
             frame = None
             while frame is None:
                 if time.perf_counter() - started > DEADLINE_S or proc.poll() is not None:
-                    raise SystemExit(f"the daemon of {tree} did not answer; see {tmp / 'daemon.log'}")
+                    raise SystemExit(f"the daemon of {tree} did not answer: {_tail(tmp / 'daemon.log')}")
                 time.sleep(POLL_S)
                 frame = _status(sock)
             first = time.perf_counter() - started
             while frame["browser"]["state"] != "ready":
                 if time.perf_counter() - started > DEADLINE_S:
-                    raise SystemExit(f"the browser of {tree}'s daemon was not ready; see {tmp / 'daemon.log'}")
+                    raise SystemExit(f"the browser of {tree}'s daemon was not ready: {frame['problems']} "
+                                     f"{_tail(tmp / 'daemon.log')}")
                 time.sleep(POLL_S)
                 frame = _status(sock) or frame
             ready = time.perf_counter() - started
