@@ -212,6 +212,7 @@ def main() -> None:
     ap.add_argument("--lifecycle-against", type=Path,
                     help="another source tree (e.g. main's, from `git archive`) for the start and stop rows, "
                          "side by side")
+    ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
     ap.add_argument("--skip-browse", action="store_true")
     ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
@@ -268,6 +269,9 @@ def main() -> None:
             from bench_lifecycle import lifecycle_rows
             lifecycle_rows([("this", ROOT)] + ([(args.lifecycle_against.name, args.lifecycle_against.resolve())]
                                                if args.lifecycle_against else []), rounds=3)
+        if not args.skip_crawl:
+            from bench_crawl import crawl_rows
+            crawl_rows(tmp)
         if not args.skip_memory:
             from bench_memory import memory_rows
             memory_rows(lambda where: start_daemon(where, args.render, args.block), server,
@@ -524,6 +528,7 @@ def browse(daemon: ServedDaemon, rounds: int) -> None:
             finds = [act("snapshot", find=f"Buy {2999 - i}")[1] for i in range(max(3, rounds // 4))]
             table_html = urllib.request.urlopen(app.url("/table")).read()
             act("close")
+            logged, unlogged = network_log_clicks(daemon, c, app, rounds)
     finally:
         app.stop()
     print(f"\nbrowse (local app, {rounds} actions a row; targets: click/fill p50 <= 100 ms, snapshot <= 150 ms "
@@ -536,10 +541,42 @@ def browse(daemon: ServedDaemon, rounds: int) -> None:
                         ("8b. ... with find (every row walked)", finds)):
         med, p95 = summarize(times)
         print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms")
+    for name, times in (("8c. browse click, 4 requests, network log on", logged),
+                        ("8d. ... the same, network log off", unlogged)):
+        med, p95 = summarize(times)
+        print(f"{name:52} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms")
     print(f"{'9. snapshot size, dashboard':52} {len(snap['snapshot']):>7} chars for {len(html)} bytes of HTML "
           f"({snap['ref_count']} refs)")
     print(f"{'10. snapshot size, 3 000-row table':52} {len(table['snapshot']):>7} chars for {len(table_html)} bytes "
           f"of HTML (inline cap 12 000)", flush=True)
+
+
+def network_log_clicks(daemon: ServedDaemon, c: Client, app, rounds: int) -> tuple[list[float], list[float]]:
+    """What recording costs an action: one session with browse.network_log on, one (opened after a reload)
+    with it off, on the app's page whose Save posts to an API, reaches a closed port and loads a binary;
+    the two sessions' clicks alternate, so the machine's load falls on both alike."""
+    config = daemon.tmp / "config.toml"
+    original = config.read_text()
+    sessions = {}
+    for name, on in (("bench-net-on", True), ("bench-net-off", False)):
+        config.write_text(original + f"[browse]\nnetwork_log = {str(on).lower()}\n")
+        list(c.request("reload"))
+        page = list(c.request("browse", session=name, action="open", url=app.url("/network?to=http://127.0.0.2:9")))
+        line = next(x for x in page[-1]["snapshot"].splitlines() if x.lstrip().startswith('- button "Save"'))
+        sessions[name] = re.search(r"ref=(e\d+)", line).group(1)
+    config.write_text(original)
+    list(c.request("reload"))
+    times: dict[str, list[float]] = {name: [] for name in sessions}
+    for _ in range(rounds):
+        for name, save in sessions.items():
+            started = time.perf_counter()
+            frame = list(c.request("browse", session=name, action="click", ref=save))[-1]
+            if frame.get("type") != "result":
+                raise SystemExit(f"browse click failed: {frame}")
+            times[name].append(time.perf_counter() - started)
+    for name in sessions:
+        list(c.request("browse", session=name, action="close"))
+    return times["bench-net-on"], times["bench-net-off"]
 
 
 def subagent_rows(server: CorpusServer, page: dict, tmp: Path, llm) -> None:

@@ -51,3 +51,21 @@ def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not path.exists()
+
+
+def test_viewport_and_pdf_from_the_command_line(tmp_path, monkeypatch):
+    import argparse
+
+    from webfetch.frontends.browse_cli import add_parser, request_fields
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"), lambda p: None)
+    monkeypatch.chdir(tmp_path)
+    fields = request_fields(parser.parse_args(["browse", "viewport", "390x844", "--mobile", "--session", "s"]))
+    assert fields == {"session": "s", "action": "viewport", "width": 390, "height": 844, "mobile": True}
+    fields = request_fields(parser.parse_args(["browse", "pdf", "-o", "out.pdf", "--session", "s"]))
+    assert fields["path"] == str(tmp_path / "out.pdf"), "the daemon gets an absolute path"
+    fields = request_fields(parser.parse_args(["browse", "open", "http://localhost:3000/", "--size", "800x600"]))
+    assert (fields["width"], fields["height"]) == (800, 600) and "mobile" not in fields
+    with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
+        request_fields(parser.parse_args(["browse", "viewport", "wide"]))

@@ -140,3 +140,26 @@ def test_without_xdg_runtime_dir_the_socket_is_under_run_user_when_it_exists(tmp
     assert default_socket_path({}, run_user) == Path(f"/tmp/webfetch-{uid}/webfetch.sock")  # no such directory
     (run_user / uid).mkdir(parents=True)
     assert default_socket_path({}, run_user) == login == run_user / uid / "webfetch" / "webfetch.sock"
+
+
+def test_browse_allow_local_is_read_and_a_bad_entry_names_the_key_and_line():
+    config = parse_config(b'[browse]\nallow_local = ["localhost:3000", "[::1]:*"]\n')
+    assert config.browse.allow_local == ["localhost:3000", "[::1]:*"]
+    with pytest.raises(ConfigError) as info:
+        parse_config(b'[fetch]\n[browse]\nallow_local = ["localhost"]\n', source="config.toml")
+    assert str(info.value).startswith("config.toml: line 2: key `browse`: browse.allow_local entry 'localhost' is "
+                                      "not host:port or host:*")
+    # browse.* is applied by a reload
+    assert not needs_restart("browse.allow_local")
+
+
+def test_doctor_and_status_show_what_browse_may_reach():
+    from webfetch.frontends.cli import _browse_state
+    from webfetch.frontends.doctor import check_address_policy
+
+    config = parse_config(b'[browse]\nallow_local = ["localhost:3000"]\n')
+    assert "browse sessions only may also reach localhost:3000 (browse.allow_local)" in \
+        check_address_policy(config).detail
+    assert "browse sessions reach no loopback port" in check_address_policy(parse_config(b"")).detail
+    assert _browse_state({"browse_allow_local": ["localhost:3000"], "browse": []}) == \
+        "enabled, may reach localhost:3000 (browse.allow_local), 0 sessions"

@@ -251,6 +251,12 @@ async def test_a_tab_that_held_a_profile_is_never_recycled(app, data_home, daemo
     chrome = daemon.daemon.chrome
     token = app.login("ann")
     save_profile("club", token)
+    with trio.fail_after(20):
+        # Until the pool is full and no tab waits to be disposed of: only a disposal wakes the refill, so
+        # from here the pool changes only by what the fetches below take and give back, in order.
+        while (len(chrome.idle_tabs) < daemon.daemon.config.browser.context_pool
+               or sum(t["attached"] for t in await daemon.page_targets()) != len(chrome.idle_tabs)):
+            await trio.sleep(0.05)  # (Chrome's own first tab is the one target not attached)
     assert (await daemon.fetch(app.url("/whoami?1")))["content"].strip() == "anonymous"
     with trio.fail_after(20):
         while not chrome.idle_tabs or chrome.idle_tabs[-1].uses != 1:
@@ -281,6 +287,8 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
                                                          "used for 127.0.0.1, not for 127.0.0.2")
         r = run_cli("browse", "--config", str(cfg), "open", app.url("/refresh"), "--profile", "club", env=env)
         assert r.returncode == 0 and "Members — " in r.stdout, r.stderr  # the member page, not the sign-in
+        r = run_cli("status", "--config", str(cfg), env=env)
+        assert f"cli: 1 tab(s), {app.url('/refresh')}" in r.stdout and ", profile club\n" in r.stdout, r.stdout
         assert run_cli("browse", "--config", str(cfg), "save", env=env).returncode == 0
         refreshed = sid_of(data_home, "club")
         assert refreshed not in (None, token) and app.sessions[refreshed] == "ann"

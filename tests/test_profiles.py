@@ -3,6 +3,7 @@ their errors, the host rule. Pure and fast: real files in a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -25,6 +26,7 @@ from webfetch.profiles import (
     export_state,
     from_cdp,
     merge_cookies,
+    normalize_host,
     parse_state_file,
     to_cdp,
 )
@@ -128,6 +130,26 @@ def test_a_profile_goes_only_to_the_hosts_it_lists_and_says_how_to_allow_another
     assert isinstance(p.refuse("evil.test"), ProfileNotAllowed)
 
 
+@pytest.mark.parametrize("typed,listed", [
+    ("GitHub.com", "github.com"), ("https://github.com/settings", "github.com"), (".example.com", "example.com"),
+    ("example.com:8443", "example.com"), ("bücher.example", "xn--bcher-kva.example"), ("[::1]:8080", "::1")])
+def test_a_host_is_listed_as_requests_name_it_whatever_way_it_was_typed(typed, listed):
+    """Cookies are per host, not per port, and a request names a Unicode host in punycode: a profile
+    listing `example.com:8443` or `bücher.example` as typed would never match one."""
+    assert normalize_host(typed) == listed
+    assert Profile(name="p", hosts=[normalize_host(typed)]).allows(listed)
+
+
+def test_unicode_request_hosts_match_their_punycode_listing():
+    assert Profile(name="p", hosts=["xn--bcher-kva.example"]).allows("shop.bücher.example")
+
+
+@pytest.mark.parametrize("typed", ["a b", "user@example.com", "", "https://", "example.com:port"])
+def test_what_is_not_a_host_is_refused_naming_it(typed):
+    with pytest.raises(ProfileError, match="is not a host name; give hosts like github.com"):
+        normalize_host(typed)
+
+
 def test_summary_counts_and_never_shows_a_value():
     state = StorageState(cookies=[Cookie(name="a", value="s3cr3t", domain="x.test"),
                                   Cookie(name="old", value="v", domain="x.test", expires=1.0)])
@@ -166,3 +188,24 @@ def test_a_profiled_page_and_an_anonymous_url_can_never_share_a_cache_key():
     for crafted in ("https://example.com/x profile=work", "https://example.com/x\nprofile=work",
                     "https://example.com/x%0Aprofile=work"):
         assert cache_key(likely_key(crafted, AddressPolicy()), None) != profiled
+
+
+def test_a_profile_command_waits_for_the_daemon_writing_the_same_profile(tmp_path):
+    """The daemon writes a session's cookies back while `webfetch profile allow` changes the hosts: each
+    reads, changes and writes the whole file, so one must wait for the other or its change is lost. Here
+    the test is the daemon: it holds the profile's lock, reads it, lets the command start, then writes;
+    both changes survive."""
+    store = ProfileStore(tmp_path / "webfetch" / "profiles")  # where the command looks, given XDG_DATA_HOME
+    store.save(Profile(name="club", hosts=["a.example"], state=StorageState(), created=1.0))
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path)}
+    with store.locked():
+        read = store.load("club")
+        cli = subprocess.Popen([sys.executable, "-m", "webfetch", "profile", "allow", "club", "b.example"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            cli.wait(timeout=5)  # without the lock the command is done by now, and the write below undoes it
+        store.save(Profile(name="club", hosts=[*read.hosts, "c.example"], state=read.state, created=1.0))
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 0, err
+    assert store.load("club").hosts == ["a.example", "b.example", "c.example"]
+    assert stat.S_IMODE(os.stat(store.root / ".lock").st_mode) == 0o600

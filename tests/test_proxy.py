@@ -20,9 +20,11 @@ async def start_proxy(nursery, **policy) -> PolicyProxy:
     return proxy
 
 
-async def socks_connect(proxy: PolicyProxy, host: str, port: int, command: int = 1) -> tuple[trio.SocketStream, int]:
-    """Greet, ask to connect to host:port by name; the stream and the reply code."""
-    stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+async def socks_connect(proxy: PolicyProxy, host: str, port: int, command: int = 1,
+                        via: int | None = None) -> tuple[trio.SocketStream, int]:
+    """Greet (on the proxy's port `via`, by default fetch's), ask to connect to host:port by name; the
+    stream and the reply code."""
+    stream = await trio.open_tcp_stream("127.0.0.1", via or proxy.port)
     await stream.send_all(b"\x05\x01\x00")
     assert await receive_exactly(stream, 2) == b"\x05\x00"
     name = host.encode()
@@ -139,3 +141,25 @@ async def test_only_connect_is_offered(nursery, site):
         stream, code = await socks_connect(proxy, "127.0.0.1", site.port, command)
         await stream.aclose()
         assert code == 7
+
+
+async def test_browse_contexts_port_reaches_allow_local_and_fetchs_port_does_not(nursery, site):
+    fetch = AddressPolicy()  # loopback refused
+    proxy = PolicyProxy(fetch, fetch.for_browse([f"127.0.0.1:{site.port}"]))
+    await nursery.start(proxy.run)
+    assert proxy.browse_port not in (None, proxy.port)
+    stream, code = await socks_connect(proxy, "127.0.0.1", site.port, via=proxy.browse_port)
+    assert code == 0
+    async with stream:
+        assert ARTICLE_TEXT[0].encode() in await http_get(stream, "127.0.0.1", "/article")
+    _, code = await socks_connect(proxy, "127.0.0.1", site.port)  # fetch's contexts: refused
+    assert code == 2
+    assert "fetch.allow_private" in proxy.failure("127.0.0.1").message
+    # on the browse port too: another loopback port, and the listed address under another name
+    _, code = await socks_connect(proxy, "127.0.0.1", site.port + 1 if site.port < 65535 else 1,
+                                  via=proxy.browse_port)
+    assert code == 2
+    assert "browse.allow_local" in proxy.failure("127.0.0.1").message
+    _, code = await socks_connect(proxy, "localhost", site.port, via=proxy.browse_port)
+    assert code == 2
+    assert f'"localhost:{site.port}"' in proxy.failure("localhost").message

@@ -183,3 +183,23 @@ def test_webfetch_reload_and_sighup_to_webfetch_serve(short_tmp, site):
         _, stderr = proc.communicate(timeout=30)
     assert "reloaded" in stderr and "needs `webfetch restart`: browser.args" in stderr, stderr
     assert "still running the config it had" in stderr and "Traceback" not in stderr, stderr
+
+
+async def test_browse_allow_local_reloaded_lets_an_open_session_reach_the_port_and_fetch_still_not(
+        nursery, short_tmp, site):
+    d, cfg = await start_with_file(nursery, short_tmp, NO_PI)
+    browse = {"id": "b", "op": "browse", "session": "s1", "action": "open", "url": site.url("/article")}
+    refused = await d.request(browse)
+    assert refused["code"] == "blocked_url" and f'browse.allow_local = ["127.0.0.1:{site.port}"]' in \
+        refused["message"], refused
+
+    answer = await reload_with(d, cfg, NO_PI + f'[browse]\nallow_local = ["127.0.0.1:{site.port}"]\n')
+    assert answer["applied"] == ["browse.allow_local"] and answer["needs_restart"] == []
+    assert (await status(d))["browse_allow_local"] == [f"127.0.0.1:{site.port}"]
+    opened = await d.request(browse)
+    assert opened["type"] == "result" and opened["page"]["url"] == site.url("/article"), opened
+    assert (await d.fetch(site.url("/article")))["code"] == "blocked_url"
+
+    await reload_with(d, cfg, NO_PI)  # and taken away again
+    again = await d.request({**browse, "new_tab": True})
+    assert again["code"] == "blocked_url", again

@@ -1,9 +1,12 @@
 """Layer 1: URL validation, normalization and the address policy."""
 
+import ipaddress
+import re
+
 import pytest
 
 from webfetch.errors import BlockedUrl, InvalidUrl
-from webfetch.urls import AddressPolicy, prepare_url, same_host
+from webfetch.urls import AddressPolicy, HostGate, parse_local, prepare_url, same_host
 
 DEFAULT = AddressPolicy()
 PRIVATE_OK = AddressPolicy(allow_private=True)
@@ -78,3 +81,77 @@ def test_likely_key_needs_no_dns_and_matches_public_hosts():
     assert likely_key("http://Example.com:80/a?b#frag", DEFAULT) == "https://example.com/a?b"
     assert likely_key("http://intranet:8080/x", AddressPolicy.from_config(False, ["intranet"])) == \
         "http://intranet:8080/x"
+
+
+# --- browse.allow_local: the user's dev server, for browse sessions only ------------------------------
+
+def scripted(answers: dict[str, list[str]]):
+    async def resolve(host: str) -> list:
+        return [ipaddress.ip_address(a) for a in answers.get(host, [host])]
+    return resolve
+
+
+NAMES = scripted({"localhost": ["::1", "127.0.0.1"], "rebound.test": ["127.0.0.1"], "lan.test": ["10.0.0.7"],
+                  "public.test": ["93.184.216.34"]})
+FETCH = AddressPolicy(resolver=NAMES)
+BROWSE = FETCH.for_browse(["localhost:3000", "127.0.0.1:5173", "[::1]:*"])
+
+
+@pytest.mark.parametrize("url,allowed", [
+    ("http://localhost:3000/", True),          # listed by name: both of its addresses are loopback
+    ("http://127.0.0.1:5173/app", True),
+    ("http://[::1]:9999/", True),               # host:* is every port
+    ("http://localhost:3001/", False),          # another port of a listed host
+    ("http://localhost/", False),               # port 80 is not 3000
+    ("http://127.0.0.1:3000/", False),          # the host as typed: 127.0.0.1 is not `localhost`
+    ("http://rebound.test:3000/", False),       # a name that resolves to loopback is not localhost
+    ("http://10.0.0.7:5173/", False),           # private ranges still refused
+    ("http://169.254.169.254:80/", False),      # and the metadata address
+])
+async def test_allow_local_lets_browse_reach_exactly_the_listed_loopback_ports(url, allowed):
+    if allowed:
+        assert (await prepare_url(url, BROWSE)).startswith("http://"), "a local host keeps plain http"
+    else:
+        with pytest.raises(BlockedUrl):
+            await prepare_url(url, BROWSE)
+    with pytest.raises(BlockedUrl):  # fetch's policy never has them
+        await prepare_url(url, FETCH)
+
+
+async def test_a_listed_name_that_resolves_off_loopback_is_refused():
+    policy = AddressPolicy(resolver=scripted({"localhost": ["10.0.0.7"]})).for_browse(["localhost:3000"])
+    with pytest.raises(BlockedUrl):
+        await prepare_url("http://localhost:3000/", policy)
+
+
+async def test_a_refused_loopback_port_names_the_config_line_that_allows_it():
+    with pytest.raises(BlockedUrl) as e:
+        await prepare_url("http://localhost:8080/x", BROWSE)
+    assert e.value.message == (
+        'localhost:8080 (::1) is a loopback address, which browse sessions reach only when the config lists it: to '
+        'let them reach this dev server, put `browse.allow_local = ["127.0.0.1:5173", "[::1]:*", "localhost:3000", '
+        '"localhost:8080"]` in the [browse] table of the config, then run `webfetch reload` (fetch still refuses it)')
+    with pytest.raises(BlockedUrl) as e:  # fetch's message is fetch's
+        await prepare_url("http://localhost:8080/x", FETCH)
+    assert "browse.allow_local" not in e.value.message and "fetch.allow_hosts" in e.value.message
+    with pytest.raises(BlockedUrl) as e:  # a private address is not what browse.allow_local is for
+        await prepare_url("http://lan.test:3000/", BROWSE)
+    assert "browse.allow_local" not in e.value.message
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("localhost", "is not host:port or host:*"),
+    ("localhost:99999", "the port must be 1-65535 or *"),
+    ("10.0.0.5:80", "10.0.0.5 is not a loopback address"),
+    ("http://localhost:3000", "is not host:port or host:*"),
+])
+def test_a_bad_allow_local_entry_says_what_is_wrong(entry, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_local(entry)
+
+
+async def test_the_gate_judges_a_host_by_port_too():
+    gate = HostGate(BROWSE)
+    assert await gate.check("http://localhost:3000/a") is None
+    assert "browse.allow_local" in (await gate.check("http://localhost:3001/a") or "")
+    assert await gate.check("ws://localhost:3000/socket") is None

@@ -246,15 +246,17 @@ class Chrome:
     """Owns the browser: launch or attach, supervise, restart, and a pool of ready tabs."""
 
     def __init__(self, config: BrowserConfig, policy: AddressPolicy | PolicyHolder, tab_setup: TabSetup = TabSetup(),
-                 opener: BrowserOpener | None = None) -> None:
-        """`opener` makes a browser (tests give a scripted one); by default it is launched or attached to."""
+                 opener: BrowserOpener | None = None,
+                 browse_policy: AddressPolicy | PolicyHolder | None = None) -> None:
+        """`opener` makes a browser (tests give a scripted one); by default it is launched or attached to.
+        `browse_policy` is what browse sessions' contexts connect under (`policy` when not given)."""
         self.config = config
         self.tab_setup = tab_setup
         # Pages connect through the address-policy proxy (proxy.py), unless a browser on another machine
         # could not reach it, or Chrome is to use an outbound proxy of its own: then the policy is applied
         # to each request (render.py), but cannot pin the addresses that are connected to.
         self.proxy_off = proxy_off_reason(config)
-        self.proxy = PolicyProxy(policy) if self.proxy_off is None else None
+        self.proxy = PolicyProxy(policy, browse_policy) if self.proxy_off is None else None
         self.executable = None if config.endpoint else find_chrome(config.executable)
         self.state: BrowserState = "starting"
         self.version: str | None = None
@@ -351,7 +353,7 @@ class Chrome:
         (address-policy proxy, downloads denied). The caller makes its tabs and disposes of it."""
         browser = await self.wait_browser()
         try:
-            return await self._new_context(browser)
+            return await self._new_context(browser, browse=True)
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
 
@@ -511,11 +513,13 @@ class Chrome:
             self._pool_wanted = trio.Event()
             await self._pool_wanted.wait()
 
-    async def _new_context(self, browser: Browser) -> BrowserContext:
+    async def _new_context(self, browser: Browser, browse: bool = False) -> BrowserContext:
         params: dict[str, Any] = {"disposeOnDetach": True}
         if self.proxy is not None:
-            # everything, loopback included (Chrome would otherwise connect to loopback directly)
-            params |= {"proxyServer": self.proxy.url, "proxyBypassList": "<-loopback>"}
+            # everything, loopback included (Chrome would otherwise connect to loopback directly); a browse
+            # session's through the proxy's port that applies browse.allow_local
+            params |= {"proxyServer": self.proxy.browse_url if browse else self.proxy.url,
+                       "proxyBypassList": "<-loopback>"}
         context = BrowserContext(browser, await create_context(browser.conn, params))
         try:
             with suppress(CDPError):

@@ -18,6 +18,7 @@ from msgspec import Meta, Struct
 
 from .errors import ConfigError
 from .protocol import Thinking
+from .urls import parse_local
 
 Positive = Annotated[float, Meta(gt=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
@@ -109,6 +110,23 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     snapshot_chars: Annotated[int, Meta(ge=500)] = 12_000  # inline snapshot cap; `offset` pages on
     nav_timeout_s: Positive = 30.0     # a navigation's load, at most
     settle_s: Positive = 3.0           # after an action: its requests and DOM changes, at most this long
+    # the user's dev servers: loopback `host:port` (or `host:*`) that browse sessions, and only they, may
+    # reach; the host as the URL types it (urls.parse_local)
+    allow_local: list[str] = []
+    network_log: bool = True           # keep each session's requests for the network, request and har actions
+    redact_secrets: bool = True        # Cookie, Set-Cookie, Authorization values shown as <redacted> in them
+
+    def __post_init__(self) -> None:
+        for entry in self.allow_local:
+            parse_local(entry)  # its ValueError is msgspec's validation error, which names the key and line
+
+
+class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    ignore_robots: bool = False        # crawl and map obey robots.txt unless this is set (a fetch never reads it)
+    per_host: Annotated[int, Meta(ge=1, le=64)] = 4   # a crawl's connections to one host at once, at most
+    timeout_s: Positive = 300.0        # a whole crawl or map, unless the request gives its own
+    max_errors: PositiveInt = 20       # pages that fail before a crawl stops with `errors`
+    max_retry_after_s: Positive = 60.0  # a 429's Retry-After is waited up to this long, else the page fails
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -120,6 +138,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     subagent: SubagentConfig = msgspec.field(default_factory=SubagentConfig)
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
+    crawl: CrawlConfig = msgspec.field(default_factory=CrawlConfig)
 
 
 def config_home() -> Path:

@@ -32,6 +32,7 @@ from .config import (
     load_config_and_source,
     needs_restart,
 )
+from .crawl import Crawler
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
@@ -41,9 +42,11 @@ from .protocol import (
     BrowseRequest,
     BrowserStatus,
     CacheStatus,
+    CrawlRequest,
     DaemonInfo,
     FetchRequest,
     Frame,
+    MapRequest,
     ReloadRequest,
     ReloadResult,
     ReportProgress,
@@ -132,7 +135,9 @@ class Daemon:
         # One holder that everything applying the address policy reads at use, so a reload swaps it once.
         self.policy = PolicyHolder(AddressPolicy.from_config(config.fetch.allow_private, config.fetch.allow_hosts,
                                                              resolver))
-        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB)
+        # browse sessions' policy: the same, and the loopback ports browse.allow_local lists
+        self.browse_policy = PolicyHolder(self.policy.current.for_browse(config.browse.allow_local))
+        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
         self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s,
@@ -144,7 +149,8 @@ class Daemon:
         self.profiles = ProfileUse()
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
                                  self.profiles)
-        self.browse = Browse(config, self.chrome, self.extractor, self.policy, self.profiles)
+        self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
+        self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
     async def _browser_settled(self) -> None:
@@ -163,6 +169,10 @@ class Daemon:
             return self.status(rid)
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
+        if isinstance(req, CrawlRequest):
+            return replace(await self.crawler.crawl(req, progress), id=rid)
+        if isinstance(req, MapRequest):
+            return replace(await self.crawler.map(req, progress), id=rid)
         if isinstance(req, StopRequest):
             return self.stop(rid)
         if isinstance(req, ReloadRequest):
@@ -207,12 +217,15 @@ class Daemon:
             # a cache hit is served without asking the policy (entries exist only for URLs that passed it),
             # so pages of a host the new policy refuses must go with the old one
             self.cache.clear()
+        if self.policy.current.for_browse(config.browse.allow_local) != self.browse_policy.current:
+            self.browse_policy.current = self.policy.current.for_browse(config.browse.allow_local)
         if "cache" in sections:
             self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
         if "search" in sections:
             self.search.reconfigure(config.search)
         self.pipeline.reconfigure(config)
         self.browse.reconfigure(config)
+        self.crawler.reconfigure(config)
         self.config = config
 
     def identity(self) -> DaemonInfo:
@@ -235,7 +248,8 @@ class Daemon:
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
             search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
-            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled, daemon=self.identity())
+            browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
+            browse_allow_local=self.config.browse.allow_local, daemon=self.identity())
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,

@@ -44,6 +44,12 @@ class BlockedUrl(WebfetchError):
     code = "blocked_url"
 
 
+class RobotsDisallowed(WebfetchError):
+    """A crawl's or map's start URL that the site's robots.txt closes to crawlers (a fetch never asks it)."""
+
+    code = "robots_disallowed"
+
+
 class Timeout(WebfetchError):
     code = "timeout"
 
@@ -124,6 +130,12 @@ class StaleRef(WebfetchError):
 
 class UnknownRef(WebfetchError):
     code = "unknown_ref"
+
+
+class UnknownRequest(WebfetchError):
+    """A browse request_id the session's network log does not hold."""
+
+    code = "unknown_request"
 
 
 class Covered(WebfetchError):

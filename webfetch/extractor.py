@@ -22,6 +22,7 @@ from .find import Found, Pattern, search
 from .flags import Flag
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
+from .links import html_links
 from .pdf import PdfText, extract_pdf
 from .workers import Workers
 
@@ -395,6 +396,10 @@ def decode_text(body: bytes, charset: str | None) -> str:
         return str(best) if best is not None else body.decode("utf-8", errors="replace")
 
 
+def links_of(html: str | bytes, base: str, charset: str | None) -> list[str]:
+    return html_links(_decoded(html, charset), base)
+
+
 def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted:
     """A text body as is; JSON pretty-printed."""
     text = decode_text(body, charset)
@@ -447,6 +452,10 @@ class Extractor:
 
     async def pdf(self, body: bytes, cut: bool) -> PdfText:
         return await self.workers.call(extract_pdf, body, cut)
+
+    async def links(self, html: str | bytes, base: str, charset: str | None) -> list[str]:
+        """The page's links, absolute and normalized (webfetch/links.py), for a crawl."""
+        return await self.workers.call(links_of, html, base, charset)
 
     async def find(self, markdown: str, pattern: Pattern) -> Found:
         """webfetch/find.py's search in a worker process: a regular expression that backtracks without end

@@ -115,8 +115,23 @@ class Pipeline:
                           f"timeout_s if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
-    async def _load_packed(self, key: str, progress: ReportProgress, profile: Profile | None) -> bytes:
-        return pack_page(await self._load(key, progress, profile))
+    async def _load_packed(self, key: str, progress: ReportProgress, profile: Profile | None,
+                           seen: list[SourceHtml] | None = None) -> bytes:
+        return pack_page(await self._load(key, progress, profile, seen))
+
+    async def load_page(self, url: str, progress: ReportProgress, *, fresh: bool = False) -> LoadedPage:
+        """A page as the cache holds it (loaded and cached when missing), for a crawl: with the HTML it was
+        extracted from when this call loaded it, whose links the crawl follows (the cache keeps no HTML).
+        Raises as `fetch` does; the caller bounds the time."""
+        if not fresh:
+            hit = self.cache.lookup(likely_key(url, self.policy.current))
+            if hit is not None:
+                return LoadedPage(unpack_page(hit[0]), True, None)
+        key = await prepare_url(url, self.policy.current)
+        seen: list[SourceHtml] = []
+        packed, _age, cached = await self.cache.get_or_load(
+            key, lambda: self._load_packed(key, progress, None, seen), fresh=fresh)
+        return LoadedPage(unpack_page(packed), cached, seen[0] if seen else None)
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,
                     progress: ReportProgress) -> FetchResult:
@@ -202,7 +217,8 @@ class Pipeline:
                 f"cached, so that is fast. To read the raw markdown, fetch it with `offset` 0, then with each "
                 f"reply's `next_offset`.")
 
-    async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None) -> Page:
+    async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None,
+                    seen: list[SourceHtml] | None = None) -> Page:
         started = time.monotonic()
         outcome = await self._render(key, progress, profile)
         render_ms = (time.monotonic() - started) * 1000
@@ -216,6 +232,8 @@ class Pipeline:
                         content_type=response.content_type, title=None, markdown="", extractor=None,
                         truncated=response.truncated, redirect_url=outcome.target, notes=tuple(notes))
         read = await self._extract(outcome, progress)
+        if seen is not None and read.judged_html is not None:
+            seen.append(SourceHtml(read.judged_html, response.final_url, response.charset))
         notes += read.notes
         title = read.title or read.extracted.title
         flags = await self._flags(outcome, read, title, key, notes)
@@ -322,6 +340,22 @@ class Pipeline:
         return await self.extractor.flags(
             status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
             final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+
+
+@dataclass(frozen=True)
+class SourceHtml:
+    """The HTML a page's content was extracted from (the server's, or the rendered DOM), for its links."""
+
+    html: str | bytes
+    url: str                # the URL it was read at: relative links resolve against it
+    charset: str | None
+
+
+@dataclass(frozen=True)
+class LoadedPage:
+    page: Page
+    cached: bool
+    source: SourceHtml | None   # None when the page came from the cache (or is not HTML)
 
 
 def cache_key(key: str, profile: Profile | None) -> str:

@@ -97,9 +97,17 @@ class ProfileUse:
                 return await self.load(name, host), False
             except UnknownProfile:
                 profile = Profile(name=name, hosts=[normalize_host(host)], created=time.time())
-                await trio.to_thread.run_sync(self.store.save, profile)
+                if not await trio.to_thread.run_sync(self._create, profile):
+                    return await self.load(name, host), False  # a `webfetch profile` command made it first
                 log.info("profile %r created for %s by a browse session", name, host)
                 return profile, True
+
+    def _create(self, profile: Profile) -> bool:
+        with self.store.locked():
+            if self.store.exists(profile.name):
+                return False
+            self.store.save(profile)
+            return True
 
     async def seed(self, context: BrowserContext, profile: Profile) -> list[Cookie]:
         """Give a browser context the profile's cookies for the hosts it lists (Profile.usable_state), before
@@ -154,6 +162,11 @@ class ProfileUse:
 
     def _write(self, name: str, before: list[Cookie], after: list[Cookie],
                origins: Sequence[OriginState]) -> list[Cookie]:
+        with self.store.locked():
+            return self._write_locked(name, before, after, origins)
+
+    def _write_locked(self, name: str, before: list[Cookie], after: list[Cookie],
+                      origins: Sequence[OriginState]) -> list[Cookie]:
         try:
             current = self.store.load(name)
         except UnknownProfile:

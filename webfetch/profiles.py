@@ -15,10 +15,12 @@ the file and the key that is wrong, never a value.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -27,6 +29,7 @@ import msgspec
 from msgspec import Struct
 
 from .errors import WebfetchError
+from .urls import ascii_host
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FORMAT = 1
@@ -127,7 +130,10 @@ class ProfileSummary(Struct, kw_only=True):
 def host_listed(host: str, hosts: list[str]) -> bool:
     """Whether `host` is one of `hosts` or a subdomain of one: the rule behind Profile.allows, also for
     choosing what an import or a login copies."""
-    host = host.lower().rstrip(".")
+    try:
+        host = ascii_host(host.rstrip("."))
+    except UnicodeError:
+        return False
     return any(host == h or host.endswith("." + h) for h in hosts)
 
 
@@ -157,11 +163,23 @@ def check_name(name: str) -> str:
 
 
 def normalize_host(host: str) -> str:
-    host = host.strip().lower().rstrip(".")
-    host = host.removeprefix("http://").removeprefix("https://").split("/", 1)[0]
-    if not host or any(c in host for c in " \t/\\@"):
-        raise ProfileError(f"{host!r} is not a host name; give hosts like github.com or wiki.example.com")
-    return host.lstrip(".")
+    """A host as a user may type it for a profile (`GitHub.com`, `https://github.com/x`, `.example.com`,
+    `example.com:8443`, `bücher.example`) as profiles list it and requests are matched: the bare name,
+    lower case, punycode. A port is dropped: cookies are per host, not per port."""
+    typed = host
+    host = host.strip().lower().removeprefix("http://").removeprefix("https://").split("/", 1)[0]
+    try:
+        if any(c in host for c in " \t\\@"):
+            raise ValueError
+        parts = urlsplit("//" + host)
+        _ = parts.port  # ValueError when what follows the ':' is not a port
+        name = parts.hostname or ""  # drops the port, unbrackets an IPv6 address
+        name = ascii_host(name.strip(".")) if name.strip(".") else ""
+    except (ValueError, UnicodeError):
+        name = ""
+    if not name:
+        raise ProfileError(f"{typed!r} is not a host name; give hosts like github.com or wiki.example.com")
+    return name
 
 
 def cookie_hosts(cookies: list[Cookie]) -> list[str]:
@@ -226,16 +244,26 @@ class ProfileStore:
                                f"is as it was") from None
 
     def delete(self, name: str) -> None:
-        try:
-            self.path(name).unlink()
-        except FileNotFoundError:
-            raise UnknownProfile(f"no profile named {name!r}") from None
+        with self.locked():
+            try:
+                self.path(name).unlink()
+            except FileNotFoundError:
+                raise UnknownProfile(f"no profile named {name!r}") from None
 
-    def touch(self, profile: Profile) -> Profile:
-        """The profile with `last_used` now, saved."""
-        used = msgspec.structs.replace(profile, last_used=time.time())
-        self.save(used)
-        return used
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store for a read-modify-write of a profile: the daemon writing a session's cookies back
+        and a `webfetch profile` command changing the same profile are separate processes, and each writes
+        the whole file, so without this one would silently undo the other. An advisory lock (flock) on the
+        store's `.lock` (one for all profiles: their writes are rare and take milliseconds). It blocks, so
+        the daemon takes it in a thread; the kernel drops it when the holder dies."""
+        self._ensure_root()
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the last descriptor releases the lock
 
     def _ensure_root(self) -> None:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

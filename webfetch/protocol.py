@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -63,7 +63,8 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
-                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "save", "close"]
+                       "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
+                       "viewport", "pdf", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -97,11 +98,51 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     do: Literal["list", "select", "close"] = "list"
     tab: Annotated[str, Meta(pattern=r"^t[0-9]{1,9}$")] | None = None
     full_page: bool = False
+    # open, viewport: the session's device (browse/device.py)
+    width: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    height: Annotated[int, Meta(ge=100, le=10_000)] | None = None
+    mobile: bool | None = None
+    scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    # network: which requests (the URL substring is `find`); request: which one
+    status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
+    resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
+    request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
+
+
+# A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
+CrawlPattern = Annotated[str, Meta(min_length=1, max_length=1000)]
+CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown)
+MAP_MAX_LIMIT = 10_000    # URLs in one map result
+
+
+class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
+    """Pages of a site from a start URL, each with its markdown, within its host and path (webfetch/crawl.py)."""
+
+    url: str
+    limit: Annotated[int, Meta(ge=1, le=CRAWL_MAX_LIMIT)] = 20
+    depth: Annotated[int, Meta(ge=0, le=50)] = 3
+    include: list[CrawlPattern] = []
+    exclude: list[CrawlPattern] = []
+    timeout_s: Annotated[float, Meta(gt=0)] | None = None   # the whole crawl; default crawl.timeout_s
+    fresh: bool = False
+
+
+class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
+    """The URLs of a site from a start URL: its sitemaps, then the links of its pages (webfetch/crawl.py)."""
+
+    url: str
+    limit: Annotated[int, Meta(ge=1, le=MAP_MAX_LIMIT)] = 500
+    depth: Annotated[int, Meta(ge=0, le=50)] = 3
+    include: list[CrawlPattern] = []
+    exclude: list[CrawlPattern] = []
+    timeout_s: Annotated[float, Meta(gt=0)] | None = None
+    fresh: bool = False
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
-           | ReloadRequest)
+           | ReloadRequest | CrawlRequest | MapRequest)
 
 
 class Envelope(Struct):
@@ -160,7 +201,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl"]
 ReportProgress = Callable[[Stage, str], None]
 
 
@@ -227,6 +268,57 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     passages: list[Passage] | UnsetType = UNSET
 
 
+# Why a crawl or map ended: it reached `limit`; nothing in scope was left to visit; its deadline passed; too
+# many pages failed (crawl.max_errors). A cancel ends it with the `cancelled` error frame instead.
+StopReason = Literal["limit", "scope_exhausted", "deadline", "errors"]
+
+
+class CrawledPage(Struct, kw_only=True):
+    url: str              # the URL crawled (normalized)
+    final_url: str        # after same-host redirects
+    depth: int            # links followed from the start URL (a sitemap's URLs count as 1)
+    status: int | None
+    title: str | None
+    content: str          # the page's whole extracted markdown
+    chars: int
+    extractor: str | None
+    cached: bool
+    flags: list[str] = []
+    notes: list[str] = []
+
+
+class CrawlFailure(Struct, kw_only=True):
+    url: str
+    code: str             # an error code (PROTOCOL.md), or `redirect` for a redirect to another host
+    message: str
+
+
+class CrawlResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "crawl"
+    url: str
+    pages: list[CrawledPage]
+    failed: list[CrawlFailure]
+    stopped: StopReason
+    queued: int                 # URLs in scope found but not visited when it stopped
+    robots: Literal["obeyed", "ignored", "none"]   # none: the site has no robots.txt
+    sitemaps: list[str]         # the sitemaps read
+    notes: list[str] = []
+
+
+class MapResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId = None
+    op: str = "map"
+    url: str
+    urls: list[str]
+    failed: list[CrawlFailure]
+    stopped: StopReason
+    queued: int
+    robots: Literal["obeyed", "ignored", "none"]
+    sitemaps: list[str]
+    notes: list[str] = []
+
+
 class SearchHit(Struct, kw_only=True):
     title: str
     url: str
@@ -273,6 +365,56 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
 
 
+class Viewport(Struct, kw_only=True):
+    """A browse session's device: the viewport in CSS pixels, device pixels per CSS pixel, a phone or not."""
+
+    width: int
+    height: int
+    scale: float
+    mobile: bool
+
+
+class NetworkEntry(Struct, kw_only=True, omit_defaults=True):
+    """One request a browsed tab made (PROTOCOL.md, browse: network)."""
+
+    id: str                     # r1, r2, … in the session: the `request` action's request_id
+    tab: str
+    method: str
+    url: str
+    type: str                   # the resource type, lower case: document, script, fetch, xhr, image…
+    status: int | None = None   # the HTTP status, when a response came
+    size: int | None = None     # the body's bytes as received (decoded)
+    time_ms: int | None = None  # from the request's start to its last byte (or its failure)
+    failure: str | None = None  # net::ERR_… when it failed
+    blocked: str | None = None  # why the address policy refused it (blocked_url's reason)
+
+
+class HeaderLine(Struct):
+    name: str
+    value: str
+
+
+class BodyInfo(Struct, kw_only=True, omit_defaults=True):
+    """A request's or response's body: its text (cut to size), or only its size and type when binary."""
+
+    size: int
+    mime_type: str = ""
+    text: str | None = None     # None: binary, or no longer available (`note` says which)
+    truncated: bool = False
+    note: str | None = None
+
+
+class RequestDetail(Struct, kw_only=True, omit_defaults=True):
+    """One request with its headers and bodies (PROTOCOL.md, browse: request)."""
+
+    entry: NetworkEntry
+    status_text: str = ""
+    request_headers: list[HeaderLine] = []
+    response_headers: list[HeaderLine] = []
+    request_body: BodyInfo | None = None
+    response_body: BodyInfo | None = None
+
+
 class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
     """The common fields are always sent; an action's own fields only when it has them."""
 
@@ -302,6 +444,11 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
+    viewport: Viewport | None = None            # open with a device, viewport: the session's device
+    path: str | None = None                     # pdf: the file written
+    size: int | None = None                     # pdf: its size in bytes
+    requests: list[NetworkEntry] | None = None  # the network action's requests (this page of them), newest last
+    request: RequestDetail | None = None        # the request action's request
     notes: list[str] | None = None
 
 
@@ -310,6 +457,7 @@ class BrowseSessionStatus(Struct, kw_only=True):
     tabs: int
     url: str
     idle_s: float
+    profile: str | None = None  # the profile it was opened with (its name; never a cookie)
 
 
 class BrowserStatus(Struct, kw_only=True):
@@ -365,6 +513,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     problems: list[str]
     browse: list[BrowseSessionStatus] = []
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
+    browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
 
 
@@ -411,7 +560,7 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | StopResult
-         | ReloadResult | ErrorFrame)
+         | ReloadResult | CrawlResult | MapResult | ErrorFrame)
 
 _encoder = msgspec.json.Encoder()
 

@@ -17,6 +17,7 @@ import ipaddress
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
@@ -77,9 +78,14 @@ class _Reader:
 class PolicyProxy:
     """A SOCKS5 server on 127.0.0.1 that connects only where the address policy allows."""
 
-    def __init__(self, policy: AddressPolicy | PolicyHolder) -> None:
+    def __init__(self, policy: AddressPolicy | PolicyHolder,
+                 browse_policy: AddressPolicy | PolicyHolder | None = None) -> None:
         self.policy = PolicyHolder.of(policy)  # read at each connection: a reload applies to the next one
+        # Browse sessions' contexts connect to a port of their own, whose policy adds browse.allow_local:
+        # the port a connection arrives on is the one thing that tells which kind of context opened it.
+        self.browse_policy = PolicyHolder.of(browse_policy) if browse_policy is not None else self.policy
         self.port: int | None = None
+        self.browse_port: int | None = None
         self.open_tunnels = 0
         self.refusals = 0
         # Chrome reports every failed SOCKS request as ERR_SOCKS_CONNECTION_FAILED: the latest failures
@@ -88,7 +94,13 @@ class PolicyProxy:
 
     @property
     def url(self) -> str:
+        """What fetch's contexts connect through."""
         return f"socks5://127.0.0.1:{self.port}"
+
+    @property
+    def browse_url(self) -> str:
+        """What browse sessions' contexts connect through (browse.allow_local applies there only)."""
+        return f"socks5://127.0.0.1:{self.browse_port}"
 
     def failure(self, host: str) -> Failure | None:
         """Why the latest connection to `host` failed, if one did lately."""
@@ -96,24 +108,28 @@ class PolicyProxy:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        browse_listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         self.port = listeners[0].socket.getsockname()[1]
-        log.debug("address-policy proxy on %s", self.url)
+        self.browse_port = browse_listeners[0].socket.getsockname()[1]
+        log.debug("address-policy proxy on %s (browse sessions: %s)", self.url, self.browse_url)
         async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, self._handle_safely, listeners)
+            await nursery.start(trio.serve_listeners, partial(self._handle_safely, self.policy), listeners)
+            await nursery.start(trio.serve_listeners, partial(self._handle_safely, self.browse_policy),
+                                browse_listeners)
             task_status.started(self.port)
 
-    async def _handle_safely(self, client: trio.SocketStream) -> None:
+    async def _handle_safely(self, policy: PolicyHolder, client: trio.SocketStream) -> None:
         try:
-            await self._handle(client)
+            await self._handle(client, policy)
         except Exception:  # one bad connection must not take the proxy (and every page) down
             log.exception("address-policy proxy: a connection failed")
 
-    async def _handle(self, client: trio.SocketStream) -> None:
+    async def _handle(self, client: trio.SocketStream, policy: PolicyHolder) -> None:
         async with client:
             reader = _Reader(client)
             try:
                 with trio.fail_after(HANDSHAKE_TIMEOUT_S + CONNECT_TIMEOUT_S):
-                    upstream = await self._handshake(client, reader)
+                    upstream = await self._handshake(client, reader, policy)
             except (_Closed, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
             if upstream is None:
@@ -131,7 +147,8 @@ class PolicyProxy:
             finally:
                 self.open_tunnels -= 1
 
-    async def _handshake(self, client: trio.SocketStream, reader: _Reader) -> trio.SocketStream | None:
+    async def _handshake(self, client: trio.SocketStream, reader: _Reader,
+                         policy: PolicyHolder) -> trio.SocketStream | None:
         with trio.fail_after(HANDSHAKE_TIMEOUT_S):
             version, count = await reader.exactly(2)
             if version != 5:
@@ -156,7 +173,7 @@ class PolicyProxy:
                 return None
         host = host.strip("[]").rstrip(".").lower()
         try:
-            addresses, _ = await vet_host(host, self.policy.current)
+            addresses, _ = await vet_host(host, policy.current, port)
         except BlockedUrl as e:
             self.refusals += 1
             log.info("refused a connection to %s:%d (address policy)", host, port)

@@ -443,8 +443,10 @@ class _Render:
             if status >= 400:
                 body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
                 await self._fail(rid)
-                raise HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
-                                + explain_error_page(status, body, url), status=status)
+                error = HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
+                                  + explain_error_page(status, body, url), status=status)
+                error.retry_after = _header(headers, "retry-after")  # a crawl waits it out (429, 503)
+                raise error
             await self._document_body(rid, url, status, headers)
 
     async def _redirect_hop(self, rid: str, status: int, target: str) -> None:

@@ -4,7 +4,8 @@ that applies it to every request a page makes."""
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -22,6 +23,11 @@ class AddressPolicy:
     # How host names become addresses: the system resolver behind a cache (dns.py); tests give a scripted
     # one (DNS rebinding), asked at every lookup.
     resolver: Resolver = field(default_factory=HostCache, compare=False, repr=False)
+    # browse.allow_local: (host as typed, port or None for every port) that browse sessions may reach on
+    # loopback. `browse` marks the policy of browse sessions, whose refusal of a loopback address names the
+    # browse.allow_local line that would allow it; fetch's policy has neither.
+    allow_local: frozenset[tuple[str, int | None]] = frozenset()
+    browse: bool = False
 
     @classmethod
     def from_config(cls, allow_private: bool, allow_hosts: list[str],
@@ -38,6 +44,44 @@ class AddressPolicy:
 
     def allows_address(self, ip: IPAddress) -> bool:
         return any(ip in network for network in self.allow_networks)
+
+    def for_browse(self, allow_local: list[str]) -> AddressPolicy:
+        """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists."""
+        return replace(self, allow_local=frozenset(parse_local(entry) for entry in allow_local), browse=True)
+
+    def allows_local(self, host: str, port: int | None) -> bool:
+        """Whether browse.allow_local lists `host` as typed with `port` (or with `*`)."""
+        return (host, port) in self.allow_local or (host, None) in self.allow_local
+
+
+LOCAL_ENTRY = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.\-]+)):([0-9]{1,5}|\*)")
+
+
+def parse_local(entry: str) -> tuple[str, int | None]:
+    """One browse.allow_local entry, `host:port` or `host:*` (`[::1]:3000` for IPv6), as (host, port);
+    ValueError saying what is wrong. A host given as an address must be a loopback one: the setting is for
+    the user's own dev server, not a way around the policy for the private network (fetch.allow_hosts)."""
+    m = LOCAL_ENTRY.fullmatch(entry.strip())
+    if m is None:
+        raise ValueError(f"browse.allow_local entry {entry!r} is not host:port or host:* (for example "
+                         f"\"localhost:3000\", \"127.0.0.1:*\", \"[::1]:8080\")")
+    host = (m.group(1) or m.group(2)).lower().rstrip(".")
+    port = None if m.group(3) == "*" else int(m.group(3))
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"browse.allow_local entry {entry!r}: the port must be 1-65535 or *")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host, port
+    if not ip.is_loopback:
+        raise ValueError(f"browse.allow_local entry {entry!r}: {host} is not a loopback address; browse.allow_local "
+                         f"is for servers on this machine (fetch.allow_hosts lets the private network through)")
+    return host, port
+
+
+def local_entry(host: str, port: int | None) -> str:
+    """The browse.allow_local entry for `host` and `port`, as the user writes it."""
+    return f"{f'[{host}]' if ':' in host else host}:{'*' if port is None else port}"
 
 
 class PolicyHolder:
@@ -72,10 +116,16 @@ def parse_url(url: str) -> tuple[str, str, int | None, str, str]:
     if not host:
         raise InvalidUrl(f"{text!r} has no host; pass a full URL such as https://example.com/page")
     try:
-        host = host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
+        host = ascii_host(host)
     except UnicodeError:
         raise InvalidUrl(f"{text!r} has a host name that is not valid: {host!r}") from None
     return scheme, host, port, parts.path or "/", parts.query
+
+
+def ascii_host(host: str) -> str:
+    """A host name as it goes on the wire: lower case, a Unicode name in its punycode form (IDNA), so a
+    name typed either way is the same host. UnicodeError when it is no valid name."""
+    return host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
 
 
 def build_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
@@ -111,10 +161,16 @@ def ip_is_blocked(ip: IPAddress) -> bool:
 Reach = Literal["public", "local"]
 
 
-async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], Reach]:
-    """The addresses `host` may be reached at, and how it is reached. Raises BlockedUrl when the policy
-    refuses the host: when any address it resolves to is loopback, private, link-local, … and neither
-    fetch.allow_hosts nor fetch.allow_private allows it."""
+def _unmapped(ip: IPAddress) -> IPAddress:
+    return ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None else ip
+
+
+async def vet_host(host: str, policy: AddressPolicy, port: int | None = None) -> tuple[list[IPAddress], Reach]:
+    """The addresses `host` may be reached at (on `port`, when the caller knows it), and how it is reached.
+    Raises BlockedUrl when the policy refuses the host: when any address it resolves to is loopback,
+    private, link-local, … and neither fetch.allow_hosts nor fetch.allow_private allows it, nor (a browse
+    session's policy) browse.allow_local lists the host as typed with this port and every such address is
+    loopback. So a name that resolves to 127.0.0.1 is not `localhost` unless it is listed by that name."""
     addrs = await policy.resolver(host)
     if host in policy.allow_hosts:
         return addrs, "local"
@@ -124,28 +180,41 @@ async def vet_host(host: str, policy: AddressPolicy) -> tuple[list[IPAddress], R
     blocked = [a for a in local if not policy.allows_address(a)]
     if not blocked or policy.allow_private:
         return addrs, "local"
-    raise BlockedUrl(blocked_message(host, blocked[0]))
+    if port is not None and policy.allows_local(host, port) and all(_unmapped(a).is_loopback for a in blocked):
+        return addrs, "local"
+    raise BlockedUrl(blocked_message(host, blocked[0], policy, port))
 
 
-def blocked_message(host: str, ip: IPAddress) -> str:
+def blocked_message(host: str, ip: IPAddress, policy: AddressPolicy | None = None, port: int | None = None) -> str:
     """Why the policy refuses `host` at `ip`, and how to allow it, except for a link-local address: that
     is where clouds serve their metadata (169.254.169.254: the machine's credentials), which no message of
-    ours may talk a model into opening."""
+    ours may talk a model into opening. A browse session refused a loopback port is told the exact
+    browse.allow_local line that lets it through."""
     shown = host if str(ip) == host else f"{host} ({ip})"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = _unmapped(ip)
     if ip.is_link_local:
         return (f"{shown} is a link-local address (where a cloud's metadata service answers with the machine's "
                 f"credentials), which webfetch does not fetch; it is not a web page to read")
+    if policy is not None and policy.browse and port is not None and ip.is_loopback:
+        entries = sorted({local_entry(h, p) for h, p in policy.allow_local} | {local_entry(host, port)})
+        line = ", ".join(f'"{e}"' for e in entries)
+        return (f"{local_entry(host, port)}{'' if str(ip) == host else f' ({ip})'} is a loopback address, which "
+                f"browse sessions reach only when the config lists it: to let them reach this dev server, put "
+                f"`browse.allow_local = [{line}]` in the [browse] table of the config, then run `webfetch reload` "
+                f"(fetch still refuses it)")
     return (f"{shown} is a loopback or private address, which webfetch does not fetch by default; set "
             f"fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
 
 
-async def admit_host(host: str, policy: AddressPolicy) -> Reach:
-    """The policy's verdict on a host: BlockedUrl when refused, else how it is reached."""
+async def admit_host(host: str, policy: AddressPolicy, port: int | None = None) -> Reach:
+    """The policy's verdict on a host (on `port`, when known): BlockedUrl when refused, else how it is reached."""
     if host in policy.allow_hosts:
         return "local"  # the verdict needs no lookup (the proxy, which needs the addresses, calls vet_host)
-    return (await vet_host(host, policy))[1]
+    return (await vet_host(host, policy, port))[1]
+
+
+def effective_port(scheme: str, port: int | None) -> int:
+    return port if port is not None else {"http": 80, "https": 443}[scheme]
 
 
 def _key(scheme: str, host: str, port: int | None, path: str, query: str, reach: Reach) -> str:
@@ -167,7 +236,7 @@ async def prepare_url(url: str, policy: AddressPolicy) -> str:
     """Validate, apply the address policy, upgrade http to https (not for allowed local hosts), and
     normalize (lowercase host, default port and fragment dropped). The result is the cache key."""
     scheme, host, port, path, query = parse_url(url)
-    return _key(scheme, host, port, path, query, await admit_host(host, policy))
+    return _key(scheme, host, port, path, query, await admit_host(host, policy, effective_port(scheme, port)))
 
 
 # Every request a page makes is paused once, at the request stage, for a HostGate (CDP Fetch pattern).
@@ -193,7 +262,7 @@ class HostGate:
     def __init__(self, policy: AddressPolicy | PolicyHolder) -> None:
         self._holder = PolicyHolder.of(policy)
         self._judged_by = self._holder.current      # the policy the kept verdicts were made under
-        self._verdicts: dict[str, str | None] = {}  # host -> None (allowed) or why it is refused
+        self._verdicts: dict[tuple[str, int], str | None] = {}  # (host, port) -> None (allowed) or why refused
 
     @property
     def policy(self) -> AddressPolicy:
@@ -204,19 +273,21 @@ class HostGate:
         if url.startswith(("ws://", "wss://")):
             url = "http" + url[2:]
         try:
-            host = parse_url(url)[1]
+            scheme, host, port = parse_url(url)[:3]
         except InvalidUrl:
             return f"{url.split(':', 1)[0]}: URLs are not followed"
+        port = effective_port(scheme, port)
         policy = self._holder.current
         if policy is not self._judged_by:
             self._judged_by, self._verdicts = policy, {}
         if policy.allow_private:
             return None  # every host is allowed: no lookup needed
         verdicts = self._verdicts  # a reload during the lookup starts a new dict: this verdict is not for it
-        if host not in verdicts:
+        key = (host, port)  # by port too: browse.allow_local lets a loopback host through on some ports only
+        if key not in verdicts:
             try:
-                await admit_host(host, policy)
-                verdicts[host] = None
+                await admit_host(host, policy, port)
+                verdicts[key] = None
             except BlockedUrl as e:
-                verdicts[host] = e.message
-        return verdicts[host]
+                verdicts[key] = e.message
+        return verdicts[key]

@@ -130,6 +130,25 @@ function save() { const row = null; return row.id; }
 </script>
 </body></html>"""
 
+# an app whose Save posts to an API that answers 500 (with a cookie and a bearer token on the way out, and a
+# cookie set on the way back), then reaches for an address the policy refuses (`to`) and for a port nothing
+# listens on (`down`), and loads a binary;
+# the secrets are in no body (the page builds the token), so a HAR without them has them redacted
+NETWORK = """<!doctype html><html><head><title>Net</title></head><body><h1>Net</h1>
+<button onclick="save()">Save</button><p id="out"></p>
+<script>
+async function save() {
+  const r = await fetch("/api/fail?draft=1", {method: "POST", body: JSON.stringify({name: "ann"}),
+    headers: {"Content-Type": "application/json", "Authorization": "Bearer " + ["token", "secret", "2"].join("-")}});
+  await fetch("%(to)s/internal").catch(() => 0);
+  await fetch("%(down)s/gone").catch(() => 0);
+  await fetch("/api/logo.png").then(x => x.arrayBuffer());
+  document.getElementById("out").textContent = "saved: " + r.status;
+}
+</script>
+</body></html>"""
+PNG = bytes.fromhex("89504e470d0a1a0a") + bytes(range(256))
+
 # a click that starts a fetch whose no-store body the page never reads (issue 30: it held every click to
 # the settle cap, since Chrome never finishes loading such a body)
 NO_STORE = """<!doctype html><html><head><title>Unread</title></head><body>
@@ -198,6 +217,17 @@ class App:
                     self.reply(200, POPUP)
                 elif path == "/console":
                     self.reply(200, CONSOLE)
+                elif path == "/network":
+                    query = urllib.parse.parse_qs(self.path.split("?", 1)[1])
+                    to = query["to"][0]
+                    page = NETWORK % {"to": to, "down": query.get("down", [to])[0]}
+                    self.reply(200, page, headers={"Set-Cookie": "sid=cookie-secret-1; Path=/"})
+                elif path == "/api/logo.png":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", str(len(PNG)))
+                    self.end_headers()
+                    self.wfile.write(PNG)
                 elif path == "/unread":
                     self.reply(200, NO_STORE)
                 elif path == "/api/no-store":
@@ -245,6 +275,10 @@ class App:
                     self.send_header("Location", "/card-done")
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                elif path == "/api/fail":
+                    app.state["fail"] = raw
+                    self.reply(500, json.dumps({"error": "database is down", "retry": False}), "application/json",
+                               {"Set-Cookie": "sid=cookie-secret-3; Path=/"})
                 elif path.startswith("/api/"):
                     app.state[path[5:]] = json.loads(raw or "{}")
                     self.reply(200, "{}", "application/json")

@@ -288,6 +288,15 @@ async def screenshot(tab: BrowseTab, ref: str | None, full_page: bool) -> tuple[
     return data, width, height
 
 
+async def pdf(tab: BrowseTab) -> bytes:
+    """The page printed to PDF (its print stylesheet, backgrounds included), as Chrome's print preview does."""
+    await tab.call("Page.bringToFront")
+    reply = await tab.unless_dialog(lambda: tab.call("Page.printToPDF", {"printBackground": True}))
+    if reply is None:
+        raise tab.dialog_open()
+    return base64.b64decode(reply["data"])
+
+
 async def navigate(tab: BrowseTab, url: str) -> None:
     """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
     tab.start_navigation()

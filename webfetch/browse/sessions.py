@@ -9,7 +9,9 @@ share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
 An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
-`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot and console answer on their own.
+`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot, pdf, console, network,
+request and har answer on their own; viewport changes the session's device (device.py) and then settles as
+a step does.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -24,14 +27,23 @@ import trio
 from ..cdp import CDPClosed, CDPError
 from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
-from ..errors import BadRequest, BlockedUrl, BrowseDisabled, BrowserCrashed, BrowserUnavailable, NoSuchTab
+from ..errors import (
+    BadRequest,
+    BlockedUrl,
+    BrowseDisabled,
+    BrowserCrashed,
+    BrowserUnavailable,
+    NoSuchTab,
+    UnknownRequest,
+)
 from ..extractor import Extractor
 from ..paging import paginate
 from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
-from . import actions
+from . import actions, har, network, saving
+from .device import DESKTOP, Device, emulate, requested, wants_device
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
 from .verbs import STEPS, Acted, checked_url, need
@@ -51,8 +63,9 @@ class Session:
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
     def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, network_log: bool = True) -> None:
         self.name = name
+        self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
         self.context = context
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
@@ -70,6 +83,7 @@ class Session:
         self._nursery: trio.Nursery | None = None
         self._adopting = 0
         self._adopted = trio.Event()
+        self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -147,10 +161,12 @@ class Session:
             await self._done.wait()
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
+        if self.device != DESKTOP:
+            await emulate(tab, self.device, self.context.browser.version)
         if self.seed is not None:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
@@ -160,6 +176,13 @@ class Session:
         assert self._nursery is not None
         self._adopting += 1
         self._nursery.start_soon(self._adopt, target_id)
+
+    async def set_device(self, device: Device) -> None:
+        """Every tab of the session emulates `device` from now on, those it opens later too."""
+        self.device = device
+        for tab in list(self.tabs.values()):
+            if not tab.closed:
+                await emulate(tab, device, self.context.browser.version)
 
     async def _adopt(self, target_id: str) -> None:
         try:
@@ -202,7 +225,8 @@ class Browse:
         now = trio.current_time()
         return [BrowseSessionStatus(session=s.name, tabs=len(s.tabs),
                                     url=s.tabs[s.active].url if s.active in s.tabs else "",
-                                    idle_s=round(now - s.last_used, 1)) for s in self.sessions.values()]
+                                    idle_s=round(now - s.last_used, 1), profile=s.profile)
+                for s in self.sessions.values()]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -257,7 +281,7 @@ class Browse:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
         context = await self.chrome.open_context()
         session = Session(req.session, context, HostGate(self.policy), self.profiles,
-                          None if profile is None else profile.name)
+                          None if profile is None else profile.name, self.config.network_log)
         try:
             if profile is not None:
                 session.given = await self.profiles.seed(context, profile)
@@ -324,6 +348,9 @@ class Browse:
             return await self._open(session, req, reply, progress)
         if a == "save":
             return await self._save(session, reply)
+        log_action = self._LOG_ACTIONS.get(a)
+        if log_action is not None:
+            return await log_action(self, session, req, reply)
         tab = session.tab(req.tab)
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
@@ -340,6 +367,13 @@ class Browse:
             image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
             return await self._answer(session, tab, reply, marks, snapshot=False,
                                       image=image, width=width, height=height)
+        if a == "pdf":
+            destination = saving.target(session.name, tab.name, req.path, ".pdf")
+            data = await actions.pdf(tab)
+            await trio.to_thread.run_sync(saving.save, session.name, destination, data)
+            return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
+        if a == "viewport":
+            return await self._settled(session, tab, reply, marks, await self._viewport(session, tab, req))
         step = STEPS.get(a)
         acted = await step(tab, req) if step is not None else Acted()
         return await self._settled(session, tab, reply, marks, acted)
@@ -380,6 +414,10 @@ class Browse:
             tab = session.tab(req.tab)
             if tab.dialog is not None:
                 raise tab.dialog_open()
+        fields: dict[str, Any] = {}
+        if wants_device(req):  # before the document starts: touch and the user agent are its from the start
+            await session.set_device(requested(session.device, req))
+            fields["viewport"] = session.device.describe()
         session.opened = []
         marks = tab.marks()
         progress("browse", f"loading {url} in {tab.name}")
@@ -387,7 +425,20 @@ class Browse:
         notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
-        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status)
+        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status,
+                                  **fields)
+
+    async def _viewport(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
+        """The session's device changed: sizes apply at once (the page gets a resize); a switch between
+        mobile and desktop reloads the tab, since touch and the user agent are a document's from its start."""
+        before = session.device
+        device = requested(before, req)
+        await session.set_device(device)
+        if device.mobile == before.mobile:
+            return Acted(fields={"viewport": device.describe()})
+        await tab.call("Page.reload")
+        await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
+        return Acted(fields={"viewport": device.describe()}, full=True)
 
     async def _save(self, session: Session, reply: Reply) -> BrowseResult:
         if session.profile is None:
@@ -405,6 +456,61 @@ class Browse:
         title = await tab.title()
         return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), tab, content=content,
                             next_offset=next_offset)
+
+    # --- the network log's actions (network.py, har.py) -------------------------------------------
+
+    def _log(self, session: Session) -> network.NetworkLog:
+        if not session.network.enabled:
+            raise BadRequest("this session keeps no network log (browse.network_log = false in the config when it "
+                             "opened); set it to true, reload, and open a new session")
+        return session.network
+
+    async def _network(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        tab = session.tab(req.tab)
+        log = self._log(session)
+        records = network.matching(log.entries(tab.name), req.find, req.status_class, req.resource_type)
+        shown, text, next_offset = network.listing(records, req.offset, req.max_chars or self.config.snapshot_chars)
+        filters = ", ".join(f"{k} {v}" for k, v in (("URL containing", req.find), ("status", req.status_class),
+                                                       ("type", req.resource_type)) if v)
+        head = (f"network: {len(records)} request{'s' if len(records) != 1 else ''} of {tab.name}"
+                f"{f' ({filters})' if filters else ''}, oldest first"
+                + (f"; from #{req.offset + 1}" if req.offset else "")
+                + (f"; the session's {log.dropped} oldest are no longer kept" if log.dropped else "")
+                + ("; `request` with a request_id shows one's headers and bodies" if records else ""))
+        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
+                            requests=[r.entry() for r in shown], content=head + ("\n" + text if text else ""),
+                            next_offset=next_offset)
+
+    async def _request(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        rid = need(req.request_id, "request", "request_id")
+        record = self._log(session).get(rid)
+        if record is None:
+            raise UnknownRequest(f"no request {rid} in browse session {session.name!r} (the log keeps its newest "
+                                 f"{network.RING}); the network action lists the ids there are")
+        tab = session.tabs.get(record.tab)
+        call = tab.call if tab is not None and not tab.closed else None
+        detail = await network.detail(record, call, self.config.redact_secrets,
+                                      req.max_chars or self.config.snapshot_chars)
+        shown = PageInfo(tab=tab.name, url=tab.url, title=await tab.title()) if call is not None and tab else None
+        return reply.result(shown, tab if call is not None else None, request=detail,
+                            content=network.detail_text(detail))
+
+    async def _har(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
+        path = har.checked_path(need(req.path, "har", "path"))
+        records = self._log(session).entries()
+        open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
+        titles = {name: await t.title() for name, t in open_tabs.items()}
+        document = await har.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
+                                   self.config.redact_secrets)
+        size = await har.write(path, document)
+        secrets = "with cookie and authorization values redacted" if self.config.redact_secrets else \
+            "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
+        return reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
+                                          f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
+
+    # the network log's actions: they read what the session recorded and change nothing in a page
+    _LOG_ACTIONS: dict[str, Callable[[Browse, Session, BrowseRequest, Reply], Awaitable[BrowseResult]]] = {
+        "network": _network, "request": _request, "har": _har}
 
     async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         if req.do == "select":

@@ -23,6 +23,7 @@ from ..proxy import Failure
 from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console
+from .network import NetworkLog
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
@@ -64,10 +65,11 @@ class BrowseTab:
     """One page of a session. Its state is its own: the event pump (`run`) keeps it true to the page, the
     other modules read it through the properties below and change it only through its methods."""
 
-    def __init__(self, name: str, page: PageTarget, gate: HostGate) -> None:
+    def __init__(self, name: str, page: PageTarget, gate: HostGate, network: NetworkLog | None = None) -> None:
         self._name = name               # t1, t2, …
         self._page = page
         self._gate = gate               # the session's: the address policy for every request of the page
+        self._network = network or NetworkLog(enabled=False)  # the session's: every request of its tabs
         self._url = "about:blank"
         self._frames: dict[str, FrameInfo] = {}
         self._refs: dict[str, RefInfo] = {}
@@ -197,6 +199,7 @@ class BrowseTab:
     def mark_closed(self) -> None:
         """The tab is gone (closed by the agent, or its session ended): waits on it end."""
         self._closed = True
+        self._network.tab_gone(self._name)
         self._pulse()
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -272,6 +275,7 @@ class BrowseTab:
         nursery.start_soon(self._paused_safely, p)
 
     def _on_request_sent(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_request(self._name, p)
         if p["requestId"] not in self._inflight:
             self._request_seq += 1
             self._inflight[p["requestId"]] = self._request_seq
@@ -280,6 +284,27 @@ class BrowseTab:
         # a response that arrived is the end the settle waits for, not the body's last byte: a page may never
         # read a no-store body (a fetch it started and forgot), and Chrome then never finishes loading it
         self._inflight.pop(p["requestId"], None)
+
+    def _on_response(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_response(self._name, p)
+        self._on_request_ended(p, nursery)
+
+    def _on_loading_finished(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_finished(self._name, p)
+        self._on_request_ended(p, nursery)
+
+    def _on_loading_failed(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_failed(self._name, p, self.connect_failure)
+        self._on_request_ended(p, nursery)
+
+    def _on_request_extra(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_request_extra(self._name, p)
+
+    def _on_response_extra(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_response_extra(self._name, p)
+
+    def _on_data(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        self._network.on_data(self._name, p)
 
     def _on_frame_navigated(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         f = p["frame"]
@@ -373,6 +398,7 @@ class BrowseTab:
             log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
             if main:
                 self._blocked = why
+            self._network.on_blocked(self._name, p.get("networkId"), why)
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
         await self.call("Fetch.continueRequest", {"requestId": rid})
@@ -612,9 +638,12 @@ class BrowseTab:
 _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], None]] = {
     "Fetch.requestPaused": BrowseTab._on_request_paused,
     "Network.requestWillBeSent": BrowseTab._on_request_sent,
-    "Network.responseReceived": BrowseTab._on_request_ended,
-    "Network.loadingFinished": BrowseTab._on_request_ended,
-    "Network.loadingFailed": BrowseTab._on_request_ended,
+    "Network.responseReceived": BrowseTab._on_response,
+    "Network.loadingFinished": BrowseTab._on_loading_finished,
+    "Network.loadingFailed": BrowseTab._on_loading_failed,
+    "Network.requestWillBeSentExtraInfo": BrowseTab._on_request_extra,
+    "Network.responseReceivedExtraInfo": BrowseTab._on_response_extra,
+    "Network.dataReceived": BrowseTab._on_data,
     "Page.frameNavigated": BrowseTab._on_frame_navigated,
     "Page.frameDetached": BrowseTab._on_frame_detached,
     "Page.navigatedWithinDocument": BrowseTab._on_navigated_within_document,

@@ -1,7 +1,8 @@
 """Each browse verb's step, one function per verb taking the tab and the request: what the verb does to
 the tab, and the fields it leaves for its result. `STEPS` is the table the sessions actor dispatches on;
 settling and the result that follows a step are the actor's (sessions.py) and reply.py's. The verbs
-that answer on their own (open, tabs, snapshot, read, screenshot) are dispatched by the actor itself."""
+that answer on their own (open, tabs, snapshot, read, screenshot, console, network, request, har) are
+dispatched by the actor itself."""
 
 from __future__ import annotations
 

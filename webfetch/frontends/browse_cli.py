@@ -22,7 +22,11 @@ USAGE = """actions:
   wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
   read [eN]                     screenshot [eN] [--full-page] [-o FILE]    console
-  close"""
+  network [--find URLPART] [--status 2xx|3xx|4xx|5xx|failed] [--type fetch] [--offset N]
+  request rN                    har FILE (the session's traffic, HAR 1.2)
+  viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf]
+  close
+open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
 
 
 def add_parser(sub: Any, common: Any) -> None:
@@ -40,7 +44,9 @@ def add_parser(sub: Any, common: Any) -> None:
                                                      "they are saved back to it on close and save")
     p.add_argument("--full", action="store_true", help="snapshot: every line, not only the controls")
     p.add_argument("--find", help="snapshot: only lines containing this text (and what holds them)")
-    p.add_argument("--offset", type=int, help="snapshot or read: continue from this character")
+    p.add_argument("--offset", type=int, help="snapshot or read: continue from this character; network: request")
+    p.add_argument("--status", choices=["2xx", "3xx", "4xx", "5xx", "failed"], help="network: this status class")
+    p.add_argument("--type", dest="resource_type", help="network: this resource type (fetch, xhr, script…)")
     p.add_argument("--double", action="store_true")
     p.add_argument("--submit", action="store_true", help="fill: press Enter after")
     p.add_argument("--off", action="store_true", help="check: uncheck")
@@ -52,7 +58,12 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--ms", type=int)
     p.add_argument("--timeout", type=float)
     p.add_argument("--full-page", action="store_true")
-    p.add_argument("-o", "--output", help="screenshot: the PNG file to write (default browse-<tab>.png)")
+    p.add_argument("-o", "--output", help="screenshot: the PNG file to write (default browse-<tab>.png); pdf: the "
+                                          "PDF file the daemon writes (default: in the session's directory)")
+    p.add_argument("--size", metavar="WIDTHxHEIGHT", help="open: the viewport's size in CSS pixels")
+    p.add_argument("--mobile", action="store_const", const=True, help="open, viewport: emulate a phone")
+    p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
+    p.add_argument("--scale", type=float, help="open, viewport: device pixels per CSS pixel")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
 
@@ -79,7 +90,27 @@ class _Words:
 # --- one builder per action: its request fields from its words and flags ---------------------------
 
 def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
-    return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile}
+    return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile,
+            **_device(args.size, args)}
+
+
+def _device(size: str | None, args: argparse.Namespace) -> dict[str, Any]:
+    width = height = None
+    if size is not None:
+        try:
+            width, height = (int(n) for n in size.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"the size is WIDTHxHEIGHT in CSS pixels (390x844), not {size!r}") from None
+    return {"width": width, "height": height, "mobile": args.mobile, "scale": args.scale}
+
+
+def _viewport_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return _device(w.optional(args.size), args)
+
+
+def _pdf_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    # the daemon does not know this command's working directory
+    return {"path": os.path.abspath(args.output) if args.output else None}
 
 
 def _nav_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
@@ -139,11 +170,27 @@ def _read_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
             "full_page": args.full_page or None}
 
 
+def _network_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"find": args.find, "status_class": args.status, "resource_type": args.resource_type,
+            "offset": args.offset}
+
+
+def _request_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"request_id": w.take("a request id (rN, from network)")}
+
+
+def _har_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    # the daemon does not run in this directory: it is given the absolute path
+    return {"path": os.path.abspath(os.path.expanduser(w.take("the HAR file to write")))}
+
+
 _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "open": _open_fields, "nav": _nav_fields, "snapshot": _snapshot_fields, "click": _click_fields,
     "hover": _click_fields, "fill": _fill_fields, "type": _type_fields, "press": _press_fields,
     "select": _select_fields, "check": _check_fields, "scroll": _scroll_fields, "wait": _wait_fields,
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
+    "viewport": _viewport_fields, "pdf": _pdf_fields,
+    "network": _network_fields, "request": _request_fields, "har": _har_fields,
 }
 
 
@@ -221,13 +268,18 @@ def _print_outcome(r: dict[str, Any]) -> None:
         print(f"value: {r['value']}")
     if r.get("waited_for"):
         print(f"waited for {r['waited_for']}")
+    if r.get("viewport"):
+        v = r["viewport"]
+        print(f"viewport: {v['width']}x{v['height']} at {v['scale']:g}x, {'mobile' if v['mobile'] else 'desktop'}")
+    if r.get("path") is not None:
+        print(f"{r['path']}: {r['size']} bytes PDF")
     if r.get("console") is not None:
         print("\n".join(console_lines(r)))
     elif r.get("content"):
         print(r["content"])
     elif r.get("snapshot"):
         print(r["snapshot"])
-    elif r.get("action") not in ("tabs", "screenshot", "close") and r.get("page"):
+    elif r.get("action") not in ("tabs", "screenshot", "pdf", "close") and r.get("page"):
         print(f"[{r['page']['tab']}] no change — {r['page']['url']}")
     if r.get("action") == "close":
         print(f"session {r['session']} closed")

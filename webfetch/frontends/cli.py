@@ -1,4 +1,5 @@
-"""The `webfetch` command: serve, fetch, search, status, stop, restart, logs, pi, service, doctor, mcp, profile."""
+"""The `webfetch` command: serve, fetch, search, crawl, map, status, stop, restart, logs, pi, service, doctor,
+mcp, profile."""
 
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=["kagi", "brave", "searxng"], help="this backend, not the default one")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
 
-    from . import browse_cli
+    from . import browse_cli, crawl_cli
 
     browse_cli.add_parser(sub, common)
+    crawl_cli.add_parsers(sub, common)
 
     from . import profile_cli
 
@@ -195,6 +197,12 @@ def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) 
     from .client import Client, ClientError
     from .skew import reconcile
 
+    if args.command == "crawl" and args.out:
+        from . import crawl_cli
+
+        if not crawl_cli.out_ready(Path(args.out)):  # before a daemon is asked (or started) for anything
+            return 2
+
     note = None if args.command == "status" else reconcile(path, source)  # status shows it itself
     if note is not None:
         print(f"webfetch: {note}", file=sys.stderr)
@@ -208,6 +216,10 @@ def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) 
                 from . import browse_cli
 
                 return browse_cli.run(client, args)
+            if args.command in ("crawl", "map"):
+                from . import crawl_cli
+
+                return crawl_cli.run(client, args)
             return _status(client, args, source)
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
@@ -273,8 +285,15 @@ def _browse_state(status: dict[str, Any]) -> str:
     if not status.get("browse_enabled", True):  # a daemon older than the field serves browse
         return "disabled (browse.enabled = false in the config)"
     sessions = status.get("browse") or []
-    return f"enabled, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
-        f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s" for s in sessions)
+    local = status.get("browse_allow_local") or []
+    reach = f", may reach {', '.join(local)} (browse.allow_local)" if local else ""
+    return f"enabled{reach}, {len(sessions)} session{'' if len(sessions) == 1 else 's'}" + "".join(
+        f"\n          {s['session']}: {s['tabs']} tab(s), {s['url']}, idle {s['idle_s']:.0f} s{_with_profile(s)}"
+        for s in sessions)
+
+
+def _with_profile(session: dict[str, Any]) -> str:
+    return f", profile {session['profile']}" if session.get("profile") else ""
 
 
 def _daemon_lines(d: dict[str, Any]) -> str:

@@ -121,13 +121,14 @@ def _existing(store: ProfileStore, name: str, replace: bool = False) -> Profile 
 def _store_state(store: ProfileStore, name: str, state: StorageState, hosts: list[str],
                  replace: bool = False) -> Profile:
     """Save `state` as profile `name` (merged into it unless `replace`), its hosts widened by `hosts`."""
-    old = _existing(store, name, replace)
-    if old is None:
-        profile = Profile(name=name, hosts=sorted(set(hosts)), state=state, created=time.time())
-    else:
-        profile = msgspec.structs.replace(old, hosts=sorted(set(old.hosts) | set(hosts)),
-                                          state=merge_state(old.state, state))
-    store.save(profile)
+    with store.locked():
+        old = _existing(store, name, replace)
+        if old is None:
+            profile = Profile(name=name, hosts=sorted(set(hosts)), state=state, created=time.time())
+        else:
+            profile = msgspec.structs.replace(old, hosts=sorted(set(old.hosts) | set(hosts)),
+                                              state=merge_state(old.state, state))
+        store.save(profile)
     return profile
 
 
@@ -259,16 +260,17 @@ def _export(store: ProfileStore, args: argparse.Namespace) -> int:
 
 def _allow(store: ProfileStore, args: argparse.Namespace) -> int:
     hosts = _hosts(",".join(args.hosts)) or []
-    profile = store.load(args.name)
-    if args.remove:
-        missing = [h for h in hosts if h not in profile.hosts]
-        if missing:
-            raise ProfileError(f"profile {args.name} does not list {', '.join(missing)} (it lists "
-                               f"{', '.join(profile.hosts) or 'no host'})")
-        new = [h for h in profile.hosts if h not in hosts]
-    else:
-        new = sorted(set(profile.hosts) | set(hosts))
-    store.save(msgspec.structs.replace(profile, hosts=new))
+    with store.locked():
+        profile = store.load(args.name)
+        if args.remove:
+            missing = [h for h in hosts if h not in profile.hosts]
+            if missing:
+                raise ProfileError(f"profile {args.name} does not list {', '.join(missing)} (it lists "
+                                   f"{', '.join(profile.hosts) or 'no host'})")
+            new = [h for h in profile.hosts if h not in hosts]
+        else:
+            new = sorted(set(profile.hosts) | set(hosts))
+        store.save(msgspec.structs.replace(profile, hosts=new))
     print(f"webfetch: profile {args.name} may be used for {', '.join(new) or 'no host'}", file=sys.stderr)
     return 0
 

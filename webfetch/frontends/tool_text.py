@@ -163,6 +163,7 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
         lines.append(f"value now: {r['value']}")
     if r.get("waited_for"):
         lines.append(f"waited for {r['waited_for']}")
+    lines += _device_and_file(r)
     lines += _browse_events(r)
     if r.get("console") is not None:
         lines += console_lines(r)
@@ -175,6 +176,18 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     if r.get("next_offset") is not None:
         lines.append(f"(more: call again with offset {r['next_offset']})")
     return cut_to_fit("\n".join(lines), limits.bytes, limits.lines)
+
+
+def _device_and_file(r: dict[str, Any]) -> list[str]:
+    """The session's device (open with one, viewport) and the file an action saved (pdf)."""
+    lines: list[str] = []
+    v = r.get("viewport")
+    if v:
+        kind = "mobile (touch, a phone's user agent)" if v["mobile"] else "desktop"
+        lines.append(f"viewport: {v['width']}×{v['height']} CSS px at {v['scale']:g}× device pixels, {kind}")
+    if r.get("path") is not None:
+        lines.append(f"saved {r['path']} ({r.get('size')} bytes)")
+    return lines
 
 
 def _browse_events(r: dict[str, Any]) -> list[str]:

@@ -245,6 +245,9 @@ interface BrowseResultFrame {
 	console?: ConsoleEntry[] | null;
 	console_dropped?: number | null;
 	console_errors?: number | null;
+	viewport?: { width: number; height: number; scale: number; mobile: boolean } | null;
+	path?: string | null;
+	size?: number | null;
 	notes?: string[] | null;
 }
 
@@ -847,6 +850,11 @@ interface BrowseParams {
 	tab?: string;
 	do?: "list" | "select" | "close";
 	full_page?: boolean;
+	width?: number;
+	height?: number;
+	mobile?: boolean;
+	scale?: number;
+	path?: string;
 	profile?: string;
 }
 
@@ -966,6 +974,9 @@ export function browseText(r: BrowseResultFrame): string {
 	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
 	if (r.value != null) lines.push(`value now: ${r.value}`);
 	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);
+	const v = r.viewport;
+	if (v) lines.push(`viewport: ${v.width}×${v.height} CSS px at ${v.scale}× device pixels, ${v.mobile ? "mobile (touch, a phone's user agent)" : "desktop"}`);
+	if (r.path != null) lines.push(`saved ${r.path} (${r.size} bytes)`);
 	if (r.dialog) {
 		const d = r.dialog;
 		const blocking = (d.type === "confirm" || d.type === "prompt") && r.snapshot_kind === "none";

@@ -1,0 +1,196 @@
+"""The user's own app in a browse session, with real Chromium: a dev server on a loopback port that only
+browse sessions reach, and only when browse.allow_local lists it (fetch still refuses it); a phone's
+viewport as the page sees it; a full-page screenshot; the page saved as PDF."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import urllib.parse
+
+import pypdfium2
+import pytest
+
+from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
+
+from .support.daemon import make_config
+from .support.site import Site
+from .test_browse import Browser
+from .test_hostile import CHROME_LNA_OFF
+
+# What the page reports of the device it runs on, into its text and to its server
+DEVICE_PAGE = """<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Dev app</title></head><body><h1>Dev app</h1><p id="device" style="word-break:break-all"></p><script>
+function report() {
+  const d = {width: innerWidth, touch: 'ontouchstart' in window, points: navigator.maxTouchPoints,
+             dpr: devicePixelRatio, ua: navigator.userAgent};
+  document.getElementById('device').textContent = 'device ' + JSON.stringify(d);
+  fetch('/report?d=' + encodeURIComponent(JSON.stringify(d)));
+}
+report();
+addEventListener('resize', report);
+</script></body></html>"""
+TALL_PAGE = """<!doctype html><html><head><title>Tall</title></head><body style="margin:0">
+<div style="height:3000px;background:linear-gradient(#fff,#00f)"><h1>Top</h1></div><p>Bottom</p></body></html>"""
+
+
+class DevServer(Site):
+    """The user's dev server: a loopback port of its own, pages that tell what device they ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reports: list[dict] = []
+        self.routes["/"] = lambda h: h.reply(200, "text/html; charset=utf-8", DEVICE_PAGE)
+        self.routes["/tall"] = lambda h: h.reply(200, "text/html; charset=utf-8", TALL_PAGE)
+        self.routes["/report"] = self._report
+
+    def _report(self, h) -> None:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query)
+        self.reports.append(json.loads(query["d"][0]))
+        h.reply(204, "text/plain", b"")
+
+
+@pytest.fixture
+def dev():
+    servers = [DevServer().start(), DevServer().start()]
+    yield servers
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def no_outbound_proxy(monkeypatch):
+    for name in ("https_proxy", "http_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+def local_config(*allow_local: str):
+    # fetch's defaults: loopback refused (the harness allows private addresses unless told otherwise)
+    return make_config(fetch=FetchConfig(), browse=BrowseConfig(allow_local=list(allow_local)),
+                       browser=BrowserConfig(args=CHROME_LNA_OFF))
+
+
+async def test_a_listed_dev_server_port_is_reached_by_browse_only(start_daemon, dev, no_outbound_proxy):
+    app, other = dev
+    h = await start_daemon(local_config(f"127.0.0.1:{app.port}"))
+    b = Browser(await h.client())
+    page = await b.ok("open", url=app.url("/"))
+    assert page["page"]["title"] == "Dev app" and page["page"]["url"] == app.url("/")  # plain http kept
+    assert app.reports and app.reports[-1]["width"] == 1280, "the page's own fetch reached its server"
+
+    # fetch of the very same URL: the policy refuses it, as before
+    fetched = await h.fetch(app.url("/"))
+    assert fetched["code"] == "blocked_url", fetched
+    assert "fetch.allow_private" in fetched["message"] and "browse.allow_local" not in fetched["message"]
+
+    # another loopback port in the same session: refused, and the error names the line to add
+    hits = dict(other.hits)
+    refused = await b("open", url=other.url("/"))
+    assert refused["code"] == "blocked_url", refused
+    assert (f'put `browse.allow_local = ["127.0.0.1:{app.port}", "127.0.0.1:{other.port}"]` in the [browse] table '
+            f"of the config, then run `webfetch reload`") in refused["message"]
+    # the listed port by another name: the host as typed is what is listed
+    renamed = await b("open", url=f"http://localhost:{app.port}/")
+    assert renamed["code"] == "blocked_url" and f'"localhost:{app.port}"' in renamed["message"], renamed
+    assert other.hits == hits
+    # the session is still usable
+    assert (await b.ok("snapshot"))["page"]["tab"] == "t1"
+
+    status = await h.request({"id": "s", "op": "status"})
+    assert status["browse_allow_local"] == [f"127.0.0.1:{app.port}"]
+
+
+async def test_localhost_listed_by_name_reaches_a_server_on_127_0_0_1(start_daemon, dev, no_outbound_proxy):
+    app, _ = dev
+    h = await start_daemon(local_config(f"localhost:{app.port}"))
+    b = Browser(await h.client())
+    # localhost resolves to ::1 and 127.0.0.1, both loopback; the server listens on the second only
+    page = await b.ok("open", url=f"http://localhost:{app.port}/")
+    assert page["page"]["title"] == "Dev app"
+    assert (await b("open", url=app.url("/")))["code"] == "blocked_url"  # 127.0.0.1 is not how it is listed
+
+
+async def test_a_phone_viewport_is_what_the_page_sees(daemon, dev):
+    app, _ = dev
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/"), mobile=True)
+    assert page["viewport"] == {"width": 390, "height": 844, "scale": 3.0, "mobile": True}
+    seen = app.reports[-1]
+    assert (seen["width"], seen["touch"], seen["points"], seen["dpr"]) == (390, True, 5, 3), seen
+    assert "Mobile" in seen["ua"] and "Android" in seen["ua"], seen["ua"]
+    assert '"width":390' in (await b.ok("read"))["content"]
+
+    # back to a desktop: the tab reloads, so touch and the user agent go with it
+    desktop = await b.ok("viewport", mobile=False)
+    assert desktop["change"] == "navigation" and desktop["viewport"]["mobile"] is False
+    seen = app.reports[-1]
+    assert (seen["width"], seen["touch"], seen["points"], seen["dpr"]) == (1280, False, 0, 1), seen
+    assert "Mobile" not in seen["ua"]
+
+    # a size alone: the page gets a resize, no reload
+    narrow = await b.ok("viewport", width=700, height=900)
+    assert narrow["change"] == "dom", narrow  # the page rewrote its text on the resize
+    assert narrow["viewport"] == {"width": 700, "height": 900, "scale": 1.0, "mobile": False}
+    assert app.reports[-1]["width"] == 700
+
+    # a new tab of the session has the session's device
+    await b.ok("open", url=app.url("/"), new_tab=True)
+    assert app.reports[-1]["width"] == 700
+
+    bad = await b("viewport")
+    assert bad["code"] == "bad_request" and "width, height, mobile or scale" in bad["message"]
+
+
+def png_size(image: str) -> tuple[int, int]:
+    width, height = struct.unpack(">II", base64.b64decode(image)[16:24])
+    return width, height
+
+
+async def test_a_full_page_screenshot_is_taller_than_the_viewport(daemon, dev):
+    app, _ = dev
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/tall"))
+    shot = await b.ok("screenshot")
+    assert png_size(shot["image"]) == (1280, 800) == (shot["width"], shot["height"])
+    whole = await b.ok("screenshot", full_page=True)
+    width, height = png_size(whole["image"])
+    assert width == 1280 and height >= 3000 and height == whole["height"], (width, height)
+
+
+async def test_the_page_saved_as_pdf(daemon, dev, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    app, _ = dev
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/tall"))
+    target = tmp_path / "out" / "page.pdf"
+    target.parent.mkdir()
+    saved = await b.ok("pdf", path=str(target))
+    assert saved["path"] == str(target) and saved["size"] == target.stat().st_size > 1000
+    data = target.read_bytes()
+    assert data.startswith(b"%PDF")
+    doc = pypdfium2.PdfDocument(data)
+    assert len(doc) >= 2, "3000 px of page print on more than one sheet"
+    assert "Top" in doc[0].get_textpage().get_text_range()
+    doc.close()
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == ["page.pdf"]  # no temporary file left
+
+    # no path: a new file in the session's own directory
+    default = await b.ok("pdf")
+    directory, name = os.path.split(default["path"])
+    assert os.path.dirname(directory) == str(tmp_path / "cache" / "webfetch" / "browse") and name.endswith(".pdf")
+    assert (tmp_path / "cache" / "webfetch" / "browse" / directory / name).read_bytes().startswith(b"%PDF")
+    assert os.stat(directory).st_mode & 0o777 == 0o700
+
+    # bad paths: a clear error each, nothing written, the session usable
+    for path, words in [("page.pdf", "must be absolute"), (str(tmp_path / "missing" / "p.pdf"), "does not exist"),
+                        (str(tmp_path / "out" / "notes.txt"), "must end in .pdf"),
+                        ("/proc/webfetch-test.pdf", "cannot write")]:
+        bad = await b("pdf", path=path)
+        assert bad["code"] == "bad_request" and words in bad["message"], (path, bad)
+        assert "leave `path` out" in bad["message"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["page.pdf"]
+    assert (await b.ok("snapshot"))["page"]["title"] == "Tall"

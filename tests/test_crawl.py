@@ -1,0 +1,262 @@
+"""The crawl's pieces without a browser: robots.txt rules, sitemaps (malformed, DTD, gzip, huge, indexes), link
+normalization, scope and patterns, Retry-After, the CLI's file names and its refusal of an unwritable --out."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+
+import pytest
+import trio
+
+from webfetch.crawl import Scope
+from webfetch.errors import BadRequest
+from webfetch.frontends.crawl_cli import INDEX_JSON, INDEX_MD, page_file, write_crawl
+from webfetch.links import html_links, markdown_links, normalize_link
+from webfetch.politeness import Politeness, retry_after_s
+from webfetch.robots import parse_robots
+from webfetch.sitemap import SitemapError, SitemapParser, parse_sitemap
+
+from .support.client import run_cli
+from .support.docs_site import LAUGHS
+
+# --- robots.txt ---------------------------------------------------------------------------------------
+
+ROBOTS = """
+# comment
+User-agent: *
+Disallow: /docs/private/
+Allow: /docs/private/public-note
+Disallow: /*.pdf$
+Disallow: /search?
+Disallow:
+
+User-agent: OtherBot
+Disallow: /
+
+Sitemap: https://example.com/sitemap-index.xml
+"""
+
+
+def test_robots_longest_rule_wins_and_allow_wins_a_tie():
+    r = parse_robots(ROBOTS)
+    assert not r.allowed("/docs/private/x")
+    assert r.allowed("/docs/private/public-note")       # longer Allow beats the shorter Disallow
+    assert r.allowed("/docs/guide/1")
+    assert not r.allowed("/files/a.pdf")                # `*` and `$`
+    assert r.allowed("/files/a.pdf?download=1")          # `$` anchors at the end
+    assert not r.allowed("/search?q=x")
+    assert r.allowed("/search")
+    assert r.sitemaps == ("https://example.com/sitemap-index.xml",)
+    tie = parse_robots("User-agent: *\nDisallow: /a\nAllow: /a\n")
+    assert tie.allowed("/a/b")
+
+
+def test_robots_group_for_webfetch_beats_star_and_other_agents_are_ignored():
+    assert parse_robots(ROBOTS, agent="OtherBot").allowed("/anything") is False
+    mine = parse_robots("User-agent: *\nDisallow: /\n\nUser-agent: webfetch\nDisallow: /x\n")
+    assert mine.allowed("/docs") and not mine.allowed("/x/1")
+    assert parse_robots("").allowed("/anything")
+    assert parse_robots("garbage without colons\n\0\xff").allowed("/")
+
+
+def test_robots_percent_encoding_is_compared_decoded():
+    r = parse_robots("User-agent: *\nDisallow: /%7Ejoe/\n")
+    assert not r.allowed("/~joe/index.html")
+
+
+# --- sitemaps -------------------------------------------------------------------------------------------
+
+URLSET = (b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+          b"<url><loc> https://e.com/a </loc></url><url><loc>https://e.com/b</loc><lastmod>2026</lastmod></url>"
+          b"</urlset>")
+
+
+def test_sitemap_urlset_and_index():
+    s = parse_sitemap(URLSET)
+    assert (s.kind, s.locs) == ("urlset", ["https://e.com/a", "https://e.com/b"])
+    index = parse_sitemap(b"<sitemapindex><sitemap><loc>https://e.com/s1.xml</loc></sitemap></sitemapindex>")
+    assert (index.kind, index.locs) == ("sitemapindex", ["https://e.com/s1.xml"])
+
+
+def test_sitemap_fed_in_tiny_chunks_and_gzipped():
+    parser = SitemapParser()
+    for i in range(len(URLSET)):
+        parser.feed(URLSET[i:i + 1])
+    assert parser.close().locs == ["https://e.com/a", "https://e.com/b"]
+    assert parse_sitemap(gzip.compress(URLSET)).locs == ["https://e.com/a", "https://e.com/b"]
+
+
+@pytest.mark.parametrize("body, says", [
+    (b"<urlset><url><loc>x</loc></url", "not well-formed XML"),
+    (b"not xml at all", "not well-formed XML"),
+    (b"<html><body>hi</body></html>", "root element is <html>"),
+    (b"", "it is empty"),
+    (LAUGHS.encode(), "document type declaration"),
+    (b'<!DOCTYPE urlset SYSTEM "file:///etc/passwd"><urlset/>', "document type declaration"),
+    (b"\x1f\x8bnot really gzip", "gzip'd sitemap is damaged"),
+])
+def test_malformed_and_hostile_sitemaps_are_refused_with_a_reason(body, says):
+    with pytest.raises(SitemapError, match=says):
+        parse_sitemap(body)
+
+
+def test_a_huge_sitemap_stops_at_the_cap_and_a_gzip_bomb_too():
+    big = b"<urlset>" + b"<url><loc>https://e.com/x</loc></url>" * 10_000 + b"</urlset>"
+    with pytest.raises(SitemapError, match="larger than 100000 bytes"):
+        parse_sitemap(big, max_bytes=100_000)
+    bomb = gzip.compress(b"<urlset>" + b" " * 5_000_000 + b"</urlset>")
+    assert len(bomb) < 10_000
+    with pytest.raises(SitemapError, match="larger than 1000000 bytes"):
+        parse_sitemap(bomb, max_bytes=1_000_000)
+
+
+def test_a_sitemap_with_more_urls_than_allowed_is_cut_and_says_so():
+    parser = SitemapParser(max_urls=3)
+    parser.feed(b"<urlset>" + b"<url><loc>https://e.com/x</loc></url>" * 5 + b"</urlset>")
+    s = parser.close()
+    assert len(s.locs) == 3 and s.cut
+
+
+# --- links and scope ----------------------------------------------------------------------------------
+
+def test_links_are_normalized():
+    base = "http://Example.com:80/docs/guide/1"
+    assert normalize_link("../api/2#section", base) == "http://example.com/docs/api/2"
+    assert normalize_link("HTTPS://EXAMPLE.com:443/x?b=1", base) == "https://example.com/x?b=1"
+    assert normalize_link("/docs/", base) == "http://example.com/docs/"          # trailing slash kept
+    assert normalize_link("/docs", base) == "http://example.com/docs"
+    assert normalize_link("http://example.com", base) == "http://example.com/"
+    for skipped in ("#top", "mailto:a@b.c", "javascript:void(0)", "tel:123", "ftp://e.com/x", "http://[::1"):
+        assert normalize_link(skipped, base) is None
+
+
+def test_html_and_markdown_links():
+    html = ('<html><head><base href="/docs/"></head><body><a href="a">A</a><a href="a#x">A again</a>'
+            '<area href="/map"><a>no href</a><a href="mailto:x@y.z">mail</a></body></html>')
+    assert html_links(html, "http://e.com/index") == ["http://e.com/docs/a", "http://e.com/map"]
+    md = 'See [the guide](/docs/guide/1 "Guide") and [api](https://e.com/docs/api/1#x), not [mail](mailto:a@b).'
+    assert markdown_links(md, "https://e.com/docs/") == ["https://e.com/docs/guide/1", "https://e.com/docs/api/1"]
+    assert html_links("", "http://e.com/") == []
+
+
+def test_scope_is_host_and_directory_with_patterns():
+    s = Scope.of("http://e.com/docs/intro", [], [])
+    assert s.prefix == "/docs/"
+    assert s.admits("http://e.com/docs/guide/1")
+    assert not s.admits("http://e.com/blog/1")
+    assert not s.admits("http://other.com/docs/1")
+    assert not s.admits("https://e.com/docs/1")          # another scheme is another origin
+    api = Scope.of("http://e.com/docs/", ["/docs/api/*"], ["/\\d{2}$/"])
+    assert api.admits("http://e.com/docs/api/3")
+    assert not api.admits("http://e.com/docs/api/13")
+    assert not api.admits("http://e.com/docs/guide/3")
+    cal = Scope.of("http://e.com/", [], ["*cal?month=*"])
+    assert not cal.admits("http://e.com/docs/cal?month=4") and cal.admits("http://e.com/docs/cal")
+
+
+def test_a_bad_regular_expression_pattern_is_a_bad_request():
+    with pytest.raises(BadRequest, match="not a valid regular expression"):
+        Scope.of("http://e.com/", ["/(unclosed/"], [])
+
+
+# --- politeness -------------------------------------------------------------------------------------------
+
+def test_retry_after_seconds_and_dates():
+    assert retry_after_s("7") == 7.0
+    assert retry_after_s(None) == 1.0
+    assert retry_after_s("soon", default=2.0) == 2.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0   # in the past
+
+
+async def test_politeness_bounds_a_host_and_waits_out_a_back_off(autojump_clock):
+    polite = Politeness(2)
+    inside = peak = 0
+    started: list[float] = []
+
+    async def visit() -> None:
+        nonlocal inside, peak
+        async with polite.slot("e.com"):
+            started.append(trio.current_time())
+            inside += 1
+            peak = max(peak, inside)
+            await trio.sleep(1)
+            inside -= 1
+
+    polite.back_off("e.com", 5)
+    async with trio.open_nursery() as nursery:
+        for _ in range(6):
+            nursery.start_soon(visit)
+    assert peak == 2
+    assert min(started) >= 5
+    assert polite._slots == {}  # noqa: SLF001 - a host no crawl uses is forgotten
+
+
+# --- the CLI's files -------------------------------------------------------------------------------------
+
+def test_page_files_mirror_the_url_path_and_are_safe():
+    assert str(page_file("http://e.com/")) == "index.md"
+    assert str(page_file("http://e.com/docs/")) == "docs/index.md"
+    assert str(page_file("http://e.com/docs/guide/1")) == "docs/guide/1.md"
+    assert str(page_file("http://e.com/docs/cal?month=2")) == "docs/cal_month=2.md"
+    assert str(page_file("http://e.com/a/..%2F..%2Fetc/passwd")) == "a/_2F.._2Fetc/passwd.md"  # one name
+    assert str(page_file("http://e.com/../../x")) == "_/_/x.md"      # `..` is never a directory step
+    assert str(page_file("http://e.com/_index")) == "_index_.md"
+    long = page_file("http://e.com/" + "y" * 500)
+    assert len(long.name) <= 103 and ".." not in str(long)
+    assert str(page_file("http://e.com/a.md/b")) == "a.md_/b.md"
+
+
+def test_write_crawl_writes_pages_and_index(tmp_path):
+    result = {"url": "http://e.com/docs/", "stopped": "limit", "queued": 3, "robots": "obeyed", "notes": [],
+              "failed": [{"url": "http://e.com/docs/x", "code": "http_error", "message": "HTTP 500"}],
+              "pages": [{"url": u, "final_url": u, "title": t, "content": c, "chars": len(c), "flags": [], "depth": 1}
+                        for u, t, c in [("http://e.com/docs/", "Home", "# Home\n"),
+                                        ("http://e.com/docs/a b", "A|B", "# A\n"),
+                                        ("http://e.com/docs/a_b", "A_B", "# A_B\n")]]}
+    write_crawl(tmp_path, result)
+    assert (tmp_path / "docs/index.md").read_text() == "<!-- http://e.com/docs/ -->\n# Home\n"
+    assert (tmp_path / "docs/a_b.md").read_text().endswith("# A\n")
+    assert (tmp_path / "docs/a_b-2.md").read_text().endswith("# A_B\n")
+    index = (tmp_path / INDEX_MD).read_text()
+    assert "| [docs/index.md](docs/index.md) | Home | http://e.com/docs/ | 7 |" in index
+    assert "A\\|B" in index and "http://e.com/docs/x: http_error: HTTP 500" in index
+    assert '"stopped": "limit"' in (tmp_path / INDEX_JSON).read_text()
+    assert not [p for p in tmp_path.rglob(".webfetch-*")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere: the mode cannot refuse it")
+def test_crawl_to_an_unwritable_directory_fails_before_any_request(short_tmp):
+    out = short_tmp / "ro"
+    out.mkdir()
+    out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    r = run_cli("crawl", "--socket", str(short_tmp / "none.sock"), "http://127.0.0.1:9/docs/", "--out", str(out))
+    assert r.returncode == 2
+    assert f"cannot write the crawl to {out}" in r.stderr
+
+
+def test_crawl_to_a_path_under_a_file_fails_before_any_request(short_tmp):
+    blocker = short_tmp / "file"
+    blocker.write_text("x")
+    # no daemon listens on this socket: the refusal comes before the CLI would start or ask one
+    r = run_cli("crawl", "--socket", str(short_tmp / "none.sock"), "http://127.0.0.1:9/docs/", "--out",
+                str(blocker / "out"))
+    assert r.returncode == 2, r.stderr
+    assert f"cannot write the crawl to {blocker / 'out'}: Not a directory" in r.stderr
+
+
+async def test_bad_start_urls_and_patterns_are_refused_before_anything_is_loaded():
+    from webfetch.config import Config
+    from webfetch.crawl import Crawler
+    from webfetch.errors import InvalidUrl
+    from webfetch.protocol import CrawlRequest
+    from webfetch.urls import AddressPolicy, PolicyHolder
+
+    # nothing behind the crawler: a bad request must not reach the pipeline or the extractor
+    crawler = Crawler(Config(), PolicyHolder(AddressPolicy()), None, None)  # type: ignore[arg-type]
+    for url in ("http://[::1", "ftp://e.com/", "not a url"):
+        with pytest.raises(InvalidUrl):
+            await crawler.crawl(CrawlRequest(url=url), lambda *_: None)
+    with pytest.raises(BadRequest, match="`exclude` pattern '/\\(x/' is not a valid regular expression"):
+        await crawler.crawl(CrawlRequest(url="http://[::1", exclude=["/(x/"]), lambda *_: None)

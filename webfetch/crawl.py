@@ -1,0 +1,418 @@
+"""`crawl` and `map`: a site's pages (with their markdown) or URLs from a start URL, within its host and path,
+exactly `limit` of them at most, always saying why they stopped. A crawl runs in its request's task (the
+client's cancel and the deadline reach every await); pages are loaded through the fetch pipeline, so they
+land in the cache where `fetch` and `find` reuse them. robots.txt (robots.py) is obeyed unless
+crawl.ignore_robots; every request to the site passes the per-host politeness (politeness.py)."""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+import trio
+
+from . import __version__
+from .config import Config
+from .errors import (
+    BadRequest,
+    HttpError,
+    NetworkError,
+    RobotsDisallowed,
+    Timeout,
+    WebfetchError,
+)
+from .extractor import Extractor
+from .links import markdown_links, normalize_link
+from .pipeline import LoadedPage, Pipeline
+from .politeness import Politeness, retry_after_s
+from .protocol import (
+    CrawledPage,
+    CrawlFailure,
+    CrawlRequest,
+    CrawlResult,
+    MapRequest,
+    MapResult,
+    ReportProgress,
+    StopReason,
+)
+from .robots import ALLOW_ALL, DISALLOW_ALL, MAX_ROBOTS_BYTES, Robots, parse_robots
+from .sitemap import Sitemap, SitemapError, SitemapParser
+from .urls import PolicyHolder, host_of, prepare_url
+
+log = logging.getLogger("webfetch.crawl")
+
+MAX_SITEMAPS = 100        # sitemap files read for one request (indexes included)
+MAX_REDIRECTS = 5         # for robots.txt and sitemaps (RFC 9309 asks for at least five)
+MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many times in all
+HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
+RETRYABLE = (429, 503)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which URLs a crawl may visit: the start URL's scheme, host and port, under its directory (the path up
+    to its last `/`), matching an `include` pattern if any are given and no `exclude` pattern."""
+
+    origin: str
+    prefix: str
+    include: tuple[Callable[[str], bool], ...] = ()
+    exclude: tuple[Callable[[str], bool], ...] = ()
+
+    @classmethod
+    def of(cls, start: str, include: list[str], exclude: list[str]) -> Scope:
+        parts = urlsplit(start)
+        prefix = parts.path[:parts.path.rfind("/") + 1] or "/"
+        return cls(f"{parts.scheme}://{parts.netloc}", prefix, tuple(_pattern(p, "include") for p in include),
+                   tuple(_pattern(p, "exclude") for p in exclude))
+
+    def admits(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if f"{parts.scheme}://{parts.netloc}" != self.origin or not parts.path.startswith(self.prefix):
+            return False
+        target = path_of(url)
+        if self.include and not any(match(target) for match in self.include):
+            return False
+        return not any(match(target) for match in self.exclude)
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def _pattern(text: str, name: str) -> Callable[[str], bool]:
+    """`/regex/` searched in the path and query, else a glob matched against all of them (`*` crosses `/`)."""
+    if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
+        try:
+            regex = re.compile(text[1:-1])
+        except re.error as e:
+            raise BadRequest(f"`{name}` pattern {text!r} is not a valid regular expression: {e}; write a glob "
+                             f"such as /docs/* or a regular expression between slashes") from None
+        return lambda target: regex.search(target) is not None
+    return lambda target: fnmatch.fnmatchcase(target, text)
+
+
+@dataclass
+class _Run:
+    """One crawl or map in progress: the frontier, what was found, why it stopped."""
+
+    kind: Literal["crawl", "map"]
+    start: str
+    scope: Scope
+    robots: Robots
+    limit: int
+    depth: int
+    fresh: bool
+    progress: ReportProgress
+    timeout: float
+    deadline: float                                                     # trio's clock
+    queue: deque[tuple[str, int, int]] = field(default_factory=deque)   # url, depth, attempts
+    seen: set[str] = field(default_factory=set)
+    pages: list[CrawledPage] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)                       # map: what it found, in order
+    failed: list[CrawlFailure] = field(default_factory=list)
+    errors: int = 0
+    in_flight: int = 0
+    sitemaps: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    disallowed: int = 0
+    stopped: StopReason | None = None
+    changed: trio.Event = field(default_factory=trio.Event)
+
+    def offer(self, url: str, depth: int) -> bool:
+        """Queue `url` if it is new, in scope, allowed by robots.txt and within the depth; map: record it."""
+        if url in self.seen or depth > self.depth or not self.scope.admits(url):
+            return False
+        self.seen.add(url)
+        if not self.robots.allowed(path_of(url)):
+            self.disallowed += 1
+            return False
+        if self.kind == "map" and len(self.urls) < self.limit:
+            self.urls.append(url)
+        self.queue.append((url, depth, 0))
+        return True
+
+    @property
+    def done(self) -> int:
+        return len(self.pages) if self.kind == "crawl" else len(self.urls)
+
+    def report(self, what: str) -> None:
+        self.progress("crawl", f"{self.done} {'pages' if self.kind == 'crawl' else 'URLs'} done, "
+                               f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
+
+
+class Crawler:
+    def __init__(self, config: Config, policy: PolicyHolder, pipeline: Pipeline, extractor: Extractor) -> None:
+        self.config = config
+        self.policy = policy
+        self.pipeline = pipeline
+        self.extractor = extractor
+        self.politeness = Politeness(config.crawl.per_host)
+
+    def reconfigure(self, config: Config) -> None:
+        self.config = config
+        self.politeness.reconfigure(config.crawl.per_host)
+
+    async def crawl(self, req: CrawlRequest, progress: ReportProgress) -> CrawlResult:
+        run, robots_state = await self._begin("crawl", req, progress)
+        await self._run(run)
+        return CrawlResult(url=run.start, pages=run.pages, failed=run.failed, stopped=run.stopped or "limit",
+                           queued=len(run.queue), robots=robots_state, sitemaps=run.sitemaps,
+                           notes=self._notes(run))
+
+    async def map(self, req: MapRequest, progress: ReportProgress) -> MapResult:
+        run, robots_state = await self._begin("map", req, progress)
+        await self._run(run)
+        return MapResult(url=run.start, urls=run.urls, failed=run.failed, stopped=run.stopped or "limit",
+                         queued=len(run.queue), robots=robots_state, sitemaps=run.sitemaps, notes=self._notes(run))
+
+    def _notes(self, run: _Run) -> list[str]:
+        notes = list(run.notes)
+        if run.disallowed:
+            notes.append(f"{run.disallowed} URL{'s' if run.disallowed != 1 else ''} in scope left out: robots.txt "
+                         f"disallows them")
+        return notes
+
+    async def _begin(self, kind: Literal["crawl", "map"], req: CrawlRequest | MapRequest,
+                     progress: ReportProgress) -> tuple[_Run, Literal["obeyed", "ignored", "none"]]:
+        """The start URL checked (address policy, robots.txt), the scope and the first URLs to visit."""
+        for pattern in req.include + req.exclude:  # a bad pattern is refused before anything is loaded
+            _pattern(pattern, "include" if pattern in req.include else "exclude")
+        timeout = req.timeout_s or self.config.crawl.timeout_s
+        deadline = trio.current_time() + timeout   # robots.txt and the sitemaps count against it too
+        start = await prepare_url(req.url, self.policy.current)
+        scope = Scope.of(start, req.include, req.exclude)
+        run: _Run | None = None
+        state: Literal["obeyed", "ignored", "none"] = "none"
+        with trio.move_on_at(deadline):
+            robots, state = await self._robots(start, progress)
+            run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress, timeout, deadline)
+        if run is None:
+            raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
+                          f"larger timeout_s")
+        if not robots.allowed(path_of(start)):
+            why = ("its robots.txt could not be read (a server error, or no answer), which RFC 9309 says to take as "
+                   "disallowing everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
+            raise RobotsDisallowed(f"{start} is closed to crawlers: {why}. Fetch single pages with `fetch` (which "
+                                   f"does not read robots.txt), or, for a site of your own, set "
+                                   f"crawl.ignore_robots = true in the config")
+        run.seen.add(start)
+        run.queue.append((start, 0, 0))
+        if kind == "map":
+            run.urls.append(start)
+        with trio.move_on_at(deadline):
+            await self._read_sitemaps(run, robots, state != "ignored")
+        return run, state
+
+    async def _robots(self, start: str, progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored",
+                                                                                             "none"]]:
+        if self.config.crawl.ignore_robots:
+            return ALLOW_ALL, "ignored"
+        url = urljoin(start, "/robots.txt")
+        progress("crawl", f"reading {url}")
+        try:
+            body = await self._get_bytes(url, MAX_ROBOTS_BYTES)
+        except HttpError as e:
+            if e.status is not None and e.status < 500 and e.status not in RETRYABLE:
+                return ALLOW_ALL, "none"   # RFC 9309: a 4xx robots.txt means no rules
+            return DISALLOW_ALL, "obeyed"
+        except (NetworkError, Timeout):
+            return DISALLOW_ALL, "obeyed"
+        return parse_robots(body.decode("utf-8", errors="replace")), "obeyed"
+
+    async def _read_sitemaps(self, run: _Run, robots: Robots, from_robots: bool) -> None:
+        """The sitemaps robots.txt names (else /sitemap.xml), indexes followed, each file once; their URLs are
+        queued at depth 1. A sitemap that fails is a note: the links still lead through the site."""
+        todo = deque([*robots.sitemaps] if from_robots and robots.sitemaps else [urljoin(run.start, "/sitemap.xml")])
+        read: set[str] = set()
+        while todo and len(read) < MAX_SITEMAPS and run.done < run.limit:
+            url = todo.popleft()
+            normal = normalize_link(url, run.start)
+            if normal is None or normal in read:
+                continue   # an index that lists itself, or two that list each other
+            read.add(normal)
+            run.report(f"reading sitemap {normal}")
+            try:
+                sitemap = await self._sitemap(normal)
+            except (WebfetchError, SitemapError) as e:
+                if not (isinstance(e, HttpError) and e.status == 404 and not robots.sitemaps):
+                    run.notes.append(f"sitemap {normal} skipped: {e}")
+                continue
+            self._took_sitemap(run, normal, sitemap, todo)
+        if todo:
+            run.notes.append(f"more than {MAX_SITEMAPS} sitemaps: the rest were not read")
+
+    @staticmethod
+    def _took_sitemap(run: _Run, url: str, sitemap: Sitemap, todo: deque[str]) -> None:
+        """An index's sitemaps join `todo`; a urlset's URLs are offered at depth 1."""
+        run.sitemaps.append(url)
+        if sitemap.cut:
+            run.notes.append(f"sitemap {url} lists more URLs than a sitemap may (50 000); the rest skipped")
+        if sitemap.kind == "sitemapindex":
+            todo.extend(sitemap.locs)
+            return
+        for loc in sitemap.locs:
+            link = normalize_link(loc, url)
+            if link is not None:
+                run.offer(link, 1)
+
+    async def _sitemap(self, url: str) -> Sitemap:
+        parser = SitemapParser(self.config.fetch.max_bytes)
+        await self._get(url, self.config.fetch.max_bytes, parser.feed, cut_ok=False)
+        return parser.close()
+
+    async def _get_bytes(self, url: str, max_bytes: int) -> bytes:
+        buf = bytearray()
+        await self._get(url, max_bytes, buf.extend, cut_ok=True)
+        return bytes(buf[:max_bytes])
+
+    async def _get(self, url: str, max_bytes: int, sink: Callable[[bytes], object], *, cut_ok: bool) -> None:
+        """GET a robots.txt or sitemap through the address policy and the host's politeness, same-host
+        redirects followed, 429/503 waited out (Retry-After); the body handed to `sink` as it arrives."""
+        async with httpx.AsyncClient(headers={"User-Agent": f"Mozilla/5.0 (compatible; webfetch/{__version__})"},
+                                     timeout=HTTP_TIMEOUT_S, follow_redirects=False) as client:
+            for _hop in range(MAX_REDIRECTS + MAX_RETRIES):
+                key = await prepare_url(url, self.policy.current)
+                host = host_of(key)
+                async with self.politeness.slot(host):
+                    try:
+                        async with client.stream("GET", key) as response:
+                            target = await self._answer(response, key, max_bytes, sink, cut_ok)
+                    except httpx.TimeoutException:
+                        raise Timeout(f"{key} did not answer within {HTTP_TIMEOUT_S:g} s") from None
+                    except httpx.HTTPError as e:
+                        raise NetworkError(f"{key} could not be read: {e}") from None
+                if target is None:
+                    return
+                url = target
+            raise NetworkError(f"{url}: too many redirects or retries")
+
+    async def _answer(self, response: httpx.Response, key: str, max_bytes: int, sink: Callable[[bytes], object],
+                      cut_ok: bool) -> str | None:
+        """Read one response into `sink`; or the URL to try next (a same-host redirect, a 429 waited out)."""
+        status = response.status_code
+        if 300 <= status < 400 and response.headers.get("location"):
+            target = urljoin(key, response.headers["location"])
+            if host_of(target) != host_of(key):
+                raise HttpError(f"{key} redirects to another host ({target}); not followed", status=status)
+            return target
+        if status in RETRYABLE:
+            wait = retry_after_s(response.headers.get("retry-after"))
+            if wait > self.config.crawl.max_retry_after_s:
+                raise HttpError(f"{key} answered HTTP {status} and asked to wait {wait:.0f} s", status=status)
+            self.politeness.back_off(host_of(key), wait)
+            return key
+        if status >= 400:
+            raise HttpError(f"{key} answered HTTP {status}", status=status)
+        seen = 0
+        async for chunk in response.aiter_bytes():
+            seen += len(chunk)
+            if seen > max_bytes:
+                if cut_ok:
+                    sink(chunk)
+                    return None
+                raise HttpError(f"{key} is larger than {max_bytes} bytes (fetch.max_bytes)", status=status)
+            sink(chunk)
+        return None
+
+    async def _run(self, run: _Run) -> None:
+        """Visit the queue until the limit, the end of the scope, the deadline or too many errors."""
+        with trio.move_on_at(run.deadline) as deadline:
+            async with trio.open_nursery() as nursery:
+                while (stop := self._next(run, nursery)) is None:
+                    await run.changed.wait()
+                    run.changed = trio.Event()
+                run.stopped = stop
+                nursery.cancel_scope.cancel()
+        if deadline.cancelled_caught or trio.current_time() >= run.deadline:
+            run.stopped = "deadline"
+            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger timeout_s for more")
+        run.report(f"stopped: {run.stopped}")
+
+    def _next(self, run: _Run, nursery: trio.Nursery) -> StopReason | None:
+        """Start what may start now; why the run is over, or None to wait for a visit to end."""
+        if run.errors >= self.config.crawl.max_errors:
+            return "errors"
+        if run.kind == "map" and run.done >= run.limit:
+            return "limit"
+        workers = self.config.crawl.per_host
+        while run.queue and run.in_flight < workers and (run.kind == "map" or run.done + run.in_flight < run.limit):
+            url, depth, attempts = run.queue.popleft()
+            if run.kind == "map" and depth >= run.depth:
+                continue   # listed already; its links would be deeper than asked
+            run.in_flight += 1
+            nursery.start_soon(self._visit, run, url, depth, attempts)
+        if run.in_flight:
+            return None
+        if run.kind == "crawl" and run.done >= run.limit:
+            return "limit" if run.queue else "scope_exhausted"
+        return "scope_exhausted"
+
+    async def _visit(self, run: _Run, url: str, depth: int, attempts: int) -> None:
+        try:
+            loaded = await self._load(run, url)
+        except HttpError as e:
+            if e.status in RETRYABLE and attempts + 1 < MAX_RETRIES and \
+                    retry_after_s(e.retry_after) <= self.config.crawl.max_retry_after_s:
+                self.politeness.back_off(host_of(url), retry_after_s(e.retry_after))
+                run.queue.appendleft((url, depth, attempts + 1))
+            else:
+                self._failed(run, url, e)
+        except WebfetchError as e:
+            self._failed(run, url, e)
+        else:
+            await self._took(run, url, depth, loaded)
+        finally:
+            run.in_flight -= 1
+            run.changed.set()
+
+    async def _load(self, run: _Run, url: str) -> LoadedPage:
+        timeout = self.config.fetch.timeout_s
+        async with self.politeness.slot(host_of(url)):
+            with trio.move_on_after(timeout):
+                return await self.pipeline.load_page(url, _quiet, fresh=run.fresh)
+        raise Timeout(f"{url} did not finish loading within {timeout:g} s (fetch.timeout_s)")
+
+    def _failed(self, run: _Run, url: str, error: WebfetchError) -> None:
+        run.failed.append(CrawlFailure(url=url, code=error.code, message=error.message))
+        run.errors += 1
+        run.report(f"failed {url}: {error.code}")
+
+    async def _took(self, run: _Run, url: str, depth: int, loaded: LoadedPage) -> None:
+        page = loaded.page
+        if page.redirect_url is not None:
+            run.failed.append(CrawlFailure(url=url, code="redirect", message=(
+                f"{url} redirects to {page.redirect_url}, on another host; not followed")))
+            return
+        final = normalize_link(page.final_url, url) or url
+        if final != url:
+            if final in run.seen and any(p.final_url == final for p in run.pages):
+                return   # `/docs` redirected to `/docs/`, already crawled: one page, not two
+            run.seen.add(final)
+        if run.kind == "crawl":
+            if len(run.pages) >= run.limit:
+                return
+            run.pages.append(CrawledPage(url=url, final_url=page.final_url, depth=depth, status=page.status,
+                                         title=page.title, content=page.markdown, chars=len(page.markdown),
+                                         extractor=page.extractor, cached=loaded.cached, flags=list(page.flags),
+                                         notes=list(page.notes)))
+        run.report(url)
+        if depth >= run.depth:
+            return
+        if loaded.source is not None:
+            links = await self.extractor.links(loaded.source.html, loaded.source.url, loaded.source.charset)
+        else:
+            links = markdown_links(page.markdown, page.final_url)
+        for link in links:
+            run.offer(link, depth + 1)
+
+
+def _quiet(_stage: str, _message: str) -> None:
+    """A crawled page's own progress is not the client's: the crawl reports pages done, queued, failed."""
