@@ -8,8 +8,9 @@
    in-process (6a one warm tab, 6b a browser context per page, as the daemon isolates fetches),
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
-(tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, and the
-3 000-row table's snapshot; and the daemon's start and stop (bin/bench_lifecycle.py)."""
+(tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
+3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
+start and stop (bin/bench_lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -256,6 +257,8 @@ def main() -> None:
             subagent_rows(server, aeb[0], tmp, llm)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
+            from bench_actions import flow_rows
+            flow_rows(daemon.sock, max(2, args.browse_rounds // 4))
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:

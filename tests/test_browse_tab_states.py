@@ -478,3 +478,15 @@ async def test_the_console_keeps_the_newest_500_and_counts_those_dropped_unread(
         assert len(entries) == 500 and dropped == 4
         assert (entries[0].text, entries[-1].text) == ("m4", "last")
         assert tab.take_console_errors() == 0, "the console action reported the error"
+
+
+async def test_the_pages_console_objects_are_let_go_every_100_events(autojump_clock):
+    # a page logging objects in a loop would otherwise keep every one alive in its renderer
+    page = page_with()
+    async with open_tab(page) as tab:
+        for i in range(250):
+            console_call(page, "log", {"type": "object", "objectId": f"o{i}", "preview": {"properties": []}})
+        await handled()
+        assert page.answers("Runtime.releaseObjectGroup") == [{"objectGroup": "console"}] * 2
+        assert len(page.answers("Runtime.discardConsoleEntries")) == 2
+        assert len(tab.take_console()[0]) == 250, "the entries themselves are kept"

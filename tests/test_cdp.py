@@ -172,3 +172,29 @@ def test_feature_flags_are_merged_because_chrome_honours_only_the_last():
         "Translate", "MediaRouter", "OptimizationHints", "IsolateOrigins", "site-per-process", "WebUIOmniboxPopup",
         "WebUIOmniboxAimPopup", "Foo"]
     assert "--enable-features=Bar" in cmd and "--proxy-server=x" in cmd and cmd[-1] == "about:blank"
+
+
+async def test_commands_in_order_are_all_sent_before_any_reply_and_answered_in_order(fake):
+    async with open_cdp(fake.url) as conn:
+        fake.hold = True
+        got: list = []
+
+        async def batch():
+            got.extend(await conn.call_in_order([("Input.move", {"n": 1}), ("Input.press", {}), ("Input.release", {})],
+                                                "S1"))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(batch)
+            with trio.fail_after(5):
+                while len(fake.held) < 3:  # all three on the wire while none is answered
+                    await trio.sleep(0.01)
+            assert [(m["method"], m["sessionId"]) for m in fake.held] == [
+                ("Input.move", "S1"), ("Input.press", "S1"), ("Input.release", "S1")]
+            for msg in reversed(fake.held):
+                await fake.reply(msg)
+        assert got == [{"echo": "Input.move"}, {"echo": "Input.press"}, {"echo": "Input.release"}]
+        assert conn._pending == {}
+        fake.hold = False
+        with pytest.raises(CDPError):  # one failed command fails the batch, after every reply came
+            await conn.call_in_order([("Ping.ping", {}), ("Fail.please", {})])
+        assert conn._pending == {}

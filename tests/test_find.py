@@ -169,17 +169,14 @@ def test_empty_and_malformed_patterns_say_what_and_where(pattern, message):
     assert e.value.code == "bad_request" and e.value.message.startswith(message)
 
 
-def test_a_2_mb_page_is_searched_fast():
+def test_a_2_mb_page_is_searched_whole():
+    """Every match counted to the page's last line (how fast: bin/bench's find row, not a timed test)."""
     paras = [f"## Section {i}\n\nParagraph {i}: the quick brown fox jumps over the lazy dog, item {i}.\n"
              for i in range(24_000)]
     md = "# Big\n\n" + "\n".join(paras)
     assert len(md) > 2_000_000
     for pattern, matches in (("item 23999.", 1), ("/item 1234\\b/", 1), ("fox lazy", 24_000)):
-        started = time.perf_counter()
-        found = search(md, parse(pattern))
-        elapsed = time.perf_counter() - started
-        assert found.matches == matches
-        assert elapsed < 1.5, (pattern, elapsed)  # ~0.2-0.5 s here for the widest; a page rarely holds 2 MB
+        assert search(md, parse(pattern)).matches == matches
 
 
 def test_the_facts_line_a_model_reads():

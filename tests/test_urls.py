@@ -129,7 +129,7 @@ async def test_a_refused_loopback_port_names_the_config_line_that_allows_it():
         await prepare_url("http://localhost:8080/x", BROWSE)
     assert e.value.message == (
         'localhost:8080 (::1) is a loopback address, which browse sessions reach only when the config lists it: to '
-        'let them reach this dev server, put `browse.allow_local = ["127.0.0.1:5173", "[::1]:*", "localhost:3000", '
+        'let them reach this dev server, put `browse.allow_local = ["localhost:3000", "127.0.0.1:5173", "[::1]:*", '
         '"localhost:8080"]` in the [browse] table of the config, then run `webfetch reload` (fetch still refuses it)')
     with pytest.raises(BlockedUrl) as e:  # fetch's message is fetch's
         await prepare_url("http://localhost:8080/x", FETCH)

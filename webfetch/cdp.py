@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -101,25 +101,37 @@ class CDPConnection:
     async def call(self, method: str, params: dict[str, Any] | None = None,
                    session_id: str | None = None) -> dict[str, Any]:
         """Send one command and wait for its reply."""
+        return (await self.call_in_order([(method, params or {})], session_id))[0]
+
+    async def call_in_order(self, commands: Sequence[tuple[str, dict[str, Any]]],
+                            session_id: str | None = None) -> list[dict[str, Any]]:
+        """Send the commands one after the other without waiting for each reply, then wait for them all:
+        one round trip for steps the browser must take in order anyway (a mouse's move, press and release)."""
         if self._closed is not None:
             raise CDPClosed(str(self._closed))
-        msg_id = next(self._ids)
-        msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
-        if session_id is not None:
-            msg["sessionId"] = session_id
-        slot = _Slot(method)
-        self._pending[msg_id] = slot
+        slots: dict[int, _Slot] = {}
         try:
-            await self._send(_encode(msg).decode())
-            await slot.event.wait()
+            for method, params in commands:
+                msg_id = next(self._ids)
+                msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params}
+                if session_id is not None:
+                    msg["sessionId"] = session_id
+                slots[msg_id] = self._pending[msg_id] = _Slot(method)
+                await self._send(_encode(msg).decode())
+            for slot in slots.values():
+                await slot.event.wait()
         finally:
-            self._pending.pop(msg_id, None)
-        if slot.error is not None:
-            if isinstance(slot.error, CDPClosed):
-                raise CDPClosed(str(slot.error))
-            raise slot.error
-        assert slot.result is not None
-        return slot.result
+            for msg_id in slots:
+                self._pending.pop(msg_id, None)
+        results = []
+        for slot in slots.values():
+            if slot.error is not None:
+                if isinstance(slot.error, CDPClosed):
+                    raise CDPClosed(str(slot.error))
+                raise slot.error
+            assert slot.result is not None
+            results.append(slot.result)
+        return results
 
     async def _send(self, text: str) -> None:
         # A send cancelled half-way would corrupt the websocket for every tab: finish it shielded, but

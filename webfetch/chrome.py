@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -88,6 +88,10 @@ class PageTarget:
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.browser.conn.call(method, params, self.session_id)
+
+    async def call_in_order(self, commands: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The commands sent back to back, their replies awaited together (CDPConnection.call_in_order)."""
+        return await self.browser.conn.call_in_order(commands, self.session_id)
 
     @contextmanager
     def subscribe(self, buffer: int = 1024) -> Iterator[Subscription]:

@@ -26,7 +26,7 @@ class AddressPolicy:
     # browse.allow_local: (host as typed, port or None for every port) that browse sessions may reach on
     # loopback. `browse` marks the policy of browse sessions, whose refusal of a loopback address names the
     # browse.allow_local line that would allow it; fetch's policy has neither.
-    allow_local: frozenset[tuple[str, int | None]] = frozenset()
+    allow_local: tuple[tuple[str, int | None], ...] = ()  # in the config's order: the error quotes the line
     browse: bool = False
 
     @classmethod
@@ -47,7 +47,8 @@ class AddressPolicy:
 
     def for_browse(self, allow_local: list[str]) -> AddressPolicy:
         """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists."""
-        return replace(self, allow_local=frozenset(parse_local(entry) for entry in allow_local), browse=True)
+        return replace(self, allow_local=tuple(dict.fromkeys(parse_local(entry) for entry in allow_local)),
+                       browse=True)
 
     def allows_local(self, host: str, port: int | None) -> bool:
         """Whether browse.allow_local lists `host` as typed with `port` (or with `*`)."""
@@ -196,7 +197,7 @@ def blocked_message(host: str, ip: IPAddress, policy: AddressPolicy | None = Non
         return (f"{shown} is a link-local address (where a cloud's metadata service answers with the machine's "
                 f"credentials), which webfetch does not fetch; it is not a web page to read")
     if policy is not None and policy.browse and port is not None and ip.is_loopback:
-        entries = sorted({local_entry(h, p) for h, p in policy.allow_local} | {local_entry(host, port)})
+        entries = dict.fromkeys([*(local_entry(h, p) for h, p in policy.allow_local), local_entry(host, port)])
         line = ", ".join(f'"{e}"' for e in entries)
         return (f"{local_entry(host, port)}{'' if str(ip) == host else f' ({ip})'} is a loopback address, which "
                 f"browse sessions reach only when the config lists it: to let them reach this dev server, put "

@@ -157,11 +157,19 @@ NO_STORE = """<!doctype html><html><head><title>Unread</title></head><body>
 </body></html>"""
 
 
-def big_table(rows: int = 3000) -> str:
+def big_table(rows: int = 3000, controls: str = "") -> str:
     body = "".join(f"<tr><td>Item {i}</td><td><a href='/item/{i}'>details {i}</a></td>"
                    f"<td><button>Buy {i}</button></td></tr>" for i in range(rows))
-    return (f"<!doctype html><html><head><title>Inventory</title></head><body><h1>Inventory</h1>"
+    return (f"<!doctype html><html><head><title>Inventory</title></head><body><h1>Inventory</h1>{controls}"
             f"<table>{body}</table></body></html>")
+
+
+# the table with buttons that change rows deep inside its collapsed run: one row (its text, its link
+# gone), and forty rows' buttons disabled (more rows than a result lists one by one)
+STOCK_CONTROLS = """<p><button onclick="const c = document.querySelectorAll('tr')[1500].cells[0];
+  c.textContent += ' (sold out)'; c.nextElementSibling.firstChild.remove()">Sell out item 1500</button>
+<button onclick="for (const r of [...document.querySelectorAll('tr')].slice(2000, 2040))
+  r.cells[2].firstChild.disabled = true">Freeze 2000-2039</button></p>"""
 
 
 class App:
@@ -235,6 +243,8 @@ class App:
                                {"Cache-Control": "no-store"})
                 elif path == "/table":
                     self.reply(200, big_table())
+                elif path == "/stock":
+                    self.reply(200, big_table(controls=STOCK_CONTROLS))
                 elif path == "/report.csv":
                     self.reply(200, "a,b\n1,2\n", "text/csv",
                                {"Content-Disposition": 'attachment; filename="report.csv"'})

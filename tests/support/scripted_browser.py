@@ -212,6 +212,9 @@ class ScriptedPage:
         handler = getattr(self, "_" + method.replace(".", "_"), None)
         return (await handler(params)) if handler else {}
 
+    async def call_in_order(self, commands: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        return [await self.call(method, params) for method, params in commands]
+
     def answers(self, method: str) -> list[dict[str, Any]]:
         """The params of every call of `method` the tab made, in order."""
         return [p for m, p in self.calls if m == method]

@@ -178,16 +178,15 @@ async def click(tab: BrowseTab, ref: str, button: str = "left", double: bool = F
 
 
 async def mouse_click(tab: BrowseTab, x: float, y: float, button: str, count: int) -> None:
+    """Move, then press and release `count` times, sent back to back: the browser delivers them in order,
+    and waiting for each one's reply only added round trips. A dialog the page opens meanwhile ends the
+    wait (the events after it reach the page once the dialog is answered, as a person's would queue)."""
     base = {"x": x, "y": y, "button": button}
-    await tab.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+    events: list[tuple[str, dict[str, Any]]] = [("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})]
     for n in range(1, count + 1):
-        # a dialog opened by the press or the release stops the call from returning (BROWSE.md)
-        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
-                                        {"type": "mousePressed", "clickCount": n, **base}))
-        await tab.unless_dialog(partial(tab.call, "Input.dispatchMouseEvent",
-                                        {"type": "mouseReleased", "clickCount": n, **base}))
-        if tab.dialog is not None:
-            return
+        events += [("Input.dispatchMouseEvent", {"type": "mousePressed", "clickCount": n, **base}),
+                   ("Input.dispatchMouseEvent", {"type": "mouseReleased", "clickCount": n, **base})]
+    await tab.unless_dialog(partial(tab.call_in_order, events))
 
 
 async def hover(tab: BrowseTab, ref: str) -> None:

@@ -109,12 +109,19 @@ async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
     # what changed is told from every line, text included ("Profile saved"), not only controls
     added, removed = diff(old, snap.full)
     added = [line.lstrip() for line in added]
-    if not added and not removed:
+    if not added and not removed and not snap.inside:
         return _Shown(snap.title)
-    body = "\n".join(added + ([f"- (removed: {', '.join(removed)})"] if removed else []))
-    if len(body) > len(snap.text):
-        return _Shown(snap.title, "full", snap.text, dom_changed=True)
+    inside = _dedent(snap.inside)
+    body = "\n".join(added + inside + ([f"- (removed: {', '.join(removed)})"] if removed else []))
+    if len(body) > len(snap.text) + len("\n".join(inside)):
+        return _Shown(snap.title, "full", "\n".join([snap.text] + inside), dom_changed=True)
     return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """`lines` moved left as a block, their indents relative to each other kept."""
+    cut = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    return [line[cut:] for line in lines]
 
 
 def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:

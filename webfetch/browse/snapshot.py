@@ -7,12 +7,14 @@ follow the accessibility rules closely enough for an agent (explicit role, then 
 aria-labelledby, aria-label, label, placeholder, title, then text content). Refs live in the world as a
 ref -> element map, so the same element keeps its ref; a new document starts an empty world, and the
 daemon knows every ref's document (tab.py), so an old ref is `stale_ref`, never a guess.
-Long runs of similar siblings are collapsed (`find` reaches them) and the walk has a node budget.
+Long runs of similar siblings are collapsed (`find` reaches them) and the walk has a node budget; a change
+inside a collapsed run (a click that marks row 1 500 of a table) is followed by a MutationObserver in the
+world and reported with the changed rows' own lines (`Snapshot.inside`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import page_scripts
 
@@ -32,6 +34,9 @@ class Snapshot:
     full: list[str] | None        # every line (full mode), when asked for beside an interactive view
     truncated: bool               # the node budget ran out
     title: str
+    # of a whole snapshot: what changed inside collapsed runs since the last whole one (the changed rows'
+    # lines under a line that says where), since no diff of `full` can see what it does not show
+    inside: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:

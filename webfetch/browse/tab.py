@@ -28,11 +28,12 @@ from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
 
-QUIET_MS = 25            # no DOM change for this long after an action's requests ended = settled
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is refused and reported.
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
+# Console entries after which the page's console objects are let go (release_console)
+CONSOLE_RELEASE_EVERY = 100
 # Finds a ref's element in the world and calls an action's function on it (webfetch/js/on_ref.js).
 ON_REF = load("on_ref")
 
@@ -74,6 +75,7 @@ class BrowseTab:
         self._frames: dict[str, FrameInfo] = {}
         self._refs: dict[str, RefInfo] = {}
         self._next_ref = 1
+        self._iframes: dict[str, str] = {}    # an iframe's ref -> the frame it shows (child_frame)
         self._doc_gen = 0               # main-frame documents committed
         self._same_doc = 0              # history pushes and fragment changes in the main frame
         self._loading_frames: set[str] = set()  # frames whose document is loading
@@ -88,6 +90,7 @@ class BrowseTab:
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
         self._console = console.ConsoleLog()
+        self._console_held = 0              # console events since their objects were last let go
         self._crashed = False
         self._closed = False
         self._changed = trio.Event()
@@ -204,6 +207,9 @@ class BrowseTab:
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self._page.call(method, params)
+
+    async def call_in_order(self, commands: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        return await self._page.call_in_order(commands)
 
     # --- events --------------------------------------------------------------------------------
 
@@ -349,9 +355,29 @@ class BrowseTab:
 
     def _on_console_api(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_console_api(p))
+        self._console_event(nursery)
 
     def _on_exception(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_exception(p))
+        self._console_event(nursery)
+
+    def _console_event(self, nursery: trio.Nursery) -> None:
+        self._console_held += 1
+        if self._console_held == CONSOLE_RELEASE_EVERY:
+            nursery.start_soon(self._release_console)
+
+    async def _release_console(self) -> None:
+        """Let the renderer drop what it keeps for the console events we have read: each logged object's
+        handle (the "console" object group) and its own store of messages with their arguments. Entries are
+        made from the events' previews and text at once, so nothing is lost; without this a page that logs
+        objects in a loop grows the renderer by everything it ever logged."""
+        try:
+            await self.call("Runtime.releaseObjectGroup", {"objectGroup": "console"})
+            await self.call("Runtime.discardConsoleEntries")
+        except (CDPError, CDPClosed):
+            pass  # the page went away: so did what it held
+        finally:
+            self._console_held = 0
 
     def _on_log_entry(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._console.add(console.from_log_entry(p))
@@ -526,11 +552,14 @@ class BrowseTab:
         the full view beside an interactive one (what changed is told from the full view)."""
         frame = self.ref_frame(ref) if ref is not None else self.target_id
         opts = {"mode": mode, "ref": ref, "find": find, "next": 0, "budget": NODE_BUDGET, "both": both}
-        lines, full, truncated, title = await self._frame_lines(frame, 0, opts)
-        return Snapshot(lines, full if both else None, truncated, title)
+        inside: list[str] = []
+        lines, full, truncated, title = await self._frame_lines(frame, 0, opts, inside)
+        return Snapshot(lines, full if both else None, truncated, title, inside)
 
-    async def _frame_lines(self, frame: str, base: int,
-                           opts: dict[str, Any]) -> tuple[list[str], list[str], bool, str]:
+    async def _frame_lines(self, frame: str, base: int, opts: dict[str, Any],
+                           inside: list[str]) -> tuple[list[str], list[str], bool, str]:
+        """The frame's lines (both views) with its iframes' inlined; what changed inside its collapsed runs is
+        added to `inside`."""
         loader = self._frames[frame].loader
         got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
         if not got or got.get("error"):
@@ -539,6 +568,7 @@ class BrowseTab:
         for r in got["created"]:
             self._refs[r] = RefInfo(frame, loader)
         truncated = bool(got["truncated"])
+        inside += ["  " * (base + int(depth)) + text for depth, text, _ in got.get("inside") or []]
         child_opts = opts | {"ref": None}
         inlined: dict[str, tuple[list[str], list[str]]] = {}  # iframe ref -> its lines (both views)
 
@@ -555,7 +585,8 @@ class BrowseTab:
                         inlined[iframe_ref] = ([], [])
                         continue
                     try:
-                        sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts)
+                        sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts,
+                                                                        inside)
                     except WebfetchError as e:
                         note = "  " * (base + int(depth) + 1) + f"- (frame not readable: {e})"
                         sub, sub_full, cut = [note], [note], False
@@ -569,14 +600,23 @@ class BrowseTab:
         return lines, full, truncated, str(got.get("title") or "")
 
     async def child_frame(self, frame: str, iframe_ref: str) -> str | None:
-        """The frame an iframe's ref shows, or None when the ref is not a frame's element."""
+        """The frame an iframe's ref shows, or None when the ref is not a frame's element. Known once asked:
+        an iframe element keeps its frame while the frame lives (a new one, re-inserted, is another frame),
+        which spares every snapshot two round trips per iframe."""
+        known = self._iframes.get(iframe_ref)
+        info = self._frames.get(known or "")
+        if known is not None and info is not None and info.parent == frame:
+            return known
         get = {"expression": invoke("__wf.get", iframe_ref)}
         obj = (await self.in_world(frame, "Runtime.evaluate", get))["result"]
         if "objectId" not in obj:
             return None
         node = (await self.call("DOM.describeNode", {"objectId": obj["objectId"]}))["node"]
         frame_id = node.get("frameId")
-        return str(frame_id) if frame_id else None
+        if not frame_id:
+            return None
+        self._iframes[iframe_ref] = str(frame_id)
+        return str(frame_id)
 
     # --- waiting for what an action started --------------------------------------------------------
 
@@ -623,7 +663,7 @@ class BrowseTab:
                 if self.navigating() or self.dialog_pending():
                     break
                 try:
-                    await self.evaluate(self.target_id, invoke("__wf.quiet", QUIET_MS, int(settle_s * 1000)))
+                    await self.evaluate(self.target_id, invoke("__wf.quiet", int(settle_s * 1000)))
                 except (CDPError, WebfetchError):
                     pass  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it

@@ -14,7 +14,7 @@ interface SnapshotOptions {
 /** A line: [depth, text, the ref of an iframe whose content goes under it]. */
 type SnapshotRow = [number, string, string | null];
 type SnapshotResult = {error: "stale"} | {
-  lines: SnapshotRow[]; full: SnapshotRow[] | null; created: string[]; next: number; truncated: boolean;
+  lines: SnapshotRow[]; full: SnapshotRow[] | null; inside: SnapshotRow[] | null; created: string[]; next: number; truncated: boolean;
   title: string;
 };
 
@@ -24,7 +24,7 @@ interface BrowseLibrary {
   get(ref: string): Element | null;
   describe(el: Element): string;
   hitOk(target: Element, hit: Element): boolean;
-  quiet(quietMs: number, capMs: number): Promise<boolean>;
+  quiet(capMs: number): Promise<boolean>;
   waitText(text: string, gone: boolean, capMs: number): Promise<boolean>;
   roleOf(el: Element): string | null;
   deepActive(): Element | null;

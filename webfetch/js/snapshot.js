@@ -1,8 +1,10 @@
 /**
  * @typedef {{depth: number, parent: number, el: Control | null, role: string, name: string, value: string,
  *            attrs: string[], from?: number, more?: string}} Line
+ * @typedef {{what: string, total: number, nodes: Node[], first: number, last: number,
+ *            members: Map<Node, number> | null}} Run
  * @typedef {{lines: Line[], visited: number, budget: number, truncated: boolean, find: string,
- *            active: Element | null}} WalkState
+ *            active: Element | null, hidden: Map<Node, Run[]> | null}} WalkState
  */
 /**
  * The browse snapshot's library, installed once per document in the browse's isolated world of each frame
@@ -15,6 +17,22 @@
 function installSnapshot(collapseAt, collapseKeep) {
   if (globalThis.__wf) return;
   const ids = new WeakMap(), refs = new Map();
+  // What changed since the last whole snapshot, for the rows a collapsed run hides (their lines are in no
+  // snapshot, so a diff of lines cannot see them): every node a mutation touched or added, and every control
+  // an input or change event came from (a value is a property, not a mutation); bounded. The observer also
+  // dates the DOM's last change, which the settle asks for (quiet).
+  const TOUCHED_MAX = 20000, INSIDE_SHOWN = 5;
+  let touched = new Set(), overflow = false, lastMutation = performance.now();
+  const touch = (/** @type {Node} */ n) => {
+    if (touched.size < TOUCHED_MAX) touched.add(n); else overflow = true;
+  };
+  new MutationObserver((records) => {
+    lastMutation = performance.now();
+    for (const r of records) { touch(r.target); for (const n of r.addedNodes) touch(n); }
+  }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  for (const type of ["input", "change"]) {
+    document.addEventListener(type, (e) => touch(/** @type {Node} */ (e.composedPath()[0])), true);
+  }
   const INTERACTIVE = new Set(["link", "button", "checkbox", "radio", "textbox", "searchbox", "combobox",
     "listbox", "option", "slider", "spinbutton", "switch", "tab", "menuitem", "menuitemcheckbox",
     "menuitemradio", "treeitem", "iframe", "clickable"]);
@@ -257,8 +275,13 @@ function installSnapshot(collapseAt, collapseKeep) {
           for (let k = i; k <= last && kept < collapseKeep; k++) {
             if (nodes[k].nodeType === 1) { walk(/** @type {Control} */ (nodes[k]), childDepth, index, st); kept++; }
           }
+          const what = roleOf(element) || element.localName;
+          if (st.hidden) {
+            const parent = /** @type {Node} */ (nodes[i].parentNode);
+            if (!st.hidden.has(parent)) st.hidden.set(parent, []);
+            /** @type {Run[]} */ (st.hidden.get(parent)).push({what, total: count, nodes, first: i, last, members: null});
+          }
           if (st.lines.length > before) {
-            const what = roleOf(element) || element.localName;
             st.lines.push({depth: childDepth, parent: index, el: null, role: "…", name: "", value: "", attrs: [],
                            from: before, more: (count - collapseKeep) + " more " + what
                                                + " like these (snapshot with find: to reach them)"});
@@ -270,6 +293,67 @@ function installSnapshot(collapseAt, collapseKeep) {
       walk(element, childDepth, index, st);
       i++;
     }
+  }
+
+  // The run a node is a hidden member of (past the first few, which the snapshot shows) and its place in
+  // the run (1-based), or null. Runs are kept by their parent, cheap to note on every walk; a run's members
+  // are counted only when a change reaches its parent.
+  /** @param {Node} x @param {Map<Node, Run[]>} hidden @returns {{run: Run, at: number} | null} */
+  function hiddenPlace(x, hidden) {
+    for (const run of hidden.get(/** @type {Node} */ (x.parentNode)) || []) {
+      if (!run.members) {
+        run.members = new Map();
+        let at = 0;
+        for (let k = run.first; k <= run.last; k++) if (run.nodes[k].nodeType === 1) run.members.set(run.nodes[k], ++at);
+      }
+      const at = run.members.get(x);
+      if (at !== undefined) return at > collapseKeep ? {run, at} : null;
+    }
+    return null;
+  }
+
+  // The members of collapsed runs that changed since the last whole snapshot, each run's told in a line
+  // and the first few members' own lines (full view) under it: a click that changes row 1 500 of a table
+  // is reported, with refs to act on, though the snapshot shows only the first rows.
+  /** @param {Map<Node, Run[]>} hidden @param {Element | null} active @param {number} budget
+   *  @param {string[]} created @returns {SnapshotRow[]} */
+  function insideRuns(hidden, active, budget, created) {
+    if (!hidden.size) return [];  // no collapsed run: nothing a diff of lines cannot see
+    if (overflow) {
+      return [[0, "- … (the page changed in more places than webfetch follows: rows inside collapsed runs were " +
+                  "not compared; snapshot with find: to check them)", null]];
+    }
+    /** @type {Map<Run, Map<number, Element>>} */
+    const runs = new Map();
+    for (const n of touched) {
+      for (let x = /** @type {Node | null} */ (n); x && x.parentNode; x = x.parentNode) {
+        if (!hidden.has(x.parentNode)) continue;
+        const h = hiddenPlace(x, hidden);
+        if (!h) continue;
+        if (!runs.has(h.run)) runs.set(h.run, new Map());
+        /** @type {Map<number, Element>} */ (runs.get(h.run)).set(h.at, /** @type {Element} */ (x));
+        break;
+      }
+    }
+    /** @type {SnapshotRow[]} */
+    const rows = [];
+    for (const [run, members] of runs) {
+      const changed = [...members].sort((a, b) => a[0] - b[0]);
+      const shown = changed.slice(0, INSIDE_SHOWN);
+      const places = shown.map((m) => m[0]).join(", ");
+      const what = changed.length === 1 ? `${run.what} ${places}` : `${changed.length} ${run.what}s (${places}` +
+        (changed.length > shown.length ? ", …" : "") + ")";
+      rows.push([0, `- … ${what} of ${run.total} changed inside a collapsed run` +
+                    (changed.length > shown.length ? "; the first " + shown.length + " below, snapshot with find: " +
+                                                     "to reach the others" : "") + ":", null]);
+      for (const [, el] of shown) {
+        /** @type {WalkState} */
+        const sub = {lines: [], visited: 0, budget, truncated: false, find: "", active, hidden: null};
+        walk(/** @type {Control} */ (el), 1, -1, sub);
+        for (const row of render(sub.lines, created)) rows.push([row[0], row[1], null]);
+      }
+    }
+    return rows;
   }
 
   /** @param {Element} el */
@@ -338,8 +422,11 @@ function installSnapshot(collapseAt, collapseKeep) {
   /** @param {SnapshotOptions} opts @returns {SnapshotResult} */
   function snapshot(opts) {
     globalThis.__wfNext = opts.next;
+    // the snapshot the next action's diff is told from; its runs are noted when something changed since
+    const whole = opts.both && !opts.find && !opts.ref && (touched.size > 0 || overflow);
+    /** @type {WalkState} */
     const st = {lines: [], visited: 0, budget: opts.budget, truncated: false,
-                find: (opts.find || "").toLowerCase(), active: deepActive()};
+                find: (opts.find || "").toLowerCase(), active: deepActive(), hidden: whole ? new Map() : null};
     let root = document.documentElement;
     if (opts.ref) {
       root = get(opts.ref);
@@ -352,7 +439,14 @@ function installSnapshot(collapseAt, collapseKeep) {
     if (st.find) lines = filtered(lines, st.find);
     const out = render(lines, created);
     const full = opts.both && !st.find ? render(st.lines, created) : null;
-    return {lines: out, full, created, next: globalThis.__wfNext, truncated: st.truncated, title: document.title};
+    let inside = null;
+    if (st.hidden) inside = insideRuns(st.hidden, st.active, opts.budget, created);
+    if (opts.both && !opts.find && !opts.ref) {
+      touched = new Set();
+      overflow = false;
+    }
+    return {lines: out, full, inside, created, next: globalThis.__wfNext, truncated: st.truncated,
+            title: document.title};
   }
 
   /** @param {string} ref */
@@ -383,20 +477,29 @@ function installSnapshot(collapseAt, collapseKeep) {
     return !!(label && label.control === target);
   }
 
-  /** @param {number} quietMs @param {number} capMs @returns {Promise<boolean>} */
-  function quiet(quietMs, capMs) {
-    return new Promise((resolve) => {
-      const start = performance.now();
-      let last = start;
-      const mo = new MutationObserver(() => { last = performance.now(); });
-      mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-      const tick = () => {
-        const now = performance.now();
-        if (now - last >= quietMs || now - start >= capMs) { mo.disconnect(); resolve(now - last >= quietMs); }
-        else setTimeout(tick, Math.max(5, quietMs - (now - last)));
-      };
-      setTimeout(tick, quietMs);
+  // Settled is a turn of the page's event loop in which the DOM did not change: the next animation frame
+  // (what the page had scheduled for it has run; a hidden tab has no frames, so at most FRAME_MS) and a
+  // task after it (what the frame's callbacks scheduled). The action's own changes happened before this is
+  // asked (its events were dispatched, their microtasks run); a page still changing keeps it waiting turn
+  // after turn, until `capMs`. No fixed quiet time: a page done at once is settled within a frame.
+  const FRAME_MS = 50;
+  /** @param {number} capMs @returns {Promise<boolean>} */
+  function quiet(capMs) {
+    const start = performance.now();
+    const frame = () => new Promise((resolve) => {
+      const timer = setTimeout(resolve, FRAME_MS);
+      requestAnimationFrame(() => { clearTimeout(timer); resolve(undefined); });
     });
+    const task = () => new Promise((resolve) => setTimeout(resolve, 0));
+    return (async () => {
+      while (performance.now() - start < capMs) {
+        const before = lastMutation;
+        await frame();
+        await task();
+        if (lastMutation === before) return true;
+      }
+      return false;
+    })();
   }
 
   /** @param {string} text @param {boolean} gone @param {number} capMs @returns {Promise<boolean>} */
