@@ -11,7 +11,6 @@ import socket
 import stat
 import time
 from collections.abc import AsyncIterator
-from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -140,8 +139,7 @@ class Daemon:
         self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size)
-        self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s,
-                                   warm_after=self._browser_settled)
+        self.extractor = Extractor(config.extract.worker_count(), config.extract.worker_idle_s)
         # their messages name the file this daemon read (a --config one too), not the default path
         self.subagent = Subagent(config.subagent, config_file=source.path)
         self.search = Search(config.search, config_file=source.path)
@@ -152,13 +150,6 @@ class Daemon:
         self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
-
-    async def _browser_settled(self) -> None:
-        """Until Chrome is up, or known not to come up. The parser workers are started after it: on two
-        cores, two Python processes importing the parsers beside Chrome's launch made the browser ready
-        later, and a fetch needs the browser before it needs a parser."""
-        with suppress(BrowserUnavailable):
-            await self.chrome.wait_browser()
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
         if isinstance(req, FetchRequest):

@@ -9,7 +9,6 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -436,10 +435,8 @@ class Extractor:
     its worker processes (webfetch/workers.py), so the event loop never blocks and a parser's crash is
     the page's error, not the daemon's end."""
 
-    def __init__(self, workers: int, idle_s: float = 300.0,
-                 warm_after: Callable[[], Awaitable[None]] | None = None) -> None:
-        """The worker processes are started ahead once `warm_after` returns (see Workers)."""
-        self.workers = Workers(workers, idle_s, preload=import_parsers, warm_after=warm_after)
+    def __init__(self, workers: int, idle_s: float = 300.0) -> None:
+        self.workers = Workers(workers, idle_s, preload=import_parsers)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.workers.run(task_status=task_status)

@@ -22,7 +22,7 @@ import functools
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TypeVar, cast
 
 import trio
@@ -78,15 +78,12 @@ class Workers:
     """At most `count` worker processes, started spawn-fresh (a fork of the threaded daemon would copy its
     locks mid-use), kept while in use and for `idle_s` after, each replaced after JOBS_PER_WORKER jobs."""
 
-    def __init__(self, count: int, idle_s: float = 300.0, preload: Callable[[], object] | None = None,
-                 warm_after: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(self, count: int, idle_s: float = 300.0, preload: Callable[[], object] | None = None) -> None:
         """`preload` runs in each worker as it starts (importable, no arguments): the imports its jobs
-        need, which the daemon's own process never makes (its start would wait for them). The pool is
-        warmed once `warm_after` returns (a job asked for before starts its worker at once)."""
+        need, which the daemon's own process never makes (its start would wait for them)."""
         self.count = count
         self.idle_s = idle_s
         self.preload = preload
-        self.warm_after = warm_after
         self.limiter = trio.CapacityLimiter(count)
         self._context: trio_parallel.WorkerContext | None = None
         self._started = trio.Event()
@@ -112,8 +109,6 @@ class Workers:
             # Warm the pool in the background: the first fetch should not pay for a Python start
             # and the parsers' imports (`preload`, ~0.4 s), and the daemon's readiness should not wait for it.
             async with trio.open_nursery() as nursery:
-                if self.warm_after is not None:
-                    await self.warm_after()
                 for _ in range(self.count):
                     nursery.start_soon(self._warm)
             await trio.sleep_forever()
