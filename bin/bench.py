@@ -81,6 +81,8 @@ class CorpusServer:
         by_path = {f"/{p['corpus']}/{p['id']}": p["html"] for p in pages}
         types: dict[str, str] = {}
         self.by_path, self.types = by_path, types
+        self.delay_s = 0.0  # each answer held this long: a remote server's round trip and think time
+        corpus = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -89,6 +91,7 @@ class CorpusServer:
                 pass
 
             def do_GET(self):
+                time.sleep(corpus.delay_s)
                 body = by_path.get(self.path)
                 if body is None:
                     self.send_response(404)
@@ -217,6 +220,8 @@ def main() -> None:
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
     ap.add_argument("--skip-browse", action="store_true")
     ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
+    ap.add_argument("--batch-only", action="store_true",
+                    help="only the batch rows: a fetch of 20 URLs against 20 single fetches of the same pages")
     ap.add_argument("--subagent-only", action="store_true",
                     help="only the sub-agent rows (both pis, a process per prompt and warm workers)")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
@@ -252,9 +257,13 @@ def main() -> None:
         if args.subagent_only:
             subagent_rows(server, aeb[0], tmp, llm)
             return
+        if args.batch_only:
+            batch_rows(daemon, server, aeb)
+            return
         if not args.skip_speed:
             speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
             subagent_rows(server, aeb[0], tmp, llm)
+            batch_rows(daemon, server, aeb)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
             from bench_actions import flow_rows
@@ -634,6 +643,55 @@ def direct_extract(html: bytes) -> tuple[str, float]:
     except ExtractionFailed:
         md = ""
     return md, time.perf_counter() - started
+
+
+def batch_rows(daemon: ServedDaemon, server: CorpusServer, aeb: list[dict], n: int = 20, rounds: int = 3) -> None:
+    """Issue 29: one fetch with `urls` (n pages) against n single fetches of the same pages one after another,
+    as an agent without batch makes them; every fetch cold (`fresh`), the rounds alternating which goes first."""
+    from webfetch.frontends.client import Client
+
+    urls = [server.url(p) for p in aeb[:n]]
+
+    def singles() -> float:
+        started = time.perf_counter()
+        for u in urls:
+            frame, _ = daemon.fetch(u, fresh=True)
+            assert frame["type"] == "result", frame
+        return time.perf_counter() - started
+
+    def batch() -> tuple[float, float]:
+        started = time.perf_counter()
+        first = None
+        with Client(daemon.sock, autostart=False, timeout=300) as c:
+            for frame in c.request("fetch", urls=urls, fresh=True):
+                if frame["type"] == "page" and first is None:
+                    first = time.perf_counter() - started
+                last = frame
+        assert last["kind"] == "batch" and last["fetched"] == n, last
+        return time.perf_counter() - started, first or 0.0
+
+    print(f"\nbatch: {n} pages of scrapinghub-aeb, cold (fresh), median of {rounds} rounds; "
+          f"{os.cpu_count()} cores", flush=True)
+    # local pages answer at once, which leaves a batch nothing to overlap but CPU; a remote server's wait
+    # (here 300 ms a page) is what it overlaps
+    for delay in (0.0, 0.3):
+        server.delay_s = delay
+        one_by_one, batched, firsts = [], [], []
+        for r in range(rounds):
+            if r % 2 == 0:
+                one_by_one.append(singles())
+            b, f = batch()
+            batched.append(b)
+            firsts.append(f)
+            if r % 2 == 1:
+                one_by_one.append(singles())
+        single_s, batch_s = statistics.median(one_by_one), statistics.median(batched)
+        where = f"server answers after {delay * 1000:.0f} ms" if delay else "server answers at once"
+        print(f"{f'b1. {n} single fetches, one after another ({where})':64} {single_s:8.2f} s  "
+              f"{n / single_s:6.2f} pages/s")
+        print(f"{f'b2. one fetch with urls, the same {n} ({where})':64} {batch_s:8.2f} s  {n / batch_s:6.2f} pages/s"
+              f"  {single_s / batch_s:.1f}x; first page after {statistics.median(firsts) * 1000:.0f} ms", flush=True)
+    server.delay_s = 0.0
 
 
 def quality(daemon: ServedDaemon | None, server: CorpusServer | None, corpora: dict[str, list[dict]]) -> None:

@@ -16,7 +16,7 @@ from webfetch.daemon import DaemonError, bind_socket
 
 from .support.client import run_cli
 from .support.procs import children, gone, pid_alive
-from .support.site import ARTICLE_TEXT
+from .support.site import ARTICLE_TEXT, free_port
 
 
 def test_socket_and_directory_permissions(short_tmp):
@@ -196,3 +196,21 @@ def test_a_killed_daemon_takes_its_browser_with_it(short_tmp):
     finally:
         again.terminate()
         again.wait(30)
+
+
+@pytest.mark.chromium
+def test_fetch_of_several_urls_prints_each_page_in_order_under_its_heading_and_says_which_failed(short_tmp, site):
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 2\n")
+    closed = f"http://127.0.0.1:{free_port()}/"
+    urls = [site.url("/article"), site.url("/missing-page"), closed, site.url("/notes.txt")]
+    r = run_cli("fetch", "--config", str(cfg), *urls, env={"WEBFETCH_SOCKET": str(short_tmp / "wf.sock")})
+    assert r.returncode == 1, r.stderr  # one URL or more failed; every page is printed all the same
+    blocks = r.stdout.split("==> ")
+    assert blocks[0] == "" and [b.split(" <==", 1)[0] for b in blocks[1:]] == [
+        f"[{i + 1}/4] {u}" for i, u in enumerate(urls)]
+    assert ARTICLE_TEXT[0] in blocks[1] and "Copyright" not in blocks[1]
+    assert blocks[2] == f"[2/4] {urls[1]} <==\n\n" and blocks[3] == f"[3/4] {urls[2]} <==\n\n"
+    assert blocks[4] == f"[4/4] {urls[3]} <==\nline one\nline two\n"
+    assert f"webfetch: [2/4] {urls[1]}: http_error: " in r.stderr
+    assert f"webfetch: [3/4] {urls[2]}: network_error: " in r.stderr

@@ -93,7 +93,7 @@ class ThreadedServer:
         self.thread.start()
         assert self.ready.wait(10)
 
-    async def handle(self, req, rid, progress):
+    async def handle(self, req, rid, progress, send):
         progress("render", "working")
         if hasattr(req, "url"):
             return FetchResult(id=rid, url=req.url, content="ok")

@@ -24,7 +24,7 @@ from .support import procs
 from .support.browse_app import App
 from .support.client import LineClient, run_cli
 from .support.procs import children, gone
-from .support.site import ARTICLE_TEXT
+from .support.site import ARTICLE_TEXT, free_port
 from .test_browse import ref
 
 PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
@@ -131,9 +131,9 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
-            assert set(fetch.input_schema["properties"]) == {"url", "prompt", "offset", "raw", "fresh", "find",
-                                                             "profile"}
-            assert fetch.input_schema["required"] == ["url"]
+            assert set(fetch.input_schema["properties"]) == {"url", "urls", "prompt", "offset", "raw", "fresh",
+                                                             "find", "profile"}
+            assert "required" not in fetch.input_schema  # `url` or `urls`: the daemon says when neither is given
             assert setup.socket.exists()  # listing the tools started the daemon
 
             r = await client.call_tool("web_fetch", {"url": site.url("/article")}, progress_callback=on_progress)
@@ -160,6 +160,31 @@ async def test_errors_are_tool_errors_with_the_daemons_code(mcp_setup, site):
     assert _text(bad) == ("invalid_url: 'ftp://example.com/x' is not an http(s) URL; pass a full URL such as "
                           "https://example.com/page")
     assert cached.is_error is False and " · characters 100–" in _text(cached).split("\n")[0]
+
+
+async def test_web_fetch_with_urls_returns_the_pages_in_order_each_with_its_own_error(mcp_setup, site):
+    setup = mcp_setup()
+    closed = f"http://127.0.0.1:{free_port()}/"
+    urls = [site.url("/notes.txt"), site.url("/missing-page"), closed, site.url("/article")]
+    with trio.fail_after(90):
+        async with setup.client() as client:
+            r = await client.call_tool("web_fetch", {"urls": urls})
+            neither = await client.call_tool("web_fetch", {})
+            too_many = await client.call_tool("web_fetch", {"urls": [site.url(f"/p{i}") for i in range(51)]})
+    assert r.is_error is False
+    text = _text(r)
+    head, *blocks = text.split("\n\n── ")
+    assert head == "2 of 4 URLs fetched, 2 failed"
+    assert [b.split("\n", 1)[0] for b in blocks] == [f"[{i + 1}/4] {u}" for i, u in enumerate(urls)]
+    assert blocks[0].endswith(" · all 18 characters\n\nline one\nline two\n")
+    assert blocks[1].startswith(f"[2/4] {urls[1]}\nFAILED (http_error): ") and "404" in blocks[1]
+    assert blocks[2].startswith(f"[3/4] {urls[2]}\nFAILED (network_error): ")
+    assert ARTICLE_TEXT[0] in blocks[3]
+    assert neither.is_error is True and _text(neither) == (
+        "bad_request: web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs")
+    assert too_many.is_error is True and _text(too_many).startswith(
+        "bad_request: `urls` holds 51 URLs; a batch fetches at most 50")
+    assert not any(site.hits.get(f"/p{i}") for i in range(51))
 
 
 async def test_a_prompt_without_a_model_returns_the_page_saying_how_to_configure_one(mcp_setup, site, pi_home):
@@ -475,11 +500,11 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 return _text(r)
 
             assert await error("web_fetch", {"url": None}) == (
-                "bad_request: web_fetch needs `url`: Absolute http(s) URL of the page")
+                "bad_request: web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs")
             assert await error("web_fetch", {"url": "https://example.com/", "raw": "false"}) == (
                 'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
             assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
-                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, prompt, offset, raw, "
+                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, urls, prompt, offset, raw, "
                 "fresh, find, profile")
             assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
                 "bad_request: web_fetch: `offset` must be at least 0, not -1")
@@ -533,7 +558,7 @@ async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_say
             fetch = {t.name: t for t in (await client.list_tools()).tools}["web_fetch"]
             r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
     assert "prompt" not in fetch.input_schema["properties"] and "prompt" not in fetch.description
-    assert set(fetch.input_schema["properties"]) == {"url", "offset", "raw", "fresh", "find", "profile"}
+    assert set(fetch.input_schema["properties"]) == {"url", "urls", "offset", "raw", "fresh", "find", "profile"}
     facts = _text(r).split("\n")[0]
     assert r.is_error is False and facts.endswith(
         " · NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)")

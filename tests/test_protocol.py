@@ -60,7 +60,7 @@ def test_missing_op():
 
 
 @pytest.mark.parametrize("line,message", [
-    (b'{"id":1,"op":"fetch"}', "Object missing required field `url`"),
+    (b'{"id":1,"op":"fetch"}', "Object missing required field `url`; pass `url`, or `urls` with up to 50 URLs"),
     (b'{"id":1,"op":"fetch","url":5}', "Expected `str`, got `int` - at `$.url`"),
     (b'{"id":1,"op":"fetch","url":"u","offset":-1}', "Expected `int` >= 0 - at `$.offset`"),
     (b'{"id":1,"op":"fetch","url":"u","max_chars":0}', "Expected `int` >= 1 - at `$.max_chars`"),

@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from webfetch.daemon import bind_socket
-from webfetch.protocol import FetchRequest, FetchResult
+from webfetch.protocol import FetchRequest, FetchResult, PageFrame
 from webfetch.server import Server
 
 from .support.client import LineClient
@@ -21,8 +21,14 @@ class Script:
         self.cancelled: list = []
         self.started: list = []
 
-    async def handle(self, req, rid, progress):
+    async def handle(self, req, rid, progress, send):
         self.started.append(rid)
+        if isinstance(req, FetchRequest) and req.urls is not None:
+            for i, url in enumerate(req.urls):  # a batch's page frames, each before the terminal one
+                if url.startswith("sleep:"):
+                    await trio.sleep(float(url[6:]))
+                await send(PageFrame(id=rid, index=i, url=url, content=f"page {i}"))
+            return FetchResult(id=rid, content="batch done")
         if isinstance(req, FetchRequest):
             if req.url.startswith("sleep:"):
                 try:
@@ -122,6 +128,20 @@ async def test_many_requests_in_one_write_and_lines_split_across_writes(served):
         if f["type"] == "result":
             got[f["id"]] = f["content"]
     assert got["split"] == "done s" and all(got[i] == f"done u{i}" for i in range(20))
+
+
+async def test_a_requests_early_frames_arrive_in_order_before_its_terminal_one_others_interleave(served):
+    c = await client(served)
+    await c.send({"id": "batch", "op": "fetch", "urls": ["a", "sleep:0.3", "c"]})
+    await c.send({"id": "single", "op": "fetch", "url": "s"})
+    seen = []
+    while ("result", "batch") not in seen:
+        f = await c.receive()
+        if f["type"] != "progress":
+            seen.append((f["type"], f["id"]) if f["type"] != "page" else (f["type"], f["index"]))
+    assert [x for x in seen if x[0] == "page"] + [("result", "batch")] == [
+        ("page", 0), ("page", 1), ("page", 2), ("result", "batch")]
+    assert seen[-1] == ("result", "batch") and ("result", "single") in seen
 
 
 async def test_cancel_ends_the_target_with_cancelled(served):

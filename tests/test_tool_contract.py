@@ -15,7 +15,7 @@ import pytest
 from webfetch import protocol
 from webfetch.frontends import arguments, browse_cli, contract
 from webfetch.frontends.mcp_server import TOOLS, text_result
-from webfetch.frontends.tool_text import browse_text, fetch_text, search_text
+from webfetch.frontends.tool_text import batch_text, browse_text, fetch_text, search_text
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
 RESULT = {"web_fetch": protocol.FetchResult, "web_search": protocol.SearchResult,
@@ -74,11 +74,16 @@ def test_a_daemon_frame_reads_as_the_golden_text(path: Path):
     case = json.loads(path.read_text())
     frame, tool = case["frame"], case["tool"]
     # a frame the daemon sends, field for field: decoded as its result struct and encoded again, it is unchanged
-    assert msgspec.to_builtins(msgspec.convert(frame, RESULT[tool])) == frame
+    batch = frame.get("kind") == "batch"  # a batch's page frames (`pages`, in the order they arrived) come first
+    assert msgspec.to_builtins(msgspec.convert(frame, protocol.BatchResult if batch else RESULT[tool])) == frame
+    for page in case.get("pages", []):
+        struct = protocol.PageFailed if "error" in page else protocol.PageFrame
+        assert msgspec.to_builtins(msgspec.convert(page, struct)) == page
     msgspec.convert({**OP[tool], **case["args"]}, REQUEST[tool])  # and the args make a request the daemon takes
     prompted = bool(case["args"].get("prompt"))
-    text = {"web_fetch": lambda: fetch_text(frame, prompted=prompted).text, "web_search": lambda: search_text(frame),
-            "agent_browser": lambda: browse_text(frame)}[tool]()
+    text = {"web_fetch": lambda: (batch_text(case["pages"], frame, prompted=prompted) if batch
+                                  else fetch_text(frame, prompted=prompted).text),
+            "web_search": lambda: search_text(frame), "agent_browser": lambda: browse_text(frame)}[tool]()
     assert text == golden_text(case)
     content = text_result(text, frame).content
     assert [c.type for c in content] == (["text", "image"] if frame.get("image") else ["text"])
@@ -107,4 +112,4 @@ def test_without_a_sub_agent_web_fetch_is_listed_without_prompt():
     assert spec.listed({"subagent": {"available": True}}) is spec.tool
     bare = spec.listed({"subagent": {"available": False}})
     assert bare is not None and "prompt" not in bare.input_schema["properties"] and "prompt" not in bare.description
-    assert bare.input_schema["required"] == ["url"] and bare.annotations == spec.tool.annotations
+    assert {"url", "urls"} <= set(bare.input_schema["properties"]) and bare.annotations == spec.tool.annotations

@@ -18,6 +18,7 @@ import trio
 from msgspec.structs import replace
 
 from . import PROTOCOL_VERSION, __version__
+from .batch import fetch_batch
 from .browse import Browse
 from .cache import Cache
 from .chrome import Chrome
@@ -53,6 +54,7 @@ from .protocol import (
     RequestId,
     RequestsStatus,
     SearchRequest,
+    SendFrame,
     StatusRequest,
     StatusResult,
     StopRequest,
@@ -151,7 +153,9 @@ class Daemon:
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
-    async def handle(self, req: Request, rid: RequestId, progress: ReportProgress) -> Frame:
+    async def handle(self, req: Request, rid: RequestId, progress: ReportProgress, send: SendFrame) -> Frame:
+        if isinstance(req, FetchRequest) and req.urls is not None:
+            return replace(await fetch_batch(self.pipeline, req, rid, progress, send), id=rid)
         if isinstance(req, FetchRequest):
             return replace(await self.pipeline.fetch(req, progress), id=rid)
         if isinstance(req, BrowseRequest):

@@ -85,7 +85,7 @@ _MARKDOWN = re.compile(r"^(#{1,6} |[-*+] |\d+\. |\||> |```)|\]\(|\*\*", re.M)
 @dataclass
 class Extracted:
     markdown: str
-    extractor: str  # "trafilatura" | "readability" | "fallback" | "raw"
+    extractor: str  # "trafilatura" | "readability" | "fallback" | "raw" | "markdown" (served as such)
     title: str | None = None
 
     @property
@@ -399,9 +399,15 @@ def links_of(html: str | bytes, base: str, charset: str | None) -> list[str]:
     return html_links(_decoded(html, charset), base)
 
 
+MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
+
+
 def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted:
-    """A text body as is; JSON pretty-printed."""
+    """A text body as is; JSON pretty-printed. Markdown the site serves (asked for by the main request's
+    Accept, render.MAIN_ACCEPT) is the content as its authors wrote it: kept verbatim, `extractor` markdown."""
     text = decode_text(body, charset)
+    if mime in MARKDOWN_TYPES and text.strip():
+        return Extracted(text, "markdown", markdown_title(text))
     if mime and (mime.endswith("json")):
         try:
             text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
@@ -410,6 +416,12 @@ def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted
     if not text.strip():
         raise ExtractionFailed("the response body is empty")
     return Extracted(text, "raw")
+
+
+def markdown_title(text: str) -> str | None:
+    """A markdown document's title: its first `# ` heading (within its first 20 000 characters)."""
+    m = re.search(r"^# +(.+?)\s*#*\s*$", text[:20_000], re.MULTILINE)
+    return m.group(1).strip() if m else None
 
 
 # The longest markdown judged in the daemon's own process (webfetch/flags.py on the text alone: a few

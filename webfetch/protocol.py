@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -26,8 +26,12 @@ OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl
 MAX_INT = 2**53  # integers a JavaScript client can hold exactly; larger ones are refused, not echoed
 
 
+MAX_BATCH_URLS = 50  # a batch fetch's `urls`: PROTOCOL.md, batch
+
+
 class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
-    url: str
+    url: str = ""    # one of url and urls (decode_request checks): "" only when urls is given
+    urls: list[str] | None = None  # a batch: each URL fetched as `url` would be, each page its own frame
     prompt: str | None = None
     offset: Annotated[int, Meta(ge=0, le=MAX_INT)] | None = None
     max_chars: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
@@ -182,7 +186,29 @@ def decode_request(line: bytes) -> Envelope:
         req = msgspec.convert(obj, Request)
     except msgspec.ValidationError as e:
         raise _bad(rid, str(e)) from None
+    if isinstance(req, FetchRequest):
+        _check_url_or_urls(rid, req, "url" in obj)
     return Envelope(rid, req)
+
+
+def _check_url_or_urls(rid: RequestId, req: FetchRequest, has_url: bool) -> None:
+    """A fetch names one page (`url`) or several (`urls`), never both; a batch holds 1-50 URLs and reads
+    each page from its start."""
+    if req.urls is None:
+        if not has_url:
+            raise _bad(rid, "Object missing required field `url`; pass `url`, or `urls` with up to "
+                            f"{MAX_BATCH_URLS} URLs")
+        return
+    if has_url:
+        raise _bad(rid, "pass `url` (one page) or `urls` (several), not both - at `$.urls`")
+    if not req.urls:
+        raise _bad(rid, "`urls` is empty; pass 1 to 50 URLs - at `$.urls`")
+    if len(req.urls) > MAX_BATCH_URLS:
+        raise _bad(rid, f"`urls` holds {len(req.urls)} URLs; a batch fetches at most {MAX_BATCH_URLS}: split "
+                        f"them into calls of {MAX_BATCH_URLS} or fewer - at `$.urls`")
+    if req.offset is not None:
+        raise _bad(rid, "`offset` reads on in one page and does not go with `urls`: fetch that page's `url` with "
+                        "the `offset` its batch entry gave - at `$.offset`")
 
 
 def _bad(rid: RequestId, message: str) -> BadRequest:
@@ -266,6 +292,58 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     find: str | UnsetType = UNSET
     matches: int | UnsetType = UNSET
     passages: list[Passage] | UnsetType = UNSET
+
+
+class PageFrame(FetchResult, tag="page", kw_only=True):
+    """A batch's page (`urls`), sent as soon as it is ready: a fetch result's fields and the URL's index."""
+
+    index: int = 0
+
+
+class PageError(Struct, kw_only=True, omit_defaults=True):
+    """Why one URL of a batch failed: an error frame's fields."""
+
+    code: str
+    message: str
+    status: int | None = None
+    content_type: str | None = None
+    retry_after: str | None = None
+
+
+class PageFailed(Struct, tag_field="type", tag="page", kw_only=True):
+    """A batch's URL that failed, sent when it failed; the other URLs go on."""
+
+    id: RequestId = None
+    index: int
+    url: str
+    error: PageError
+
+
+class BatchEntry(Struct, kw_only=True, omit_defaults=True):
+    """One URL of a batch in its final result: what its page frame said, without the content."""
+
+    index: int
+    url: str
+    kind: str | None = None       # the page's result kind; absent when it failed
+    final_url: str | None = None
+    title: str | None = None
+    total_chars: int | None = None
+    next_offset: int | None = None
+    flags: list[str] = []
+    error: str | None = None      # the error code, when it failed
+    message: str | None = None    # the error message, when it failed
+
+
+class BatchResult(Struct, tag_field="type", tag="result", kw_only=True):
+    """The end of a batch fetch, after every page frame: one entry per URL, in the order given."""
+
+    id: RequestId = None
+    op: str = "fetch"
+    kind: Literal["batch"] = "batch"
+    pages: list[BatchEntry]
+    fetched: int                  # URLs that gave a page (flagged ones included)
+    failed: int                   # URLs that ended in an error
+    content: str                  # one line per URL, for a reader
 
 
 # Why a crawl or map ended: it reached `limit`; nothing in scope was left to visit; its deadline passed; too
@@ -559,8 +637,12 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
                       content_type=error.content_type, retry_after=error.retry_after, covered_by=error.covered_by)
 
 
-Frame = (ProgressFrame | FetchResult | SearchResult | BrowseResult | StatusResult | CancelResult | StopResult
-         | ReloadResult | CrawlResult | MapResult | ErrorFrame)
+Frame = (ProgressFrame | FetchResult | PageFrame | PageFailed | BatchResult | SearchResult | BrowseResult
+         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlResult | MapResult | ErrorFrame)
+
+# How a request that answers in several frames (a batch's pages) sends one before its terminal frame: the
+# server writes them in order, waiting for a slow client rather than dropping any.
+SendFrame = Callable[[Frame], Awaitable[None]]
 
 _encoder = msgspec.json.Encoder()
 

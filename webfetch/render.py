@@ -62,6 +62,10 @@ UNTYPED = ("application/octet-stream", "binary/octet-stream", "application/downl
 TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
               "application/xml", "text/xml", "text/csv")
 
+# The main document's Accept: Chrome's own for a navigation, less its image types, with markdown ranked below
+# HTML and XML (a server choosing by q-value sends HTML; one serving markdown to agents sees it asked for).
+MAIN_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/markdown;q=0.8,*/*;q=0.7"
+
 # --- outcomes -----------------------------------------------------------------------------------------
 
 
@@ -171,6 +175,18 @@ def _charset(content_type: str | None) -> str | None:
         if key.strip().lower() == "charset" and value.strip():
             return value.strip().strip('"\'')
     return None
+
+
+def main_request_headers(headers: dict[str, str], recycled: bool) -> list[dict[str, str]]:
+    """The main document's request headers as sent: Accept asks for markdown too, below HTML, so a site that
+    serves markdown to agents can answer with it and one that ignores the header answers as to a browser.
+    A recycled tab's context may hold an earlier response in its HTTP cache: it revalidates."""
+    dropped = ("accept", "cache-control", "pragma") if recycled else ("accept",)
+    sent = [{"name": k, "value": v} for k, v in headers.items() if k.lower() not in dropped]
+    sent.append({"name": "Accept", "value": MAIN_ACCEPT})
+    if recycled:
+        sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
+    return sent
 
 
 def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
@@ -408,14 +424,8 @@ class _Render:
                 raise
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
-        if self.tab.uses > 1:
-            # A recycled tab's context may hold an earlier response in its HTTP cache: revalidate.
-            sent = [{"name": k, "value": v} for k, v in headers.items()
-                    if k.lower() not in ("cache-control", "pragma")]
-            sent += [{"name": "Cache-Control", "value": "no-cache"}, {"name": "Pragma", "value": "no-cache"}]
-            await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": sent})
-            return
-        await self._continue(rid)
+        await self.tab.call("Fetch.continueRequest", {"requestId": rid,
+                                                      "headers": main_request_headers(headers, self.tab.uses > 1)})
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
         status = p.get("responseStatusCode")

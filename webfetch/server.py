@@ -28,6 +28,7 @@ from .protocol import (
     ReportProgress,
     Request,
     RequestId,
+    SendFrame,
     Stage,
     decode_request,
     encode_frame,
@@ -40,7 +41,7 @@ READ_CHUNK = 64 * 1024
 FRAME_BUFFER = 64           # frames waiting for a slow client before its own requests wait
 HANGUP_POLL_S = 0.25        # how often a half-closed connection is checked for a full hang-up
 
-Handler = Callable[[Request, RequestId, ReportProgress], Awaitable[Frame]]
+Handler = Callable[[Request, RequestId, ReportProgress, SendFrame], Awaitable[Frame]]
 
 
 class _Active:
@@ -154,10 +155,14 @@ class Connection:
             self._emit_nowait(ProgressFrame(id=rid, stage=stage, message=message,
                                        elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
 
+        async def send(early: Frame) -> None:  # a frame before the terminal one (a batch's page)
+            if not self.gone:
+                await self._emit(early)
+
         try:
             with active.scope:
                 try:
-                    frame = await self.server.handler(req, rid, progress)
+                    frame = await self.server.handler(req, rid, progress, send)
                 except WebfetchError as e:
                     frame = error_frame(rid, e)
                 except Exception as e:

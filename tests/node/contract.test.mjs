@@ -34,6 +34,7 @@ function startReplay(answer) {
 				buf = buf.slice(nl + 1);
 				if (req.op === "cancel") continue;
 				requests.push(req);
+				for (const page of req.op === "status" ? [] : pages) conn.write(`${JSON.stringify({ ...page, id: req.id })}\n`);
 				conn.write(`${JSON.stringify({ ...answer(req), id: req.id })}\n`);
 			}
 		});
@@ -51,6 +52,7 @@ function startReplay(answer) {
 
 let replay;
 let frame = null;
+let pages = []; // a batch's page frames, sent before `frame`
 let ext;
 
 const TIMEOUT = { timeout: 30_000 };
@@ -92,6 +94,7 @@ for (const file of GOLDEN) {
 	test(`golden ${file}: the daemon's frame reads as its text`, TIMEOUT, async () => {
 		const golden = JSON.parse(fs.readFileSync(path.join(GOLDEN_DIR, file), "utf8"));
 		frame = golden.frame;
+		pages = golden.pages ?? [];
 		const tool = ext.tools.get(golden.tool).definition;
 		replay.requests.length = 0;
 		const r = await tool.execute("golden", golden.args, AbortSignal.timeout(10_000), undefined, { hasUI: false });

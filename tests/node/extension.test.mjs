@@ -93,8 +93,8 @@ function call(params, { signal, updates } = {}) {
 describe("the web_fetch tool", () => {
 	test("is registered once, with url, prompt, offset, raw and fresh", () => {
 		assert.deepEqual([...extension.tools.keys()], ["web_fetch"]);
-		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "prompt", "offset", "raw", "fresh", "find", "profile"]);
-		assert.deepEqual(tool.parameters.required, ["url"]);
+		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "urls", "prompt", "offset", "raw", "fresh", "find", "profile"]);
+		assert.equal(tool.parameters.required, undefined); // `url` or `urls`: the daemon says when neither is given
 		assert.equal(tool.parameters.properties.offset.type, "integer");
 		assert.match(tool.description, /prompt/);
 		assert.match(tool.description, /most effective/);
@@ -161,6 +161,34 @@ describe("the web_fetch tool", () => {
 		assert.equal(r.details.kind, "summary");
 		assert.equal(r.details.model, "fake/fake-1");
 		assert.match(r.content[0].text.split("\n")[0], / · summary of \d[\d,]* characters$/);
+	});
+
+	test("urls: the pages in the order given, each under its heading, a failed one saying why; the rest succeed", async () => {
+		const closed = await new Promise((resolve) => {
+			const probe = net.createServer().listen(0, "127.0.0.1", () => {
+				const { port } = probe.address();
+				probe.close(() => resolve(`http://127.0.0.1:${port}/`));
+			});
+		});
+		const urls = [site.url("/lines"), site.url("/missing"), closed, site.url("/article")];
+		const r = await call({ urls, fresh: true });
+		const text = r.content[0].text;
+		const [head, ...blocks] = text.split("\n\n── ");
+		assert.equal(head, "2 of 4 URLs fetched, 2 failed");
+		assert.deepEqual(blocks.map((b) => b.split("\n", 1)[0]), urls.map((u, i) => `[${i + 1}/4] ${u}`));
+		assert.match(blocks[0], /^\[1\/4\] \S+\n\S+ · fetched now · characters 0–[\d,]+ of [\d,]+\n\nline 0\nline 1\n/);
+		assert.match(blocks[0], /\[More: call web_fetch with url "[^"]+\/lines" and offset \d+ to read on\.\]$/);
+		assert.match(blocks[1], /^\[2\/4\] \S+\nFAILED \(http_error\): .*404/);
+		assert.match(blocks[2], /^\[3\/4\] \S+\nFAILED \(network_error\): net::ERR_\w+ /); // refused, as the policy proxy reports it
+		for (const p of ARTICLE) assert.ok(blocks[3].includes(p), `missing: ${p}`);
+		assert.ok(Buffer.byteLength(text) <= PI_LIMIT_BYTES);
+		assert.equal(r.details.kind, "batch");
+		assert.deepEqual([r.details.fetched, r.details.failed], [2, 2]);
+		assert.deepEqual(r.details.pages.map((e) => e.error ?? e.kind), ["page", "http_error", "network_error", "page"]);
+		await assert.rejects(call({}), { message: "web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs" });
+		const tooMany = await rawRequest(daemon.socket, { op: "fetch", urls: Array.from({ length: 51 }, (_, i) => site.url(`/p${i}`)) });
+		await assert.rejects(call({ urls: Array.from({ length: 51 }, (_, i) => site.url(`/p${i}`)) }), { message: tooMany.message });
+		assert.match(tooMany.message, /^`urls` holds 51 URLs; a batch fetches at most 50/);
 	});
 
 	test("an error frame becomes a thrown Error with the daemon's message", async () => {

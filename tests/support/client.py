@@ -39,16 +39,18 @@ class LineClient:
         self._buf = bytearray(rest)
         return json.loads(line)
 
-    async def terminal(self, rid: Any, progress: list | None = None) -> dict[str, Any]:
-        """Frames until the terminal one for `rid`; progress frames for it are appended to `progress`."""
+    async def terminal(self, rid: Any, progress: list | None = None, pages: list | None = None) -> dict[str, Any]:
+        """Frames until the terminal one for `rid`; progress frames for it are appended to `progress`, a
+        batch's page frames to `pages`."""
         while True:
             frame = await self.receive()
             assert frame is not None, f"connection closed before the terminal frame of {rid!r}"
             if frame.get("id") != rid:
                 continue
-            if frame["type"] == "progress":
-                if progress is not None:
-                    progress.append(frame)
+            if frame["type"] in ("progress", "page"):
+                kept = progress if frame["type"] == "progress" else pages
+                if kept is not None:
+                    kept.append(frame)
                 continue
             return frame
 

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .client import Client
-from ..protocol import THINKING_LEVELS
+from ..protocol import MAX_BATCH_URLS, THINKING_LEVELS
 
 
 def thinking_level(text: str) -> str:
@@ -53,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-file", help="log to this file (rotated at 1 MiB, 3 kept) instead of stderr")
 
-    p = sub.add_parser("fetch", help="print a page's main content as markdown")
+    p = sub.add_parser("fetch", help="print a page's main content as markdown (several URLs: each page in turn)")
     common(p)
-    p.add_argument("url")
+    p.add_argument("url", nargs="+", metavar="URL",
+                   help=f"the page; several (up to {MAX_BATCH_URLS}) are fetched at once and printed in order, "
+                        f"each under a `==> [i/n] URL <==` line")
     p.add_argument("--offset", type=int, help="start at this character of the content")
     p.add_argument("--max-chars", type=int, help="at most this many characters")
     p.add_argument("--fresh", action="store_true", help="ignore the cache and load the page again")
@@ -231,7 +233,9 @@ def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) 
 
 def _fetch(client: Client, args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
-    for frame in client.request("fetch", url=args.url, offset=args.offset, max_chars=args.max_chars,
+    target: dict[str, Any] = {"url": args.url[0]} if len(args.url) == 1 else {"urls": args.url}
+    batch = _BatchPrinter(len(args.url))
+    for frame in client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
                                 fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
                                 prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
                                 profile=args.profile):
@@ -248,9 +252,47 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
             return 1
-        if not args.json:
-            _print_result(frame)
-    return 0
+        _show(frame, batch, printing=not args.json)
+    return 1 if batch.failed else 0
+
+
+def _show(frame: dict[str, Any], batch: _BatchPrinter, printing: bool) -> None:
+    """A result or a batch's page: the page when its turn comes; a batch's own result adds nothing to them."""
+    if frame.get("type") == "page":
+        batch.add(frame, printing)
+    elif printing and frame.get("kind") != "batch":
+        _print_result(frame)
+
+
+class _BatchPrinter:
+    """A batch's pages on stdout in the order given, each as soon as every page before it has arrived."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.waiting: dict[int, dict[str, Any]] = {}
+        self.printed = 0
+        self.failed = 0
+
+    def add(self, frame: dict[str, Any], printing: bool) -> None:
+        self.failed += "error" in frame
+        self.waiting[int(frame.get("index", 0))] = frame
+        while self.printed in self.waiting:
+            page = self.waiting.pop(self.printed)
+            self.printed += 1
+            if printing:
+                self._print(page)
+
+    def _print(self, page: dict[str, Any]) -> None:
+        if self.printed > 1:
+            print()
+        print(f"==> [{self.printed}/{self.total}] {page.get('url')} <==", flush=True)
+        error = page.get("error")
+        if error is not None:
+            print(f"webfetch: [{self.printed}/{self.total}] {page.get('url')}: {error.get('code')}: "
+                  f"{error.get('message')}", file=sys.stderr, flush=True)
+            return
+        _print_result(page)
+        sys.stdout.flush()
 
 
 def _print_result(frame: dict[str, Any]) -> None:

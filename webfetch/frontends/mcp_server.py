@@ -34,7 +34,7 @@ from ..protocol import decode_frame
 from . import arguments, contract
 from .client import ClientError, start_daemon
 from .skew import reconcile
-from .tool_text import browse_text, fetch_text, search_text
+from .tool_text import batch_text, browse_text, fetch_text, search_text
 
 log = logging.getLogger("webfetch.mcp")
 
@@ -112,12 +112,12 @@ class DaemonLink:
             except (ClientError, OSError) as e:
                 raise DaemonUnreachable(str(e)) from None
 
-    async def request(self, body: dict[str, Any], progress: Progress | None = None, *, start: bool = True
-                      ) -> dict[str, Any]:
-        """Send one request and return its `result` frame; `progress` frames go to `progress`. An `error`
-        frame raises DaemonFailed. Cancelled, it sends the protocol's `cancel` and closes the connection,
-        so the daemon closes the request's tab and kills its sub-agent at once. `start=False`: no daemon
-        is started for it (DaemonUnreachable when none listens)."""
+    async def request(self, body: dict[str, Any], progress: Progress | None = None, *, start: bool = True,
+                      pages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Send one request and return its `result` frame; `progress` frames go to `progress`, a batch's
+        `page` frames into `pages`. An `error` frame raises DaemonFailed. Cancelled, it sends the protocol's
+        `cancel` and closes the connection, so the daemon closes the request's tab and kills its sub-agent at
+        once. `start=False`: no daemon is started for it (DaemonUnreachable when none listens)."""
         stream = await self._connect(start)
         rid = 1
         try:
@@ -138,6 +138,9 @@ class DaemonLink:
                     if frame.get("type") == "progress":
                         if progress is not None:
                             await progress(frame)
+                    elif frame.get("type") == "page":
+                        if pages is not None:
+                            pages.append(frame)
                     elif frame.get("type") == "error":
                         raise DaemonFailed(frame)
                     else:
@@ -197,16 +200,25 @@ class ToolSpec:
         return self.tool
 
 
+NEEDS_URL = "web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs"
+
+
 async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
-    body: dict[str, Any] = {"op": "fetch", "url": args.get("url")}
-    for key in ("prompt", "offset", "find", "profile"):
+    if args.get("url") is None and args.get("urls") is None:  # the schema cannot say "one of the two" to every client
+        return error_result("bad_request", NEEDS_URL)
+    body: dict[str, Any] = {"op": "fetch"}
+    for key in ("url", "urls", "prompt", "offset", "find", "profile"):
         if args.get(key) is not None:
             body[key] = args[key]
     for key in ("raw", "fresh"):
         if args.get(key):
             body[key] = True
-    frame = await link.request(body, progress)  # no model: the daemon's subagent.model decides
-    return text_result(fetch_text(frame, prompted=args.get("prompt") is not None).text, frame)
+    pages: list[dict[str, Any]] = []
+    frame = await link.request(body, progress, pages=pages)  # no model: the daemon's subagent.model decides
+    prompted = args.get("prompt") is not None
+    if frame.get("kind") == "batch":
+        return text_result(batch_text(pages, frame, prompted=prompted), frame)
+    return text_result(fetch_text(frame, prompted=prompted).text, frame)
 
 
 async def call_search(link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:

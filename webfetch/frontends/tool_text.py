@@ -142,6 +142,62 @@ def fetch_text(r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limi
     return ToolText(f"{facts_line(r, None, prompted)}\n\n{kept}{more}{tail}", None)
 
 
+def batch_text(pages: list[dict[str, Any]], r: dict[str, Any], tool: str = "web_fetch", limits: Limits = Limits(),
+               *, prompted: bool = False) -> str:
+    """A batch fetch (`urls`) as the tool's text: the count line, then each URL in the order given under a
+    `── [i/n] URL` line, its page as fetch_text makes it (or why it failed). When they do not all fit one
+    tool result, the room is shared out (short pages whole, the longer ones cut equally), and each cut
+    page says the offset to read on from."""
+    entries: list[dict[str, Any]] = list(r.get("pages") or [])
+    by_index = {p.get("index"): p for p in pages}
+    n = len(entries)
+    head = (r.get("content") or "").split("\n", 1)[0]
+    headings = [f"── [{i + 1}/{n}] {e.get('url')}" for i, e in enumerate(entries)]
+
+    def block(i: int, room: Limits) -> str:
+        return f"{headings[i]}\n{_batch_page(by_index.get(i), entries[i], tool, room, prompted)}"
+
+    whole = [block(i, Limits(bytes=1 << 60, lines=1 << 60)) for i in range(n)]
+    room = Limits(bytes=limits.bytes - _bytes(head) - 2 * n, lines=limits.lines - 1 - 2 * n)
+    if sum(map(_bytes, whole)) <= room.bytes and sum(map(_lines, whole)) <= room.lines:
+        return head + "".join("\n\n" + b for b in whole)
+    byte_shares = _shares([_bytes(b) for b in whole], room.bytes)
+    line_shares = _shares([_lines(b) for b in whole], room.lines)
+    kept = [whole[i] if byte_shares[i] >= _bytes(whole[i]) and line_shares[i] >= _lines(whole[i])
+            else block(i, Limits(bytes=byte_shares[i] - _bytes(headings[i]) - 1, lines=line_shares[i] - 1))
+            for i in range(n)]
+    # fetch_text keeps a page's facts line and notes whole: a share smaller than those can still overrun
+    return cut_to_fit(head + "".join("\n\n" + b for b in kept), limits.bytes, limits.lines)
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
+def _batch_page(page: dict[str, Any] | None, entry: dict[str, Any], tool: str, room: Limits, prompted: bool) -> str:
+    """One URL of a batch: its page as fetch_text makes it, and where to read on when the daemon shortened
+    it; or why it failed."""
+    if page is None or page.get("error") is not None:
+        error = (page or {}).get("error") or {"code": entry.get("error"), "message": entry.get("message")}
+        return f"FAILED ({error.get('code')}): {error.get('message')}"
+    shown = fetch_text(page, tool, room, prompted=prompted)
+    if shown.cut_at is None and page.get("kind") == "page" and page.get("next_offset") is not None:
+        return (f"{shown.text}\n\n[More: call {tool} with url {json.dumps(page.get('url'))} and offset "
+                f"{page['next_offset']} to read on.]")
+    return shown.text
+
+
+def _shares(sizes: list[int], room: int) -> list[int]:
+    """`room` shared out among blocks of these sizes: the smallest whole, the rest equally (water-filling)."""
+    shares = [0] * len(sizes)
+    left = room
+    order = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+    for k, i in enumerate(order):
+        shares[i] = min(sizes[i], left // (len(order) - k))
+        left -= shares[i]
+    return shares
+
+
 def search_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     """A search result frame as the tool's text: the daemon's formatted results, cut to fit."""
     return cut_to_fit(r.get("content") or "", limits.bytes, limits.lines)

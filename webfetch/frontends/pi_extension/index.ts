@@ -141,6 +141,48 @@ interface FetchResultFrame {
 	passages?: { offset: number; headings: string[]; text: string }[] | null;
 }
 
+/** A batch's page (`urls`), sent as soon as it is ready: a fetch result's fields and the URL's index. */
+interface PageFrame extends Omit<FetchResultFrame, "type"> {
+	type: "page";
+	index: number;
+	error?: undefined;
+}
+
+/** A batch's URL that failed: why, as an error frame would say it. */
+interface PageFailedFrame {
+	type: "page";
+	id: RequestId;
+	index: number;
+	url: string;
+	error: { code: string; message: string; status?: number | null };
+}
+
+/** One URL of a batch in its final result (PROTOCOL.md, batch). */
+interface BatchEntry {
+	index: number;
+	url: string;
+	kind?: string;
+	final_url?: string;
+	title?: string | null;
+	total_chars?: number;
+	next_offset?: number | null;
+	flags?: string[];
+	error?: string;
+	message?: string;
+}
+
+/** The end of a batch fetch, after its page frames: one entry per URL, in the order given. */
+interface BatchResultFrame {
+	type: "result";
+	id: RequestId;
+	op: "fetch";
+	kind: "batch";
+	pages: BatchEntry[];
+	fetched: number;
+	failed: number;
+	content: string;
+}
+
 interface SearchHit {
 	title: string;
 	url: string;
@@ -258,12 +300,19 @@ interface ErrorFrame {
 	message: string;
 }
 
-type ResultFrame = FetchResultFrame | SearchResultFrame | StatusResultFrame | BrowseResultFrame | StopResultFrame;
-type Frame = ProgressFrame | ResultFrame | ErrorFrame;
+type ResultFrame =
+	| FetchResultFrame
+	| BatchResultFrame
+	| SearchResultFrame
+	| StatusResultFrame
+	| BrowseResultFrame
+	| StopResultFrame;
+type Frame = ProgressFrame | PageFrame | PageFailedFrame | ResultFrame | ErrorFrame;
 
 interface FetchBody {
 	op: "fetch";
-	url: string;
+	url?: string;
+	urls?: string[];
 	prompt?: string;
 	offset?: number;
 	raw?: boolean;
@@ -297,7 +346,7 @@ interface BrowseBody extends BrowseParams {
 type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody | StopBody;
 /** The result frame that answers each kind of request. */
 type ResultOf<B extends RequestBody> = B extends FetchBody
-	? FetchResultFrame
+	? FetchResultFrame | BatchResultFrame
 	: B extends SearchBody
 		? SearchResultFrame
 		: B extends BrowseBody
@@ -606,10 +655,16 @@ function logTail(file: string): string {
  */
 export async function request<B extends RequestBody>(
 	body: B,
-	opts: { signal?: AbortSignal; onProgress?: (f: ProgressFrame) => void; settings?: Settings; start?: boolean } = {},
+	opts: {
+		signal?: AbortSignal;
+		onProgress?: (f: ProgressFrame) => void;
+		onPage?: (f: PageFrame | PageFailedFrame) => void;
+		settings?: Settings;
+		start?: boolean;
+	} = {},
 ): Promise<ResultOf<B>> {
 	const s = opts.settings ?? settings();
-	const { signal, onProgress } = opts;
+	const { signal, onProgress, onPage } = opts;
 	if (signal?.aborted) throw abortError(signal);
 	const conn = await connect(s, signal, opts.start ?? true);
 	const id = "1";
@@ -646,6 +701,7 @@ export async function request<B extends RequestBody>(
 				}
 				if (frame.id !== id) continue;
 				if (frame.type === "progress") onProgress?.(frame);
+				else if (frame.type === "page") onPage?.(frame);
 				else if (frame.type === "result") finish(null, frame);
 				else if (frame.type === "error") finish(new RequestFailed(frame.message, frame.code, true));
 			}
@@ -750,6 +806,60 @@ export function formatResult(
 	return { text: whole(factsLine(r, null, prompted), kept, more), cutAt: null };
 }
 
+/** tool_text.py's _shares: `room` shared out among blocks of these sizes, the smallest whole, the rest equally. */
+function shares(sizes: number[], room: number): number[] {
+	const out = sizes.map(() => 0);
+	let left = room;
+	const order = sizes.map((_, i) => i).sort((a, b) => sizes[a] - sizes[b] || a - b);
+	order.forEach((i, k) => {
+		out[i] = Math.min(sizes[i], Math.floor(left / (order.length - k)));
+		left -= out[i];
+	});
+	return out;
+}
+
+/** tool_text.py's batch_text: the count line, then each URL in the order given under a `── [i/n] URL` line,
+ * its page as formatResult makes it (or why it failed), the room shared out when they do not all fit. */
+export function formatBatch(
+	pages: (PageFrame | PageFailedFrame)[],
+	r: BatchResultFrame,
+	limits = { bytes: MAX_BYTES, lines: MAX_LINES },
+	prompted = false,
+): string {
+	const entries = r.pages ?? [];
+	const byIndex = new Map(pages.map((p) => [p.index, p]));
+	const head = (r.content ?? "").split("\n", 1)[0];
+	const headings = entries.map((e, i) => `── [${i + 1}/${entries.length}] ${e.url}`);
+	const lineCount = (t: string) => t.split("\n").length;
+	const block = (i: number, room: { bytes: number; lines: number }): string => {
+		const page = byIndex.get(i);
+		if (page === undefined || page.error !== undefined) {
+			const error = page?.error ?? { code: entries[i].error, message: entries[i].message };
+			return `${headings[i]}\nFAILED (${error.code}): ${error.message}`;
+		}
+		const shown = formatResult({ ...page, type: "result" }, room, prompted);
+		let more = "";
+		if (shown.cutAt === null && page.kind === "page" && page.next_offset != null)
+			more = `\n\n[More: call web_fetch with url ${JSON.stringify(page.url)} and offset ${page.next_offset} to read on.]`;
+		return `${headings[i]}\n${shown.text}${more}`;
+	};
+	const whole = entries.map((_, i) => block(i, { bytes: Number.MAX_SAFE_INTEGER, lines: Number.MAX_SAFE_INTEGER }));
+	const roomBytes = limits.bytes - bytes(head) - 2 * entries.length;
+	const roomLines = limits.lines - 1 - 2 * entries.length;
+	const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+	const join = (blocks: string[]) => head + blocks.map((b) => `\n\n${b}`).join("");
+	if (sum(whole.map(bytes)) <= roomBytes && sum(whole.map(lineCount)) <= roomLines) return join(whole);
+	const byteShares = shares(whole.map(bytes), roomBytes);
+	const lineShares = shares(whole.map(lineCount), roomLines);
+	const kept = whole.map((b, i) =>
+		byteShares[i] >= bytes(b) && lineShares[i] > lineCount(b) - 1
+			? b
+			: block(i, { bytes: byteShares[i] - bytes(headings[i]) - 1, lines: lineShares[i] - 1 }),
+	);
+	// formatResult keeps a page's facts line and notes whole: a share smaller than those can still overrun
+	return cutToFit(join(kept), limits.bytes, limits.lines);
+}
+
 // ---- rendering in pi's TUI (minimal components: no pi-tui import) ------------------------------
 
 function charWidth(cp: number): number {
@@ -812,7 +922,8 @@ function size(chars: number): string {
 }
 
 interface FetchParams {
-	url: string;
+	url?: string;
+	urls?: string[];
 	prompt?: string;
 	offset?: number;
 	raw?: boolean;
@@ -859,7 +970,9 @@ interface BrowseParams {
 }
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
-type FetchDetails = Omit<FetchResultFrame, "type" | "id" | "content"> & { cut_at: number | null };
+type FetchDetails =
+	| (Omit<FetchResultFrame, "type" | "id" | "content"> & { cut_at: number | null })
+	| Omit<BatchResultFrame, "type" | "id" | "content">;
 type SearchDetails = Omit<SearchResultFrame, "type" | "id" | "content"> & { cut: boolean };
 /** The browser tool's details: the result frame without its text and image, and which document it was on. */
 type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "content" | "image"> & {
@@ -868,7 +981,8 @@ type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "conte
 };
 
 export function callLine(args: FetchParams): string {
-	let line = `web_fetch ${shortUrl(args.url)}`;
+	const urls = args.urls ?? [];
+	let line = `web_fetch ${urls.length ? `${urls.length} URLs: ${urls.slice(0, 3).map(shortUrl).join(", ")}${urls.length > 3 ? ", …" : ""}` : shortUrl(args.url)}`;
 	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
 	if (args.find) line += ` find ${JSON.stringify(args.find.length > 60 ? `${args.find.slice(0, 59)}…` : args.find)}`;
 	if (args.offset) line += ` @${args.offset}`;
@@ -877,6 +991,7 @@ export function callLine(args: FetchParams): string {
 }
 
 export function summaryLine(d: FetchDetails): string {
+	if (d.kind === "batch") return `batch · ${d.fetched} of ${d.pages.length} fetched` + (d.failed ? ` · ${d.failed} failed` : "");
 	if (d.kind === "redirect") return `redirect → ${d.redirect_url}`;
 	const parts: string[] = [d.kind === "answer" && d.model ? `answer (${d.model})` : d.kind];
 	if (d.title) parts.push(d.title);
@@ -1164,7 +1279,12 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 	return {
 		...fromContract("web_fetch"),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
-			const body: FetchBody = { op: "fetch", url: params.url };
+			// the schema cannot say "one of the two" to every provider; mcp_server.py's NEEDS_URL says the same
+			if (params.url == null && params.urls == null)
+				throw new Error("web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs");
+			const body: FetchBody = { op: "fetch" };
+			if (params.url != null) body.url = params.url;
+			if (params.urls != null) body.urls = params.urls;
 			if (params.prompt) body.prompt = params.prompt;
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
@@ -1175,7 +1295,12 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
 			if (thinking) body.thinking = thinking;
-			const result = await request(body, { signal, onProgress: progressTo(onUpdate) });
+			const pages: (PageFrame | PageFailedFrame)[] = [];
+			const result = await request(body, { signal, onProgress: progressTo(onUpdate), onPage: (p) => pages.push(p) });
+			if (result.kind === "batch") {
+				const text = formatBatch(pages, result, undefined, Boolean(params.prompt));
+				return { content: [{ type: "text", text }], details: detailsOf(result) };
+			}
 			const { text, cutAt } = formatResult(result, undefined, Boolean(params.prompt));
 			const usage = piUsage(result.usage);
 			return {
