@@ -7,9 +7,10 @@
 6. every page rendered, beside its limits: the same pages loaded by a bare Chrome tab and extracted
    in-process (6a one warm tab, 6b a browser context per page, as the daemon isolates fetches),
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
-trafilatura run directly on the stored HTML; and the browse op's rows on the local app of the tests
+trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
-3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py."""
+3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
+start and stop (bin/bench_lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -210,6 +211,11 @@ def main() -> None:
     ap.add_argument("--skip-pdf", action="store_true", help="skip the PDF rows (bin/bench_pdf.py)")
     ap.add_argument("--pdf", action="append", default=[], help="a PDF file to add to the PDF rows (repeatable)")
     ap.add_argument("--skip-memory", action="store_true", help="skip the memory rows (bin/bench_memory.py)")
+    ap.add_argument("--skip-lifecycle", action="store_true",
+                    help="skip the start and stop rows (bin/bench_lifecycle.py)")
+    ap.add_argument("--lifecycle-against", type=Path,
+                    help="another source tree (e.g. main's, from `git archive`) for the start and stop rows, "
+                         "side by side")
     ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
     ap.add_argument("--skip-browse", action="store_true")
@@ -271,6 +277,10 @@ def main() -> None:
         if not args.skip_pdf:
             from bench_pdf import pdf_rows
             pdf_rows(daemon, server.add, args.pdf)
+        if not args.skip_lifecycle:
+            from bench_lifecycle import lifecycle_rows
+            lifecycle_rows([("this", ROOT)] + ([(args.lifecycle_against.name, args.lifecycle_against.resolve())]
+                                               if args.lifecycle_against else []), rounds=3)
         if not args.skip_crawl:
             from bench_crawl import crawl_rows
             crawl_rows(tmp)

@@ -213,6 +213,28 @@ async def test_errors_name_the_way_forward(daemon, app):
     assert '- heading "Not found"' in missing["snapshot"]
 
 
+async def test_opening_a_url_answered_without_a_body_says_no_content_and_keeps_the_tab(daemon, site):
+    # Chrome aborts a navigation answered 204 or 205 (net::ERR_ABORTED, which was a network_error): nothing
+    # was loaded, the tab shows what it showed, and the session goes on.
+    site.route("/no-content", lambda h: (h.send_response(204), h.end_headers()))
+    site.route("/reset-content", lambda h: (h.send_response(205), h.send_header("Content-Length", "0"),
+                                            h.end_headers()))
+    b = Browser(await daemon.client())
+    first = await b("open", url=site.url("/no-content"))
+    assert first["type"] == "error" and first["code"] == "no_content" and first["status"] == 204, first
+    assert first["message"].startswith(f"{site.url('/no-content')} answered HTTP 204 No Content: there is nothing "
+                                       f"to read at this URL (the request succeeded, and the server sent no page); "
+                                       f"the tab still shows about:blank"), first
+    page = await b.ok("open", url=site.url("/article"))
+    assert page["page"]["url"] == site.url("/article")
+    again = await b("open", url=site.url("/reset-content"))
+    assert again["code"] == "no_content" and again["status"] == 205, again
+    assert f"the tab still shows {site.url('/article')}" in again["message"]
+    shown = await b.ok("snapshot")
+    assert shown["page"]["url"] == site.url("/article")
+    assert '- heading "Otters return to the valley"' in shown["snapshot"]
+
+
 async def test_press_and_type_reach_the_focused_field(daemon, app):
     b = Browser(await daemon.client())
     page = await b.ok("open", url=app.url("/login"))

@@ -159,6 +159,35 @@ async def test_a_navigation_that_brings_no_document_leaves_the_page_as_it_was(st
         assert site.hits.get("/no-content", 0) == 1
 
 
+# A first navigation answered without a body: 204 and 205 bring no document at all (Chrome aborts the
+# navigation, which was reported as a network_error), a 200 with an empty body an empty one. Either way
+# there is nothing to read, and the error says so, on a plain tab and a rendered one.
+NO_CONTENT_ROUTES = {
+    "/no-content": (lambda h: (h.send_response(204), h.end_headers()), "HTTP 204 No Content"),
+    "/reset-content": (lambda h: (h.send_response(205), h.send_header("Content-Length", "0"), h.end_headers()),
+                       "HTTP 205 Reset Content"),
+    "/empty-page": (lambda h: h.reply(200, "text/html; charset=utf-8", b""), "HTTP 200 with an empty body"),
+    "/empty-text": (lambda h: h.reply(200, "text/plain", b""), "HTTP 200 with an empty body"),
+    "/to-no-content": (lambda h: h.redirect(302, "/no-content"), "HTTP 204 No Content"),
+}
+
+
+@pytest.mark.parametrize("render", ["auto", "always"])
+async def test_a_response_without_a_body_is_no_content(start_daemon, site, render):
+    for path, (route, _) in NO_CONTENT_ROUTES.items():
+        site.route(path, route)
+    d = await start_daemon(make_config(fetch=FetchConfig(render=render, allow_private=True)))
+    for path, (_, said) in NO_CONTENT_ROUTES.items():
+        r = await d.fetch(site.url(path))
+        assert r["type"] == "error" and r["code"] == "no_content", (path, r)
+        final = site.url("/no-content" if path == "/to-no-content" else path)
+        assert r["message"].startswith(f"{final} answered {said}: there is nothing to read"), r
+        assert r["status"] == int(said.split()[1])
+    # the daemon and its tabs serve on: the next page is read as ever
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"], r
+
+
 @pytest.mark.parametrize("path,ctype", [("/image.png", "image/png")])  # PDFs: tests/test_pdf.py
 async def test_binary_bodies_are_unsupported(daemon, site, path, ctype):
     r = await daemon.fetch(site.url(path))

@@ -16,9 +16,10 @@ import pytest
 
 from webfetch import __version__
 from webfetch.config import log_path_for
+from webfetch.launch import find_chrome
 
 from .support.client import run_cli
-from .support.procs import children, gone, parser_workers
+from .support.procs import children, descendants, gone, is_chrome, parser_workers
 from .support.site import ARTICLE_TEXT
 from .test_service import request, wait_until, write_config
 
@@ -26,17 +27,61 @@ from .test_service import request, wait_until, write_config
 pytestmark = pytest.mark.chromium
 
 
-def serve_in_own_group(path: Path, cfg: Path) -> subprocess.Popen[str]:
+def serve_in_own_group(path: Path, cfg: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`webfetch serve` as a terminal or systemd runs it: the leader of a process group of its own. Its
     stderr goes to a file (`stderr_of`): a pipe nobody reads would fill up and stall the daemon."""
     with open(path.with_suffix(".stderr"), "w") as stderr:
         return subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(path), "--config",
                                  str(cfg)], stdout=subprocess.DEVNULL, stderr=stderr, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env={**os.environ, **(env or {})})
+
+
+def listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        return s.connect_ex(str(path)) == 0
 
 
 def stderr_of(path: Path) -> str:
     return path.with_suffix(".stderr").read_text()
+
+
+@pytest.mark.parametrize("how", ["op", "SIGTERM"])
+def test_status_answers_while_chrome_starts_and_a_stop_leaves_nothing_behind(short_tmp, how):
+    """Chrome's launch is most of a second, and `status` (a cache hit, a browse call's checks) needs no
+    browser: the daemon answers while its Chrome still starts. A stop ends every process of its tree,
+    removes its socket, and leaves nothing in the temporary directory (Chrome left its singleton directory,
+    org.chromium.Chromium.*, there at every stop)."""
+    path = short_tmp / "wf.sock"
+    tmp = short_tmp / "tmp"
+    tmp.mkdir()
+    gate = short_tmp / "let-chrome-start"
+    slow_chrome = short_tmp / "slow-chrome"  # Chrome, once the test lets it start
+    slow_chrome.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexec "{find_chrome()}" "$@"\n')
+    slow_chrome.chmod(0o755)
+    proc = serve_in_own_group(path, write_config(short_tmp, f'[browser]\nexecutable = "{slow_chrome}"\n'),
+                              env={"TMPDIR": str(tmp)})
+    try:
+        # bound first, listening a moment later: a refused connection is tried again
+        wait_until("the socket", lambda: path.exists() and listening(path))
+        starting = request(path, {"op": "status"}, timeout=20)  # before: no answer until Chrome was up
+        assert starting["browser"]["state"] == "starting" and starting["problems"] == [], starting
+        gate.touch()
+        wait_until("the browser", lambda: request(path, {"op": "status"})["browser"]["state"] == "ready")
+        wait_until("the parser workers", lambda: len(parser_workers(proc.pid)) == 2)
+        tree = descendants(proc.pid)
+        assert any(is_chrome(p) for p in tree), tree
+        if how == "op":
+            assert request(path, {"op": "stop"})["pid"] == proc.pid
+        else:
+            proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, stderr_of(path)
+        assert gone(tree), [p for p in tree if Path(f"/proc/{p}").exists()]
+        assert not path.exists()
+        assert sorted(p.name for p in tmp.iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_sigterm_to_the_whole_process_group_exits_0_without_a_traceback(short_tmp, site):

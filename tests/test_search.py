@@ -323,14 +323,19 @@ async def test_daemon_search_op(start_daemon, api):
 def test_cli_search(short_tmp, api):
     api.answers["/search"] = (200, SEARXNG_RESULTS, {})
     cfg = short_tmp / "c.toml"
-    cfg.write_text(f'[search]\nsearxng_url = "{api.url}"\n[server]\nidle_exit_s = 1\n')
+    # the daemon the first call starts must still serve the second one (its idle exit once came between
+    # them on a loaded machine): stopped at the end instead
+    cfg.write_text(f'[search]\nsearxng_url = "{api.url}"\n[server]\nidle_exit_s = 60\n')
     env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "KAGI_API_KEY": "", "BRAVE_API_KEY": ""}
     run = lambda *a: run_cli("search", "--config", str(cfg), *a, env=env)  # noqa: E731
-    r = run("trio cancel scope", "--limit", "2")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith('SearXNG results for "trio cancel scope" (2):\n1. Cancellation and timeouts')
-    r = run("trio   cancel scope", "--limit", "2", "--json")
-    frames = [json.loads(line) for line in r.stdout.splitlines()]
-    assert frames[-1]["type"] == "result" and frames[-1]["cached"] is True
-    r = run("x", "--backend", "brave")
-    assert r.returncode == 1 and r.stderr.startswith("webfetch: search_unconfigured: the Brave search backend")
+    try:
+        r = run("trio cancel scope", "--limit", "2")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith('SearXNG results for "trio cancel scope" (2):\n1. Cancellation and timeouts')
+        r = run("trio   cancel scope", "--limit", "2", "--json")
+        frames = [json.loads(line) for line in r.stdout.splitlines()]
+        assert frames[-1]["type"] == "result" and frames[-1]["cached"] is True
+        r = run("x", "--backend", "brave")
+        assert r.returncode == 1 and r.stderr.startswith("webfetch: search_unconfigured: the Brave search backend")
+    finally:
+        run_cli("stop", env=env)

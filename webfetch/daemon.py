@@ -270,7 +270,8 @@ class Daemon:
                   signals: AsyncIterator[int] | None = None,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve on `sock` until a signal arrives on `signals` (or idle exit, or cancellation).
-        Actors start first, then the socket; a signal during start-up stops it just as cleanly."""
+        Actors start first, then the socket, while Chrome is still starting; a signal during start-up stops
+        it just as cleanly."""
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         self.exit_when_idle = exit_when_idle
         if self.socket_path is None and not self.socket_activated:
@@ -281,7 +282,10 @@ class Daemon:
                 if signals is not None:
                     nursery.start_soon(self._stop_on_signal, signals, serving)
                 await nursery.start(self.extractor.run)
-                await nursery.start(self.chrome.run)
+                # Chrome starts beside the server, not before it: its launch is most of a second, and
+                # `status`, a cache hit or a browse session's first call need not wait for it (a request
+                # that needs the browser waits in `wait_browser`, as it does during a restart).
+                nursery.start_soon(self.chrome.run)
                 await nursery.start(self.cache.run)
                 await nursery.start(self.disk.run)
                 await nursery.start(self.subagent.run)

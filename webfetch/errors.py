@@ -66,6 +66,21 @@ class HttpError(WebfetchError):
         self.status = status
 
 
+class NoContent(WebfetchError):
+    """A navigation answered without a body (204, 205, or an empty 200): not a network failure (Chrome
+    aborts a navigation answered 204 or 205), and not a page."""
+
+    code = "no_content"
+
+    def __init__(self, url: str, status: int, after: str = "") -> None:
+        said = {204: "HTTP 204 No Content", 205: "HTTP 205 Reset Content"}.get(status,
+                                                                             f"HTTP {status} with an empty body")
+        super().__init__(f"{url} answered {said}: there is nothing to read at this URL (the request succeeded, and "
+                         f"the server sent no page){after}. If you expected one, this may be an API or a form's "
+                         f"endpoint: the page that links to it is the one to read")
+        self.status = status
+
+
 class UnsupportedContentType(WebfetchError):
     code = "unsupported_content_type"
 

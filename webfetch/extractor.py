@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import logging
 import re
@@ -13,10 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import lxml.html
-import markdownify
-import trafilatura
 import trio
-from readability import Document
 
 from .errors import ExtractionFailed
 from .find import Found, Pattern, search
@@ -160,6 +158,7 @@ def trafilatura_markdown(html: str | bytes | lxml.html.HtmlElement, url: str | N
                          recall: bool = False) -> str:
     """The equivalent of `trafilatura --markdown --formatting` with links and tables kept. Given a tree,
     trafilatura works on its own copy of it."""
+    import trafilatura  # in the worker processes only: see import_parsers
     return trafilatura.extract(
         html, url=url, output_format="markdown", include_formatting=True, include_links=True,
         include_tables=True, include_comments=False, include_images=False, with_metadata=False,
@@ -169,6 +168,7 @@ def trafilatura_markdown(html: str | bytes | lxml.html.HtmlElement, url: str | N
 def readability_html(html: str | bytes | lxml.html.HtmlElement) -> str:
     """readability-lxml's main content (the densest block with its siblings), as HTML. Given a tree,
     readability works on a copy (it drops elements from the tree it is given)."""
+    from readability import Document  # in the worker processes only: see import_parsers
     try:
         return str(Document(deepcopy(html) if isinstance(html, lxml.html.HtmlElement) else html
                             ).summary(html_partial=True))
@@ -191,6 +191,7 @@ def readability_text(html: str | bytes | lxml.html.HtmlElement) -> str:
 
 
 def html_markdown(html: str) -> str:
+    import markdownify  # in the worker processes only: see import_parsers
     md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
                                  code_language_callback=None)
     return re.sub(r"\n{3,}", "\n\n", md).strip()
@@ -297,6 +298,7 @@ def _parsed(html: str | bytes) -> lxml.html.HtmlElement | None:
     fallback) and as trafilatura itself parses a page (its decoding, its parser): parsing is a good part of
     what each pass costs. lxml's own parse where trafilatura takes the text for something other than HTML;
     None when lxml cannot parse it either (the cues then say nothing)."""
+    import trafilatura  # in the worker processes only: see import_parsers
     tree = trafilatura.load_html(html) if html else None
     if tree is not None:
         return tree
@@ -428,13 +430,25 @@ def markdown_title(text: str) -> str | None:
 IN_PROCESS_FLAGS_MAX_CHARS = 100_000
 
 
+# What the parsers import, ~0.5 s of a Python start (trafilatura and its dependencies, readability-lxml,
+# markdownify with BeautifulSoup, PDFium), measured with `python -X importtime`: imported in each worker
+# process as it starts (`import_parsers`, workers.py's `preload`) and never in the daemon's own process,
+# whose first answer (status, browse, a cache hit: none of them parses) would otherwise wait for them.
+PARSER_MODULES = ("trafilatura", "readability", "markdownify", "pypdfium2")
+
+
+def import_parsers() -> None:
+    for name in PARSER_MODULES:
+        importlib.import_module(name)
+
+
 class Extractor:
     """The extractor actor: every parse of a page's HTML, text or PDF, and the flags judged on it, runs in
     its worker processes (webfetch/workers.py), so the event loop never blocks and a parser's crash is
     the page's error, not the daemon's end."""
 
     def __init__(self, workers: int, idle_s: float = 300.0) -> None:
-        self.workers = Workers(workers, idle_s)
+        self.workers = Workers(workers, idle_s, preload=import_parsers)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.workers.run(task_status=task_status)

@@ -10,7 +10,7 @@ import re
 import shutil
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import trio
@@ -154,4 +154,24 @@ async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tupl
         finally:
             await proc.aclose()
     finally:
+        remove_singleton_dir(Path(tmp) / "profile")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_singleton_dir(profile: Path) -> None:
+    """Remove the directory Chrome made for its singleton socket, once Chrome is gone. It keeps that socket
+    in a directory of its own under $TMPDIR (org.chromium.Chromium.XXXXXX: a Unix socket's path must be
+    short, so not in the profile, which only links to it) and left it there at every stop, however it was
+    stopped. Chrome's temporary directory is not moved into ours instead: that would make the socket's
+    path longer, and past the limit (108 bytes) Chrome aborts at start."""
+    try:
+        where = Path(os.readlink(profile / "SingletonSocket")).parent
+    except OSError:
+        return  # none made, or no profile
+    if not where.name.startswith(("org.chromium.", ".org.chromium.", ".com.google.Chrome.")):
+        return  # not the directory Chrome makes: never remove what we do not know
+    with suppress(OSError):
+        for entry in where.iterdir():
+            if entry.name.startswith("Singleton"):
+                entry.unlink()
+        where.rmdir()

@@ -23,7 +23,15 @@ from . import page_scripts
 from ._trio import single_error
 from .cdp import CDPClosed, CDPError, Subscription
 from .chrome import CRASH_EVENTS, Tab, TabSetup
-from .errors import BlockedUrl, BrowserCrashed, HttpError, NetworkError, UnsupportedContentType, WebfetchError
+from .errors import (
+    BlockedUrl,
+    BrowserCrashed,
+    HttpError,
+    NetworkError,
+    NoContent,
+    UnsupportedContentType,
+    WebfetchError,
+)
 from .extractor import Extracted
 from .flags import explain_error_page
 from .pdf import is_pdf
@@ -473,6 +481,9 @@ class _Render:
             await self._fail(rid)
             self.facts.final_url, self.facts.status = url, status
             self._end(NotModified(self.facts.response()))
+        elif status in NO_CONTENT:  # the first document: Chrome would abort its navigation (ERR_ABORTED)
+            await self._fail(rid)
+            raise NoContent(url, status)
         elif 300 <= status < 400 and location:
             await self._redirect_hop(rid, status, urljoin(url, location))
         elif classify(ctype, url) == "other" and status < 400 and self.committed_doc is not None:
@@ -550,6 +561,9 @@ class _Render:
         self.marks.setdefault("resp", time.monotonic())
         body, self.facts.truncated = await self._read_body(rid, self.max_bytes)
         self.marks.setdefault("body", time.monotonic())
+        if not body:
+            await self._fail(rid)
+            raise NoContent(url, status)
         if kind == "pdf" and mime in UNTYPED and not is_pdf(body):
             await self._fail(rid)
             raise UnsupportedContentType(f"{url} is {mime} and not a PDF, which webfetch cannot turn "

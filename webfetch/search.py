@@ -14,9 +14,8 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 import trio
 
@@ -25,6 +24,9 @@ from .cache import Cache
 from .config import SearchConfig, default_config_path
 from .errors import BadRequest, SearchFailed, SearchUnconfigured, Timeout
 from .protocol import ReportProgress, SearchHit, SearchRequest, SearchResult
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("webfetch.search")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request URL at INFO
@@ -230,13 +232,24 @@ class Search:
         self.cache.clear()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},
-                                     follow_redirects=True) as client:
-            self._client = client
+        try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.cache.run)
                 task_status.started()
                 await trio.sleep_forever()
+        finally:
+            if self._client is not None:
+                with trio.CancelScope(shield=True):
+                    await self._client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client, made at the first search: importing httpx and making its TLS context were
+        ~0.1 s of the daemon's start, and most daemons never search."""
+        if self._client is None:
+            import httpx
+            self._client = httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},
+                                             follow_redirects=True)
+        return self._client
 
     def choose(self, requested: str | None) -> str:
         """The request's backend, else search.backend, else the first configured of Kagi, Brave, SearXNG."""
@@ -276,11 +289,11 @@ class Search:
                             cached=cached, age_s=round(age, 3))
 
     async def _ask(self, backend: str, query: str, limit: int) -> Results:
-        assert self._client is not None, "Search.run() owns the HTTP client"
+        import httpx
         name = NAMES[backend]
         try:
             with trio.fail_after(self.config.timeout_s):
-                results: Results = await CLIENTS[backend](self._client, self._bases[backend],
+                results: Results = await CLIENTS[backend](self._http(), self._bases[backend],
                                                           self._keys.get(backend, ""), query, limit)
                 return results
         except trio.TooSlowError:

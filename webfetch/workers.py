@@ -18,6 +18,7 @@ worker is an exception, idle workers retire) where multiprocessing's own pools b
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -58,10 +59,14 @@ def _retire() -> bool:
 DAEMON_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _ignore_daemon_signals() -> None:
-    """Runs first in each worker process (trio-parallel's `init` hook)."""
+def _start_worker(preload: Callable[[], object] | None) -> None:
+    """Runs first in each worker process (trio-parallel's `init` hook): the daemon's signals ignored, then
+    `preload` (the parsers' imports), so that a new worker's first job, not only the warmed ones', finds
+    them loaded."""
     for signum in DAEMON_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    if preload is not None:
+        preload()
 
 
 def _ready() -> int:
@@ -73,9 +78,12 @@ class Workers:
     """At most `count` worker processes, started spawn-fresh (a fork of the threaded daemon would copy its
     locks mid-use), kept while in use and for `idle_s` after, each replaced after JOBS_PER_WORKER jobs."""
 
-    def __init__(self, count: int, idle_s: float = 300.0) -> None:
+    def __init__(self, count: int, idle_s: float = 300.0, preload: Callable[[], object] | None = None) -> None:
+        """`preload` runs in each worker as it starts (importable, no arguments): the imports its jobs
+        need, which the daemon's own process never makes (its start would wait for them)."""
         self.count = count
         self.idle_s = idle_s
+        self.preload = preload
         self.limiter = trio.CapacityLimiter(count)
         self._context: trio_parallel.WorkerContext | None = None
         self._started = trio.Event()
@@ -84,8 +92,9 @@ class Workers:
         """The actor: owns the worker processes until cancelled, then ends them (a job still running is
         killed with its request)."""
         try:
-            async with trio_parallel.open_worker_context(idle_timeout=self.idle_s, init=_ignore_daemon_signals,
-                                                         retire=_retire, grace_period=2.0) as context:
+            async with trio_parallel.open_worker_context(
+                    idle_timeout=self.idle_s, init=functools.partial(_start_worker, self.preload), retire=_retire,
+                    grace_period=2.0) as context:
                 await self._serve(context, task_status)
         except trio_parallel.BrokenWorkerError as e:
             # A worker that had to be killed at shutdown (busy past the grace period, or killed from
@@ -98,7 +107,7 @@ class Workers:
         task_status.started()
         try:
             # Warm the pool in the background: the first fetch should not pay for a Python start
-            # and trafilatura's imports (~0.4 s), and the daemon's readiness should not wait for it.
+            # and the parsers' imports (`preload`, ~0.4 s), and the daemon's readiness should not wait for it.
             async with trio.open_nursery() as nursery:
                 for _ in range(self.count):
                     nursery.start_soon(self._warm)

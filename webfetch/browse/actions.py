@@ -20,12 +20,14 @@ from ..errors import (
     Covered,
     Disabled,
     NetworkError,
+    NoContent,
     NotEditable,
     NotFileInput,
     NotNativeSelect,
     NotVisible,
     Timeout,
 )
+from ..render import NO_CONTENT
 from .tab import BrowseTab
 
 # What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element
@@ -329,6 +331,8 @@ async def navigate(tab: BrowseTab, url: str) -> None:
     if error:
         if tab.download_responses > downloads:  # the address was a download: saved, the tab stays
             return
+        if tab.status in NO_CONTENT:  # Chrome aborts a navigation answered so: the tab shows what it showed
+            raise NoContent(url, tab.status, f"; the tab still shows {tab.url or 'a blank page'}")
         if tab.blocked:
             raise BlockedUrl(tab.blocked)
         failure = tab.connect_failure(url) if "SOCKS" in error else None
