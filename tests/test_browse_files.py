@@ -5,6 +5,7 @@ file left, and hostile file names sanitised. Then the two rules on their own (no
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,12 @@ def test_the_upload_rule(tmp_path: Path, project: Path):
     # a relative root in the config is no root (it would be the daemon's own directory)
     with pytest.raises(UploadRefused, match="no directory is open"):
         upload_path(str(project / "notes.txt"), None, BrowseConfig(upload_roots=["project"]))
+    # a hard link to a file outside (`ln ~/.ssh/id_ed25519 ./k`) is inside only by its name
+    os.link(tmp_path / "outside" / "id_ed25519", project / "k")
+    with pytest.raises(UploadRefused, match="other hard links"):
+        upload_path("k", str(project), config)
+    with pytest.raises(BadRequest, match="NUL"):
+        upload_path("notes\0.txt", str(project), config)
 
 
 @pytest.mark.parametrize(("given", "saved"), [

@@ -164,12 +164,16 @@ async def test_the_har_file_is_har_1_2_with_the_sessions_traffic(start_daemon, a
     assert logo["response"]["content"] == {"size": len(PNG), "mimeType": "image/png"}
 
     # a path that cannot be written: said so, nothing left behind, the session goes on
-    for bad, why in ((tmp_path / "missing" / "x.har", "No such file"), (tmp_path, "Is a directory")):
+    # and only a .har file: a model talked into `har path=~/.bashrc` must not replace it with page text
+    rc = tmp_path / ".bashrc"
+    rc.write_text("# mine\n")
+    (tmp_path / "old.har").mkdir()
+    for bad, why in ((tmp_path / "missing" / "x.har", "does not exist"), (tmp_path / "old.har", "is a directory"),
+                     (rc, "must end in .har"), ("x.har", "must be absolute")):
         refused_write = await b("har", path=str(bad))
         assert refused_write["code"] == "bad_request" and why in refused_write["message"], refused_write
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.har"]
-    relative = await b("har", path="x.har")
-    assert relative["code"] == "bad_request" and "absolute path" in relative["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".bashrc", "old.har", "session.har"]
+    assert rc.read_text() == "# mine\n"
     assert (await b.ok("network", status_class="5xx"))["requests"]
 
 

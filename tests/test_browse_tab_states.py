@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from webfetch.browse.downloads import Downloads
+from webfetch.browse.downloads import SESSION_CAPS, Downloads
 from webfetch.browse.tab import BrowseTab, Marks
 from webfetch.cdp import CDPClosed
 from webfetch.dns import IPAddress
@@ -330,6 +330,26 @@ async def test_a_download_goes_to_the_download_manager_and_is_saved_or_stopped(a
         assert sorted(p.name for p in downloads.directory.iterdir()) == ["report.csv"], "no partial file is left"
         assert tab.take_downloads() == [], "each is told once"
         assert tab.status is None and tab.url == f"{ALLOWED}/", "the tab stays on its page"
+
+
+async def test_a_sessions_downloads_together_stay_under_their_bound(autojump_clock):
+    """Each under the cap, but a page can start one from every frame it makes: past SESSION_CAPS caps in
+    all, the next is stopped as too large and its partial file removed."""
+    page = page_with()
+    downloads = saver()
+    async with open_tab(page, downloads) as tab:
+        for n in range(SESSION_CAPS + 1):
+            guid = f"g{n}"
+            page.emit("Page.downloadWillBegin", frameId=TARGET, guid=guid, url=f"{ALLOWED}/f{n}.bin",
+                      suggestedFilename=f"f{n}.bin")
+            (downloads.directory / guid).write_bytes(b"z" * DOWNLOAD_CAP)
+            page.emit("Page.downloadProgress", guid=guid, totalBytes=DOWNLOAD_CAP, receivedBytes=DOWNLOAD_CAP,
+                      state="completed")
+            await handled()
+        results = tab.take_downloads()
+        assert [d.state for d in results] == ["saved"] * SESSION_CAPS + ["too_large"]
+        assert "the session's downloads would pass their bound" in results[-1].message
+        assert len(list(downloads.directory.iterdir())) == SESSION_CAPS, "the last one's file is removed"
 
 
 # --- dialogs ------------------------------------------------------------------------------------------

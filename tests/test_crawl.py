@@ -193,6 +193,24 @@ async def test_politeness_bounds_a_host_and_waits_out_a_back_off(autojump_clock)
     assert polite._slots == {}  # noqa: SLF001 - a host no crawl uses is forgotten
 
 
+async def test_a_retry_after_outlives_the_request_that_was_told_it(autojump_clock):
+    """A robots.txt answered 429 is the only request to its host: when its slot ends the host has no user,
+    and forgetting the host must not forget the wait it was asked for."""
+    polite = Politeness(4)
+    async with polite.slot("e.com"):
+        polite.back_off("e.com", 5)
+    told = trio.current_time()
+    async with polite.slot("e.com"):
+        assert trio.current_time() - told >= 5
+
+
+def test_a_scope_moves_with_the_start_pages_redirect():
+    """example.com redirecting to https://www.example.com/docs/: the site is crawled where it lives."""
+    moved = Scope.of("http://e.com/docs/intro", ["/docs/*"], []).moved_to("https://www.e.com/docs/intro")
+    assert moved.admits("https://www.e.com/docs/guide") and not moved.admits("http://e.com/docs/guide")
+    assert not moved.admits("https://www.e.com/blog/1") and not moved.admits("https://www.e.com/docsx")
+
+
 # --- the CLI's files -------------------------------------------------------------------------------------
 
 def test_page_files_mirror_the_url_path_and_are_safe():

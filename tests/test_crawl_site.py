@@ -195,6 +195,8 @@ async def test_map_survives_looping_indexes_and_malformed_and_hostile_sitemaps(c
     notes = " ".join(r["notes"])
     assert "bad.xml skipped: it is not well-formed XML" in notes
     assert "laughs.xml skipped: it has a document type declaration" in notes
+    assert f"sitemap http://127.0.0.2:{docs.port}/sitemaps/guide.xml skipped: on another host" in notes
+    assert docs.paths("127.0.0.2") == []
 
 
 async def test_the_cli_writes_the_crawl_and_prints_the_map(crawler, docs, tmp_path):

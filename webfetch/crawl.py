@@ -11,11 +11,10 @@ import logging
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin, urlsplit
 
-import httpx
 import trio
 
 from . import __version__
@@ -44,7 +43,10 @@ from .protocol import (
 )
 from .robots import ALLOW_ALL, DISALLOW_ALL, MAX_ROBOTS_BYTES, Robots, parse_robots
 from .sitemap import Sitemap, SitemapError, SitemapParser
-from .urls import PolicyHolder, host_of, prepare_url
+from .urls import PolicyHolder, host_of, prepare_url, same_host
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("webfetch.crawl")
 
@@ -71,6 +73,12 @@ class Scope:
         prefix = parts.path[:parts.path.rfind("/") + 1] or "/"
         return cls(f"{parts.scheme}://{parts.netloc}", prefix, tuple(_pattern(p, "include") for p in include),
                    tuple(_pattern(p, "exclude") for p in exclude))
+
+    def moved_to(self, url: str) -> Scope:
+        """This scope on `url`'s origin and directory (the start URL redirected there), patterns kept."""
+        parts = urlsplit(url)
+        return replace(self, origin=f"{parts.scheme}://{parts.netloc}",
+                       prefix=parts.path[:parts.path.rfind("/") + 1] or "/")
 
     def admits(self, url: str) -> bool:
         parts = urlsplit(url)
@@ -149,9 +157,13 @@ class _Run:
 
 
 class Crawler:
-    def __init__(self, config: Config, policy: PolicyHolder, pipeline: Pipeline, extractor: Extractor) -> None:
+    def __init__(self, config: Config, policy: PolicyHolder, pipeline: Pipeline, extractor: Extractor,
+                 proxy_url: Callable[[], str | None] = lambda: None) -> None:
+        """`proxy_url` gives the address-policy proxy robots.txt and sitemaps are read through, as pages are
+        (None when pages go without it: the policy is then checked by name, as for pages)."""
         self.config = config
         self.policy = policy
+        self.proxy_url = proxy_url
         self.pipeline = pipeline
         self.extractor = extractor
         self.politeness = Politeness(config.crawl.per_host)
@@ -237,6 +249,9 @@ class Crawler:
             normal = normalize_link(url, run.start)
             if normal is None or normal in read:
                 continue   # an index that lists itself, or two that list each other
+            if not same_host(normal, run.start):
+                run.notes.append(f"sitemap {normal} skipped: on another host than the crawl's")
+                continue
             read.add(normal)
             run.report(f"reading sitemap {normal}")
             try:
@@ -274,14 +289,19 @@ class Crawler:
         return bytes(buf[:max_bytes])
 
     async def _get(self, url: str, max_bytes: int, sink: Callable[[bytes], object], *, cut_ok: bool) -> None:
-        """GET a robots.txt or sitemap through the address policy and the host's politeness, same-host
-        redirects followed, 429/503 waited out (Retry-After); the body handed to `sink` as it arrives."""
+        """GET a robots.txt or sitemap through the address-policy proxy (which connects only to the addresses
+        it checked: no second lookup to rebind) and the host's politeness, same-host redirects followed,
+        429/503 waited out (Retry-After); the body handed to `sink` as it arrives."""
+        import httpx  # here: the daemon's start does not pay for it (a crawl is rare)
+
+        proxy = self.proxy_url()
+        redirects = retries = 0
         async with httpx.AsyncClient(headers={"User-Agent": f"Mozilla/5.0 (compatible; webfetch/{__version__})"},
-                                     timeout=HTTP_TIMEOUT_S, follow_redirects=False) as client:
-            for _hop in range(MAX_REDIRECTS + MAX_RETRIES):
+                                     timeout=HTTP_TIMEOUT_S, follow_redirects=False, proxy=proxy,
+                                     trust_env=proxy is None) as client:
+            while True:
                 key = await prepare_url(url, self.policy.current)
-                host = host_of(key)
-                async with self.politeness.slot(host):
+                async with self.politeness.slot(host_of(key)):
                     try:
                         async with client.stream("GET", key) as response:
                             target = await self._answer(response, key, max_bytes, sink, cut_ok)
@@ -291,8 +311,13 @@ class Crawler:
                         raise NetworkError(f"{key} could not be read: {e}") from None
                 if target is None:
                     return
+                if target == key:
+                    retries += 1
+                else:
+                    redirects += 1
+                if retries >= MAX_RETRIES or redirects > MAX_REDIRECTS:
+                    raise NetworkError(f"{url}: too many {'retries' if retries >= MAX_RETRIES else 'redirects'}")
                 url = target
-            raise NetworkError(f"{url}: too many redirects or retries")
 
     async def _answer(self, response: httpx.Response, key: str, max_bytes: int, sink: Callable[[bytes], object],
                       cut_ok: bool) -> str | None:
@@ -300,7 +325,7 @@ class Crawler:
         status = response.status_code
         if 300 <= status < 400 and response.headers.get("location"):
             target = urljoin(key, response.headers["location"])
-            if host_of(target) != host_of(key):
+            if not same_host(target, key):
                 raise HttpError(f"{key} redirects to another host ({target}); not followed", status=status)
             return target
         if status in RETRYABLE:
@@ -392,6 +417,8 @@ class Crawler:
                 f"{url} redirects to {page.redirect_url}, on another host; not followed")))
             return
         final = normalize_link(page.final_url, url) or url
+        if depth == 0 and not run.scope.admits(final) and same_host(final, url):
+            run.scope = run.scope.moved_to(final)  # the site lives at its redirect's origin: crawl it there
         if final != url:
             if final in run.seen and any(p.final_url == final for p in run.pages):
                 return   # `/docs` redirected to `/docs/`, already crawled: one page, not two
@@ -406,12 +433,19 @@ class Crawler:
         run.report(url)
         if depth >= run.depth:
             return
-        if loaded.source is not None:
-            links = await self.extractor.links(loaded.source.html, loaded.source.url, loaded.source.charset)
-        else:
-            links = markdown_links(page.markdown, page.final_url)
-        for link in links:
+        for link in await self._links(url, loaded):
             run.offer(link, depth + 1)
+
+    async def _links(self, url: str, loaded: LoadedPage) -> list[str]:
+        """The page's links from its HTML (a parser worker), else from its markdown (a page from the cache,
+        or a parser that died on this page: that costs the page its HTML links, not the crawl)."""
+        if loaded.source is not None:
+            try:
+                return list(await self.extractor.links(loaded.source.html, loaded.source.url,
+                                                       loaded.source.charset))
+            except WebfetchError as e:
+                log.info("links of %s read from its markdown: %s", url, e.code)
+        return list(markdown_links(loaded.page.markdown, loaded.page.final_url))
 
 
 def _quiet(_stage: str, _message: str) -> None:

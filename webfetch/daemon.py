@@ -156,8 +156,13 @@ class Daemon:
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
                                  self.profiles, self.disk)
         self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
-        self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor)
+        self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor, self._proxy_url)
         self.server = Server(self.handle, config.server.max_line_bytes)
+
+    def _proxy_url(self) -> str | None:
+        """The address-policy proxy's URL for fetch's requests, once it listens; None when pages go without it."""
+        proxy = self.chrome.proxy
+        return proxy.url if proxy is not None and proxy.port is not None else None
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress, send: SendFrame) -> Frame:
         if isinstance(req, FetchRequest) and req.urls is not None:

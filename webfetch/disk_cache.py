@@ -242,6 +242,7 @@ class DiskCache:
             os.replace(tmp, self.directory / name)
         except OSError as e:
             log.warning("cannot keep a page in the disk cache %s: %s", self.directory, e.strerror)
+            self._made = False  # the directory may be gone (a user emptied ~/.cache): made again next time
             try:
                 os.unlink(tmp)
             except OSError:

@@ -38,7 +38,8 @@ class Politeness:
             self._users[host] -= 1
             if not self._users[host]:  # no crawl of this host left: forget it (a daemon crawls many hosts)
                 del self._users[host], self._slots[host]
-                self._not_before.pop(host, None)
+                if self._not_before.get(host, 0.0) <= trio.current_time():  # a Retry-After still runs
+                    self._not_before.pop(host, None)
 
     async def _wait_allowed(self, host: str) -> None:
         # a later 429 can push the time back while this one sleeps: look again after each sleep

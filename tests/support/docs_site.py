@@ -149,7 +149,9 @@ class DocsSite:
             "/sitemaps/guide.xml": _urlset(p, host, ["/docs/", *guide]),
             "/sitemaps/api.xml": _urlset(p, host, [*api, "/docs/private/1"]),
             "/idx-a.xml": _index(p, host, ["/idx-b.xml", "/idx-a.xml"]),
-            "/idx-b.xml": _index(p, host, ["/idx-a.xml", "/sitemaps/api.xml"]),
+            # and one index entry on another host, which a crawl of this one does not read
+            "/idx-b.xml": _index(p, host, ["/idx-a.xml", "/sitemaps/api.xml"]).replace(
+                "</sitemapindex>", f"<sitemap><loc>http://127.0.0.2:{p}/sitemaps/guide.xml</loc></sitemap></sitemapindex>"),
             "/bad.xml": '<?xml version="1.0"?><urlset><url><loc>http://x/</loc></url',
             "/laughs.xml": LAUGHS,
             "/good.xml.gz": gzip.compress(_urlset(p, host, guide[:5]).encode()),

@@ -27,7 +27,7 @@ import trio
 
 from ..cdp import CDPClosed, CDPError
 from ..chrome import BrowserContext
-from ..config import BrowseConfig
+from ..config import BrowseConfig, cache_home
 from ..errors import WebfetchError
 from ..protocol import Download
 
@@ -42,8 +42,7 @@ def downloads_root(config: BrowseConfig) -> Path:
     """Where sessions' download directories are made."""
     if config.downloads_dir:
         return Path(os.path.expanduser(config.downloads_dir))
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "webfetch" / "downloads"
+    return cache_home() / "webfetch" / "downloads"
 
 
 def session_directory(config: BrowseConfig, session: str) -> Path:
@@ -98,6 +97,11 @@ class DownloadRecord:
                         mime=self.mime, message=self.message)
 
 
+# What one session may save in all, in caps (fetch.max_bytes): a page can start downloads from every frame
+# it makes, each under the cap, and must not fill the disk that way.
+SESSION_CAPS = 8
+
+
 class Downloads:
     """A session's downloads: its tabs' pumps report each one's start (`began`) and progress (`progress`)."""
 
@@ -126,12 +130,13 @@ class Downloads:
         received = int(p.get("receivedBytes") or 0)
         total = int(p.get("totalBytes") or 0)
         state = p.get("state")
+        limit = min(self.max_bytes, self._session_left())
         if state == "inProgress":
-            if record.state == "in_progress" and max(received, total) > self.max_bytes:
+            if record.state == "in_progress" and max(received, total) > limit:
                 self._too_large(record, max(received, total))
                 nursery.start_soon(self._cancel, record.guid)
             return
-        if state == "completed" and record.state == "in_progress" and received <= self.max_bytes:
+        if state == "completed" and record.state == "in_progress" and received <= limit:
             self._save(record)
         elif state == "completed" and record.state == "in_progress":
             self._too_large(record, received)
@@ -159,8 +164,16 @@ class Downloads:
         except OSError:
             pass  # it holds downloads: they are the user's now
 
+    def _session_left(self) -> int:
+        return SESSION_CAPS * self.max_bytes - sum(r.size or 0 for r in self._records.values() if r.state == "saved")
+
     def _too_large(self, record: DownloadRecord, size: int) -> None:
         record.state, record.size = "too_large", size
+        if size <= self.max_bytes:
+            record.message = (f"the session's downloads would pass their bound of {SESSION_CAPS * self.max_bytes} "
+                              f"bytes ({SESSION_CAPS} × fetch.max_bytes): stopped at {size} bytes and the partial "
+                              f"file removed; close the session to start afresh")
+            return
         record.message = (f"larger than the size cap of {self.max_bytes} bytes (fetch.max_bytes): stopped at "
                           f"{size} bytes and the partial file removed")
 

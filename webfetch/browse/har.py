@@ -7,7 +7,6 @@ The file is written whole or not at all, 0600 (`profiles.write_private`): it hol
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,13 +115,6 @@ def _version(protocol: str) -> str:
 
 def _iso(wall: float) -> str:
     return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def checked_path(path: str) -> Path:
-    """Where the HAR goes: an absolute path (the daemon's working directory is not the caller's)."""
-    if not os.path.isabs(path):
-        raise BadRequest(f"har needs an absolute path (the daemon does not run in your directory): {path!r}")
-    return Path(path)
 
 
 async def write(path: Path, har: dict[str, Any]) -> int:

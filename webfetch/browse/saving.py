@@ -10,12 +10,9 @@ import re
 import time
 from pathlib import Path
 
+from ..config import cache_home
 from ..errors import BadRequest
 from ..profiles import write_private
-
-
-def cache_home() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"))
 
 
 def session_dir(session: str) -> Path:

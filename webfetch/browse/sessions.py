@@ -532,7 +532,8 @@ class Browse:
                             content=network.detail_text(detail))
 
     async def _har(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        path = har.checked_path(need(req.path, "har", "path"))
+        tab_name = session.active if session.active in session.tabs else "t0"
+        path = saving.target(session.name, tab_name, req.path, ".har")
         records = self._log(session).entries()
         open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
         titles = {name: await t.title() for name, t in open_tabs.items()}

@@ -21,6 +21,8 @@ DOTFILES_KEY = "browse.upload_dotfiles"
 def upload_path(given: str, cwd: str | None, config: BrowseConfig) -> str:
     """The real path of the file `given` names (relative to `cwd`), when an upload may read it; else
     upload_refused (outside the roots, a dotfile, not a regular file) or file_not_found."""
+    if "\0" in given or (cwd is not None and "\0" in cwd):
+        raise BadRequest("a file path or the working directory holds a NUL character; give real paths")
     roots = _roots(cwd, config)
     if not roots:
         raise UploadRefused(f"no directory is open to uploads: the client sent no working directory and "
@@ -35,15 +37,23 @@ def upload_path(given: str, cwd: str | None, config: BrowseConfig) -> str:
     if hidden and not config.upload_dotfiles:
         raise UploadRefused(f"{given} is a dotfile or inside a dot-directory ({hidden[0]}), which uploads may not "
                             f"read; set {DOTFILES_KEY} = true in the config to allow it")
+    _check_file(real, given)
+    return str(real)
+
+
+def _check_file(real: Path, given: str) -> None:
+    """A regular file of its own that the daemon's user can read; upload_refused or file_not_found else."""
     try:
-        mode = real.stat().st_mode
+        st = real.stat()
     except OSError as e:
         raise FileNotFound(f"cannot read {given}: {e}") from None
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(st.st_mode):
         raise UploadRefused(f"{given} is not a regular file (a directory, a device or a pipe); upload files only")
+    if st.st_nlink > 1:  # a hard link makes a file from anywhere look as if it were inside a root
+        raise UploadRefused(f"{given} has other hard links, so it may be a file from outside the directories "
+                            f"uploads may read; upload a copy of it")
     if not os.access(real, os.R_OK):
         raise UploadRefused(f"{given} is not readable by the daemon's user")
-    return str(real)
 
 
 def _real(given: str, cwd: str | None) -> Path:
