@@ -188,8 +188,9 @@ def check_address_policy(config: Config) -> Check:
                "loopback, private and link-local addresses refused"
                + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
     local = config.browse.allow_local
-    allowed += (f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)" if local else
-                "; browse sessions reach no loopback port (browse.allow_local lists none)")
+    if not f.allow_private:  # with it, every loopback port is open to fetch and browse alike
+        allowed += (f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)" if local else
+                    "; browse sessions reach no loopback port (browse.allow_local lists none)")
     off = proxy_off_reason(config.browser)
     if off:
         return Check(WARN, "address policy", f"{allowed}; checked per request only, because {off}: "
