@@ -10,7 +10,8 @@ plus extraction quality: word-bag F1 against the corpus ground truth, for webfet
 trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
 3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
-start and stop (bin/bench_lifecycle.py)."""
+start and stop (bin/bench_lifecycle.py); late content (bin/bench_late.py: pages that settle with their content
+beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one)."""
 
 from __future__ import annotations
 
@@ -217,6 +218,9 @@ def main() -> None:
                     help="another source tree (e.g. main's, from `git archive`) for the start and stop rows, "
                          "side by side")
     ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
+    ap.add_argument("--skip-late", action="store_true", help="skip the late-content rows (bin/bench_late.py)")
+    ap.add_argument("--late-against", type=Path,
+                    help="another source tree whose daemon the late-content rows run beside this one")
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
     ap.add_argument("--skip-browse", action="store_true")
     ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
@@ -284,6 +288,10 @@ def main() -> None:
         if not args.skip_crawl:
             from bench_crawl import crawl_rows
             crawl_rows(tmp)
+        if not args.skip_late:
+            from bench_late import late_rows
+            late_rows([("this", ROOT)] + ([(args.late_against.name, args.late_against.resolve())]
+                                          if args.late_against else []), rounds=7)
         if not args.skip_memory:
             from bench_memory import memory_rows
             memory_rows(lambda where: start_daemon(where, args.render, args.block), server,

@@ -29,6 +29,10 @@ CHALLENGE_TEXT_MAX_CHARS = 300
 LOGIN_MAX_CHARS = 400
 # A JavaScript shell shows almost nothing until its scripts have built the page.
 SHELL_MAX_CHARS = 200
+# A page showing at least this much text is never judged a shell (js_shell's limit is at most half of it,
+# and _short wants the visible text under twice that): the renderer counts this far in the page and skips
+# the shell judgement (a parse of the page) for any page that reached it.
+SHELL_VISIBLE_MAX_CHARS = 2 * (WALL_MAX_CHARS // 2)
 BARE_ROOT_MAX_CHARS = 30
 # A paywalled article keeps its first paragraphs: up to this much text when the markup says it is cut.
 PAYWALL_MAX_CHARS = 2500
@@ -420,6 +424,15 @@ def js_shell(p: _Page) -> Flag | None:
                             f"rendering ({evidence}, {p.main_chars} characters of text); its content probably "
                             f"needs a sign-in, an API call the page could not make, or user interaction. Look for "
                             f"the site's API, a server-rendered or printable version of the URL, or another source")
+
+
+def still_a_shell(*, html: str, title: str | None, url: str) -> bool:
+    """Whether a rendered DOM is, as it stands, what `js_shell` flags: the renderer keeps watching such a
+    page for content that arrives late. Judged before any extraction, so the page's visible text stands for
+    its markdown (the markdown is never longer)."""
+    page = _evidence(None, title, html, "", url, url)
+    page.main_chars = page.visible_chars
+    return js_shell(page) is not None
 
 
 def login_wall(p: _Page) -> Flag | None:

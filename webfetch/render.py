@@ -33,7 +33,7 @@ from .errors import (
     WebfetchError,
 )
 from .extractor import Extracted
-from .flags import explain_error_page
+from .flags import SHELL_VISIBLE_MAX_CHARS, explain_error_page, still_a_shell
 from .pdf import is_pdf
 from .protocol import ReportProgress
 from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, parse_url, same_host
@@ -48,6 +48,10 @@ SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending
 # waiting it out cost such pages the whole settle_s (2 s) in bin/bench's rendered row.
 SETTLE_TIMERS_QUIET_MS = 500
 SETTLE_MIN_S = 0.1           # the quiet check a document gets even when loading used its whole budget
+# A page still a loading shell when the settle rule stops (flags.still_a_shell) is watched this much longer
+# for its content, and never past half the time its request has left: a script that fetches the article
+# after load takes a second or two on a slow site, and a shell that stays one must still come back in time.
+SHELL_WATCH_S = 5.0
 META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; later ones are the page's own business
 IO_CHUNK = 1 << 20
 DOCUMENT_PHASES = ("Page.frameNavigated", "Page.domContentEventFired", "Page.loadEventFired",
@@ -232,7 +236,7 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
 # sleep on every fetch; capture.js takes the page once it settled.
 SETTLE_SCRIPT = page_scripts.load("settle").call()
 SETTLED = page_scripts.load("settled")
-CAPTURE_SCRIPT = page_scripts.load("capture").call()
+CAPTURE_SCRIPT = page_scripts.load("capture").call(SHELL_VISIBLE_MAX_CHARS)
 
 # Every request the page makes is paused once, at the request stage, for the host gate (urls.py); the main
 # document also at the response stage, to read it before Chrome renders it. A paused request costs one CDP
@@ -719,8 +723,8 @@ class _Render:
         if self.settle_state != "settled":
             self.facts.notes.append(f"the page was still running scripts after {self.settle_s:g} s; "
                                     f"the content is what it showed then")
-        captured = await self._evaluate(CAPTURE_SCRIPT) or {}
-        if doc.gone.is_set():
+        captured = await self._content(doc)
+        if captured is None:
             return False
         refresh = _meta_refresh_target(captured.get("refresh"), captured.get("url") or self.url)
         if refresh and refresh not in self.dead_ends:  # a refresh that led nowhere is not tried again
@@ -754,11 +758,47 @@ class _Render:
             return None
         return reply["result"].get("value")
 
-    async def _settle(self, cap_s: float) -> str | None:
-        """'settled', 'busy' or 'changing' (cap reached), or None when the document went away."""
-        state = await self._evaluate(SETTLED.call(round(cap_s * 1000), SETTLE_QUIET_MS, SETTLE_TIMERS_QUIET_MS),
-                                     await_promise=True)
+    async def _settle(self, cap_s: float, changed_after: int = -1) -> str | None:
+        """'settled', 'busy' or 'changing' (cap reached), 'unchanged' (no DOM change after the
+        `changed_after`th mutation within the cap), or None when the document went away."""
+        state = await self._evaluate(SETTLED.call(round(cap_s * 1000), SETTLE_QUIET_MS, SETTLE_TIMERS_QUIET_MS,
+                                                  changed_after), await_promise=True)
         return state if isinstance(state, str) else None
+
+    async def _content(self, doc: _Document) -> dict[str, Any] | None:
+        """The settled document's capture (capture.js); None when it went away. A capture that is still a
+        loading shell (flags.still_a_shell) is taken again each time the DOM changed and settled, until it
+        is not or SHELL_WATCH_S ran out: content a script brings after load is worth a wait, and pages that
+        settled with their content are not judged at all (their text passes SHELL_VISIBLE_MAX_CHARS)."""
+        captured = await self._evaluate(CAPTURE_SCRIPT) or {}
+        if doc.gone.is_set():
+            return None
+        if captured.get("mutations") is None or not self._shell(captured):
+            return captured  # (a document without settle.js, Chrome's own, has nothing to wait on)
+        now = trio.current_time()
+        bound = now + min(SHELL_WATCH_S, (trio.current_effective_deadline() - now) / 2)
+        while trio.current_time() < bound:
+            state = await self._settle(bound - trio.current_time(), int(captured.get("mutations") or 0))
+            if doc.gone.is_set() or state is None:
+                return None
+            if state == "unchanged":
+                break
+            captured = await self._evaluate(CAPTURE_SCRIPT) or {}
+            if doc.gone.is_set():
+                return None
+            if not self._shell(captured):
+                log.debug("%s: its content arrived after the settle rule stopped", self.url)
+                self.marks["content"] = time.monotonic()
+                return captured
+        log.debug("%s: still a loading shell after watching it %.1f s", self.url, bound - now)
+        self.marks["content"] = time.monotonic()
+        return captured
+
+    def _shell(self, captured: dict[str, Any]) -> bool:
+        if int(captured.get("text") or 0) >= SHELL_VISIBLE_MAX_CHARS:
+            return False
+        return still_a_shell(html=str(captured.get("html") or ""), title=captured.get("title"),
+                             url=str(captured.get("url") or self.url))
 
 
 def _meta_refresh_target(content: str | None, base: str) -> str | None:

@@ -72,7 +72,9 @@ class ServedDaemon:
     """`webfetch serve` as its own process, with `config` (TOML text) in `tmp`/config.toml, its socket at
     `tmp`/wf.sock and its output in `tmp`/daemon.log. `stop()` ends it."""
 
-    def __init__(self, tmp: Path, config: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, tmp: Path, config: str, env: dict[str, str] | None = None, tree: Path = ROOT) -> None:
+        # `tree`: the source tree whose webfetch runs (`-m` imports from the working directory), so that
+        # bin/bench can set another commit's code beside this one
         self.tmp = tmp
         self.sock = tmp / "wf.sock"
         cfg = tmp / "config.toml"
@@ -84,7 +86,7 @@ class ServedDaemon:
             env = {**(os.environ if env is None else env), "XDG_CACHE_HOME": str(tmp / "cache")}
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
                                       "--config", str(cfg), "--log-level", "warning"],
-                                     stdout=self.log, stderr=self.log, cwd=ROOT, env=env)
+                                     stdout=self.log, stderr=self.log, cwd=tree, env=env)
 
     def status(self, timeout: float = 30) -> dict:
         with Client(self.sock, autostart=False, timeout=timeout) as c:

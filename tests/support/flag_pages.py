@@ -6,6 +6,7 @@ and by bin/bench (precision and recall)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .site import ARTICLE_TEXT
@@ -525,3 +526,22 @@ CASES: list[Case] = [
     Case("de-article-consent-dialog", None, DE_ARTICLE_CONSENT_DIALOG),
     Case("spa-rendered", None, _spa_story(), rendered=article("Story", body=PARAS)),
 ]
+
+
+def late_article(delay_ms: int | None) -> str:
+    """A loading shell ("Loading…" and a script) whose script, `delay_ms` after the load event, asks the server
+    for /late/story.json and builds the article from it; with None it never does (the shell stays one)."""
+    return ("""<!doctype html><html><head><meta charset="utf-8"><title>Valley news</title></head><body>
+<div id="app"><div class="loader">Loading…</div></div><script>
+var DELAY = """ + json.dumps(delay_ms) + """;
+function show(story) {
+  document.getElementById("app").innerHTML = "<main><article><h1>" + story.title + "</h1>" +
+    story.paragraphs.map(function (p) { return "<p>" + p + "</p>"; }).join("") + "</article></main>";
+}
+if (DELAY !== null) addEventListener("load", function () {
+  setTimeout(function () { fetch("/late/story.json").then(function (r) { return r.json(); }).then(show); }, DELAY);
+});
+</script></body></html>""")
+
+
+LATE_STORY = json.dumps({"title": "Otters return to the valley", "paragraphs": ARTICLE_TEXT * 2})

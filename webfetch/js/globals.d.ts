@@ -36,5 +36,7 @@ declare var __wfNext: number;
 
 interface Window {
   /** settle.js's, in every document a fetch renders */
-  __webfetchSettle?: (capMs: number, quietMs: number, timersQuietMs: number) => Promise<string>;
+  __webfetchSettle?: (capMs: number, quietMs: number, timersQuietMs: number, changedAfter: number) => Promise<string>;
+  /** settle.js's: how many DOM mutations it has seen */
+  __webfetchMutations?: () => number;
 }

@@ -6,8 +6,8 @@
  */
 function settle() {
   if (window.__webfetchSettle) return;
-  /** @type {{timers: Map<number, number>, inflight: number, lastMutation: number}} */
-  const st = {timers: new Map(), inflight: 0, lastMutation: performance.now()};  // timer id -> when due
+  /** @type {{timers: Map<number, number>, inflight: number, lastMutation: number, mutations: number}} */
+  const st = {timers: new Map(), inflight: 0, lastMutation: performance.now(), mutations: 0};  // timer id -> when due
   const oSet = window.setTimeout, oClear = window.clearTimeout;
   window.setTimeout = /** @type {typeof window.setTimeout} */ (
     /**
@@ -63,15 +63,22 @@ function settle() {
                                                      "SecurityError"))});
     } catch (e) {}
   }
-  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); })
+  const watch = () => new MutationObserver(() => { st.lastMutation = performance.now(); st.mutations++; })
       .observe(document, {subtree: true, childList: true, characterData: true});
   watch();
+  // capture.js reads the count, so that a later settle can wait for the DOM to change after that capture
+  Object.defineProperty(window, "__webfetchMutations", {enumerable: false, value: () => st.mutations});
   Object.defineProperty(window, "__webfetchSettle", {enumerable: false,
-    value: /** @type {NonNullable<Window["__webfetchSettle"]>} */ (capMs, quietMs, timersQuietMs) =>
+    value: /** @type {NonNullable<Window["__webfetchSettle"]>} */ (capMs, quietMs, timersQuietMs, changedAfter) =>
     new Promise((resolve) => {
       const start = performance.now();
       const check = () => {
         const now = performance.now();
+        // A loading shell that was captured: nothing counts as settled before its DOM changes again.
+        if (st.mutations <= changedAfter) {
+          if (now - start >= capMs) return resolve("unchanged");
+          return void oSet(check, 25);
+        }
         const loading = st.inflight > 0 || document.readyState === "loading";
         const quiet = now - st.lastMutation;
         // A short timer may be about to show the content, but one still pending after the DOM has been
