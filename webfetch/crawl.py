@@ -10,7 +10,7 @@ import fnmatch
 import logging
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin, urlsplit
@@ -158,7 +158,7 @@ class _Run:
 
 class Crawler:
     def __init__(self, config: Config, policy: PolicyHolder, pipeline: Pipeline, extractor: Extractor,
-                 proxy_url: Callable[[], str | None] = lambda: None) -> None:
+                 proxy_url: Callable[[], Awaitable[str | None]] | None = None) -> None:
         """`proxy_url` gives the address-policy proxy robots.txt and sitemaps are read through, as pages are
         (None when pages go without it: the policy is then checked by name, as for pages)."""
         self.config = config
@@ -294,7 +294,7 @@ class Crawler:
         429/503 waited out (Retry-After); the body handed to `sink` as it arrives."""
         import httpx  # here: the daemon's start does not pay for it (a crawl is rare)
 
-        proxy = self.proxy_url()
+        proxy = await self.proxy_url() if self.proxy_url is not None else None
         redirects = retries = 0
         async with httpx.AsyncClient(headers={"User-Agent": f"Mozilla/5.0 (compatible; webfetch/{__version__})"},
                                      timeout=HTTP_TIMEOUT_S, follow_redirects=False, proxy=proxy,

@@ -159,10 +159,14 @@ class Daemon:
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor, self._proxy_url)
         self.server = Server(self.handle, config.server.max_line_bytes)
 
-    def _proxy_url(self) -> str | None:
-        """The address-policy proxy's URL for fetch's requests, once it listens; None when pages go without it."""
+    async def _proxy_url(self) -> str | None:
+        """The address-policy proxy's URL for fetch's requests, once it listens (it starts within moments of
+        the daemon: a crawl asked for before then waits for it); None when pages go without it."""
         proxy = self.chrome.proxy
-        return proxy.url if proxy is not None and proxy.port is not None else None
+        if proxy is None:
+            return None
+        await proxy.listening.wait()
+        return proxy.url
 
     async def handle(self, req: Request, rid: RequestId, progress: ReportProgress, send: SendFrame) -> Frame:
         if isinstance(req, FetchRequest) and req.urls is not None:

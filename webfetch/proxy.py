@@ -87,6 +87,7 @@ class PolicyProxy:
         self.browse_policy = PolicyHolder.of(browse_policy) if browse_policy is not None else self.policy
         self.port: int | None = None
         self.browse_port: int | None = None
+        self.listening = trio.Event()  # set once both ports are known
         self.open_tunnels = 0
         self.refusals = 0
         # Chrome reports every failed SOCKS request as ERR_SOCKS_CONNECTION_FAILED: the latest failures
@@ -118,6 +119,7 @@ class PolicyProxy:
         browse_listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         self.port = listeners[0].socket.getsockname()[1]
         self.browse_port = browse_listeners[0].socket.getsockname()[1]
+        self.listening.set()
         log.debug("address-policy proxy on %s (browse sessions: %s)", self.url, self.browse_url)
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, partial(self._handle_safely, self.policy), listeners)
