@@ -144,7 +144,7 @@ class Downloads:
             record.state, record.size = "failed", received
             record.message = "the download was cancelled or failed before it finished; nothing was saved"
         record.ended = True
-        self._remove_partial(record.guid)
+        self._remove_partials()
         self._pulse()
 
     async def wait_final(self, records: list[DownloadRecord], timeout_s: float) -> None:
@@ -202,6 +202,13 @@ class Downloads:
             record.size = dest.stat().st_size
             return
         record.state, record.message = "failed", f"{record.filename} and its 999 numbered variants are taken"
+
+    def _remove_partials(self) -> None:
+        """The files of every download that ended unsaved, not only the last: Chrome can write a cancelled
+        download's file (empty, under its guid) after the cancel was reported."""
+        for record in self._records.values():
+            if record.ended and record.state != "saved":
+                self._remove_partial(record.guid)
 
     def _remove_partial(self, guid: str) -> None:
         for leftover in self.directory.glob(f"{guid}*"):
