@@ -154,9 +154,9 @@ def test_a_product_page_that_a_theme_marks_as_an_article_is_still_read_as_a_prod
     assert "# Lumen 14 laptop" not in extract_html(dated, "http://site.test/p/lumen-14").markdown
 
 
-def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
+def test_an_article_gets_the_precise_cut():
     """og:type article on a dated page: trafilatura's precise mode drops the related-links block its default
-    keeps, and readability, which keeps no such block either, agrees with the cut."""
+    keeps."""
     related = "".join(f"<li><a href='/more/{i}'>Another story about rivers and their wildlife, part {i}</a></li>"
                       for i in range(6))
     html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
@@ -169,10 +169,9 @@ def test_an_article_gets_the_precise_cut_only_where_readability_agrees():
 
 
 
-def test_the_precise_cut_may_take_away_more_than_it_keeps_when_readability_agrees():
+def test_the_precise_cut_may_take_away_more_than_it_keeps():
     """A short dated article with more teaser headlines under it than article: the precise cut drops them,
-    half the text and more, and readability, which keeps no teaser either, agrees; the reader gets the
-    article alone."""
+    half the text and more; the reader gets the article alone."""
     teasers = "".join(f"<p><a href='/story/{i}'>Otters, beavers and kingfishers: story {i} from the valley's "
                       f"rivers</a></p>" for i in range(8))
     html = NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
@@ -183,6 +182,37 @@ def test_the_precise_cut_may_take_away_more_than_it_keeps_when_readability_agree
     assert out.markdown.startswith("# Otters return to the valley")
     assert all(s in out.markdown for s in ARTICLE_TEXT)
     assert "from the valley's rivers" not in out.markdown and "More from the valley" not in out.markdown
+
+
+def _dated_article(extra: str = "") -> str:
+    return NOISY_ARTICLE.replace('<meta charset="utf-8">', '<meta charset="utf-8"><meta property="og:type" '
+                                 'content="article"><meta property="article:published_time" '
+                                 'content="2026-01-05T08:00:00Z">').replace("</article>", f"{extra}</article>")
+
+
+def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: pytest.MonkeyPatch):
+    """Issue 28: trafilatura runs once a page, in the mode the page's cues call for (precise on an article,
+    recall on a product), where it used to run its default mode beside that one on every page. A second
+    pass, the default mode, only where the mode's cut kept a sliver of the page: the docs page's main
+    element under a 150-link navigation."""
+    import trafilatura
+    modes: list[str] = []
+    real = trafilatura.extract
+
+    def counted(*args: object, **kwargs: bool) -> str | None:
+        modes.append("precise" if kwargs["favor_precision"] else "recall" if kwargs["favor_recall"] else "default")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(trafilatura, "extract", counted)
+
+    article = extract_html(_dated_article(), "http://site.test/article")
+    assert modes == ["precise"] and all(s in article.markdown for s in ARTICLE_TEXT)
+    modes.clear()
+    product = extract_html(PRODUCT_PAGE, "http://site.test/p/lumen-14")
+    assert modes == ["recall"] and all(f"| {k} | {v} |" in product.markdown for k, v in SPECS)
+    modes.clear()
+    docs = extract_html(DOCS_PAGE, "http://site.test/docs/configuration")
+    assert modes == ["recall", "default"]
+    assert docs.markdown.startswith("# Configuration") and "Guide chapter 7" not in docs.markdown
 
 
 GUIDE_SECTIONS = [

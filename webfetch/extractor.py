@@ -8,7 +8,6 @@ import importlib
 import json
 import logging
 import re
-from collections import Counter
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -38,19 +37,18 @@ FALLBACK_MIN_VISIBLE = 1000
 # visible text means it kept one block of many. Chosen on the "choose" half of ../shared/corpus
 # (bin/bench's `half`); the held-out half reports it.
 NON_ARTICLE_FALLBACK_SHARE = 0.05
-# On a page that declares itself an article, trafilatura's favor_precision drops the boilerplate its
-# default keeps (related links, bylines, share bars), and sometimes part of the article. The precise cut
-# is taken when readability, an independent extractor, agrees with it at least as well as with the
-# default, however deep the cut: an article's page can hold more boilerplate than article. A floor (the
-# cut to keep half the text) protected documentation and listing pages marked as articles until og:type
-# needed a date (_DATED); since, on the choose half it only kept two pages from a right cut, each +0.55
-# (aeb 0.9666 -> 0.9727, wcxb 0.8867 -> 0.8889 without it), and no page lost.
-# On a page that does not declare itself an article, trafilatura's favor_recall keeps the blocks its
-# default cut drops around the main one (a product's description and specs, a service page's sections).
-# Taken when it finds more text, but not so much more that it kept the page's chrome too. Chosen on the
-# "choose" half as above.
-RECALL_MIN_GAIN = 1.05
-RECALL_MAX_GAIN = 5.0
+# One trafilatura pass a page (issue 28), its mode chosen by the page's cues: an article gets the precise
+# mode, which drops the boilerplate the default keeps (related links, bylines, share bars); any other page
+# (a product, a service, a listing) the recall mode, which keeps the blocks the default drops around the
+# main one (a product's description and specs, a service page's sections). A mode's cut that keeps less than
+# this share of the page's visible text has likely cut into the content: the precise mode sometimes takes
+# most of an article with the boilerplate, and the recall mode lacks the default's rescues (justext, its own
+# recall retry) where its rules find little. Then, and only then, the default mode runs as a second pass and
+# its cut is taken. This replaced arbitrating with two passes on every page (the default's beside the
+# mode's, and readability's text on articles): chosen on the "choose" half of ../shared/corpus (bin/bench's
+# `half`), over the grid 0.1-0.3 each; the held-out half reports it (README, "Extraction quality").
+PRECISE_MIN_SHARE = 0.1
+RECALL_MIN_SHARE = 0.3
 # On a schema.org QAPage the answers are the content: readability keeps the question with its answers,
 # where trafilatura keeps the question only. Unless readability found much less than trafilatura.
 QA_MIN_SHARE = 0.5
@@ -182,14 +180,6 @@ def readability_markdown(html: str | bytes | lxml.html.HtmlElement) -> str:
     return html_markdown(summary) if summary else ""
 
 
-def readability_text(html: str | bytes | lxml.html.HtmlElement) -> str:
-    """readability-lxml's main content as plain text, a word between any two elements: what the arbiter
-    compares, at a fraction of the cost of converting it to markdown (markdownify parses it again in pure
-    Python, which costs as much as readability itself)."""
-    summary = readability_html(html)
-    return " ".join(lxml.html.fromstring(summary).itertext()) if summary.strip() else ""
-
-
 def html_markdown(html: str) -> str:
     import markdownify  # in the worker processes only: see import_parsers
     md = markdownify.markdownify(html, heading_style="ATX", bullets="-", strip=["img"],
@@ -229,50 +219,21 @@ def _chars(md: str) -> int:
     return len("".join(md.split()))
 
 
-def _words(md: str) -> Counter[str]:
-    return Counter(_WORD.findall(_LINK_TARGET.sub("]", md).lower()))
-
-
-def agreement(a: str, b: str) -> float:
-    """How much two extractions say the same: the Dice overlap of their bags of words, 0 to 1."""
-    wa, wb = _words(a), _words(b)
-    total = sum(wa.values()) + sum(wb.values())
-    return 2 * sum((wa & wb).values()) / total if total else 0.0
-
-
 def _text_chars(md: str) -> int:
     """Characters a reader sees: link targets are not text (a list of links is mostly its targets)."""
     return _chars(_LINK_TARGET.sub("]", md))
 
 
-def _trafilatura_mode(doc: lxml.html.HtmlElement, url: str | None, main: str, cues: Cues) -> str:
-    """trafilatura's default extraction `main`, or that of its precise or recall mode when the page's cues
-    and the other extractions say that mode fits the page better."""
-    if not main:
-        return main
-    if cues.article:
-        return _precise_cut(doc, url, main)
-    return _recall_mode(doc, url, main)
-
-
-def _precise_cut(doc: lxml.html.HtmlElement, url: str | None, main: str) -> str:
-    """An article: trafilatura's precise mode when readability, a second opinion, agrees with it at least
-    as well as with the default extraction `main`."""
-    precise = trafilatura_markdown(doc, url, precise=True).strip()
-    if precise != main:
-        arbiter = readability_text(doc)
-        if agreement(precise, arbiter) >= agreement(main, arbiter):
-            return precise
-    return main
-
-
-def _recall_mode(doc: lxml.html.HtmlElement, url: str | None, main: str) -> str:
-    """A page that is not an article: trafilatura's recall mode when it adds text to `main` without
-    swallowing the page (a gain between RECALL_MIN_GAIN and RECALL_MAX_GAIN)."""
-    fuller = trafilatura_markdown(doc, url, recall=True).strip()
-    if RECALL_MIN_GAIN * _text_chars(main) <= _text_chars(fuller) <= RECALL_MAX_GAIN * _text_chars(main):
-        return fuller
-    return main
+def _trafilatura_main(doc: lxml.html.HtmlElement, url: str | None, cues: Cues, visible: int) -> str:
+    """trafilatura's cut of the page in the mode its cues call for (precise on an article, recall on any
+    other page), or its default mode's where that cut kept too little of the page's visible text to be
+    trusted (PRECISE_MIN_SHARE, RECALL_MIN_SHARE, of the `visible` text): one pass on most pages, two on
+    the rest."""
+    cut = trafilatura_markdown(doc, url, precise=cues.article, recall=not cues.article).strip()
+    least = (PRECISE_MIN_SHARE if cues.article else RECALL_MIN_SHARE) * visible
+    if not cut or _text_chars(cut) < least:
+        return trafilatura_markdown(doc, url).strip()
+    return cut
 
 
 def _with_heading(md: str, doc: lxml.html.HtmlElement | None) -> str:
@@ -346,10 +307,10 @@ def _missed_main(main: str, visible: int, cues: Cues) -> bool:
             or (_structureless(main) and visible <= STRUCTURELESS_MAX_COVER * main_len))
 
 
-def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, title: str | None) -> Extracted:
-    """trafilatura's `main` unless it missed the main content; then the whole page if that says at least as
-    much. ExtractionFailed when neither holds any text."""
-    visible = visible_text_len(doc) if doc is not None else 0
+def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, title: str | None,
+                      visible: int = 0) -> Extracted:
+    """trafilatura's `main` unless it missed the main content (judged against the page's `visible` text);
+    then the whole page if that says at least as much. ExtractionFailed when neither holds any text."""
     if main and not _missed_main(main, visible, cues):
         return Extracted(main, "trafilatura", title)
     if doc is not None and visible:
@@ -365,20 +326,22 @@ def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, 
 def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
     Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
-    The page's own cues choose among extractions: an article gets trafilatura's precise mode where
-    readability agrees with it, a Q&A page readability's answers, a page of another type trafilatura's
-    recall mode and the whole page sooner (see the constants above)."""
+    The page's own cues choose among extractions: an article gets trafilatura's precise mode, a page of
+    another type its recall mode and the whole page sooner, either the default mode where that cut kept
+    too little of the page (one trafilatura pass on most pages), a Q&A page readability's answers (see the
+    constants above)."""
     doc = _parsed(_decoded(html, charset))
     title = _title(doc)
     cues = page_cues(doc)
     if doc is None:
         return _main_or_fallback("", doc, cues, title)
     _unlink_section_headings(doc)
-    main = trafilatura_markdown(doc, url).strip()
+    visible = visible_text_len(doc)
+    main = _trafilatura_main(doc, url, cues, visible)
     answers = _qa_answers(doc, main, cues)
     if answers is not None:
         return Extracted(answers, "readability", title)
-    return _main_or_fallback(_trafilatura_mode(doc, url, main, cues), doc, cues, title)
+    return _main_or_fallback(main, doc, cues, title, visible)
 
 
 def decode_text(body: bytes, charset: str | None) -> str:
