@@ -192,7 +192,8 @@ def _dated_article(extra: str = "") -> str:
 
 def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: pytest.MonkeyPatch):
     """Issue 28: trafilatura runs once a page, in the mode the page's cues call for (precise on an article,
-    recall on a product), where it used to run its default mode beside that one on every page. A second
+    recall on a product), where it used to run its default mode beside that one on every page (readability,
+    a different library, still checks an article's cut: it agrees here, so no second pass). A second
     pass, the default mode, only where the mode's cut kept a sliver of the page: the docs page's main
     element under a 150-link navigation."""
     import trafilatura
@@ -213,6 +214,31 @@ def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: 
     docs = extract_html(DOCS_PAGE, "http://site.test/docs/configuration")
     assert modes == ["recall", "default"]
     assert docs.markdown.startswith("# Configuration") and "Guide chapter 7" not in docs.markdown
+
+
+
+WEEKLY_COUNTS = "<h2>Weekly counts</h2>" + "".join(
+    f"<div class='inline-note'><div>Week {i}: volunteers counted {i + 3} otters along the lower river, near the "
+    f"old mill and the ford.</div></div>" for i in range(5))
+
+
+def test_an_article_whose_precise_cut_readability_doubts_gets_the_default_cut(monkeypatch: pytest.MonkeyPatch):
+    """Issue 28: the precise mode drops part of an article with its boilerplate (here a section of notes in
+    bare divs); readability, the check, disagrees with that cut, so trafilatura's default mode runs as a
+    second pass and its cut, which readability agrees with, is taken: the reader gets the weekly counts."""
+    import trafilatura
+    modes: list[str] = []
+    real = trafilatura.extract
+
+    def counted(*args: object, **kwargs: bool) -> str | None:
+        modes.append("precise" if kwargs["favor_precision"] else "recall" if kwargs["favor_recall"] else "default")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(trafilatura, "extract", counted)
+
+    out = extract_html(_dated_article(WEEKLY_COUNTS), "http://site.test/article")
+    assert modes == ["precise", "default"] and out.extractor == "trafilatura"
+    assert all(f"Week {i}: volunteers counted {i + 3} otters" in out.markdown for i in range(5))
+    assert all(s in out.markdown for s in ARTICLE_TEXT) and "Cookie settings" not in out.markdown
 
 
 GUIDE_SECTIONS = [
