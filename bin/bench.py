@@ -374,7 +374,7 @@ def print_item6(m: Item6) -> None:
                   f"{ms(f50)} / {ms(f95)} (3l: bare trio)", med <= 0.0003))
     if m.peak_pss_gib is not None:
         from bench_memory import CRAWL4AI_PEAK_GIB
-        lines.append(("peak PSS, 8 clients", f"{m.peak_pss_gib:.2f} GiB", "<= 0.6 GiB",
+        lines.append(("peak PSS, 8 clients", f"{m.peak_pss_gib:.3f} GiB", "<= 0.6 GiB",
                       f"Crawl4AI {CRAWL4AI_PEAK_GIB:.2f} GiB (quoted)", m.peak_pss_gib <= 0.6))
     print(f"\nissue 28 item 6: each target beside its limit, measured in this run on {os.cpu_count()} cores")
     print(f"{'row':42} {'measured':>24}  {'target':20} {'limit':42} met")
