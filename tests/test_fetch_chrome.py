@@ -351,8 +351,10 @@ async def test_disconnect_cancels_within_a_second_and_closes_the_tab(daemon, sit
 
 
 # A short page (so it is rendered) whose script counts for as long as it runs.
-TICKING_PAGE = """<!doctype html><html><head><title>Ticking</title></head><body><article><p>%s</p></article>
-<script>window.ticks = 0; setInterval(function () { window.ticks++; }, 10);</script></body></html>"""
+# an app: its script draws the text (a page whose server HTML holds its text is not rendered at all)
+TICKING_PAGE = """<!doctype html><html><head><title>Ticking</title></head><body><article id="app"></article>
+<script>document.getElementById("app").innerHTML = "<p>%s</p>";
+window.ticks = 0; setInterval(function () { window.ticks++; }, 10);</script></body></html>"""
 
 
 async def _ticks(daemon, target_id: str) -> int:

@@ -160,8 +160,9 @@ def _pages() -> list[ScriptPage]:
             "<main><h1>Closed on Monday</h1><p>The reading room is closed on Monday for the bank holiday. "
             "Orders placed over the weekend will be ready on Tuesday morning, and the returns box by the door "
             "stays open. The exhibition of estuary maps reopens on Wednesday with two new charts.</p></main>"),
-            ANALYTICS), ("# Closed on Monday", "The reading room is closed on Monday for the bank holiday.",
-                         "The exhibition of estuary maps reopens on Wednesday with two new charts.")),
+            ANALYTICS), ("# Closed on Monday", "The reading room is closed on Monday for the bank holiday. Orders "
+                         "placed over the weekend will be ready on Tuesday morning, and the returns box by the door "
+                         "stays open. The exhibition of estuary maps reopens on Wednesday with two new charts.")),
         ScriptPage("product", "short complete page", False, _page("Brass tide clock", (
             '<main><h1>Brass tide clock</h1><p class="price">£89.00</p><p>A ship\'s tide clock in solid brass, '
             "showing the hours to high and low water.</p><table><tr><th>Diameter</th><td>18 cm</td></tr>"
@@ -169,8 +170,8 @@ def _pages() -> list[ScriptPage]:
             '<button id="add">Add to basket</button></main>'
             "<script>document.getElementById('add').onclick = function () { fetch('/basket', "
             "{method: 'POST'}); };</script>"), ANALYTICS),
-            ("# Brass tide clock", "A ship's tide clock in solid brass, showing the hours to high and low water.",
-             "Diameter", "quartz")),
+            ("# Brass tide clock", "£89.00", "A ship's tide clock in solid brass, showing the hours to high and low "
+             "water.", "| Diameter | 18 cm |", "| Weight | 1.2 kg |", "| Movement | quartz |", "Add to basket")),
         ScriptPage("comment-widget", "short complete page", False, _page("A heron at the mill", (
             f"<main>{_article('A heron at the mill', HERONS[:2])}"
             '<div id="disqus_thread"></div><noscript>Please enable JavaScript to view the '
