@@ -494,7 +494,9 @@ async def test_stopping_the_daemon_kills_chrome(start_daemon, site, nursery):
     ("/stalled-sync", "This paragraph was written before the script that never arrives."),
 ])
 async def test_a_stalled_resource_does_not_hold_the_answer_hostage(start_daemon, site, path, text):
-    d = await start_daemon(make_config(browser=BrowserConfig(settle_s=1.0)))
+    # rendered whatever the server's HTML holds: the stall is the render's to survive
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always"),
+                                       browser=BrowserConfig(settle_s=1.0)))
     with trio.fail_after(25):  # far below the 30 s page deadline: a hang fails here
         r = await d.fetch(site.url(path))
     assert r["type"] == "result", r
@@ -601,7 +603,9 @@ async def test_a_recycled_tab_carries_no_cookies_and_bypasses_the_http_cache(sta
     assert again["cached"] is False and site.hits["/set-cookie"] == 2  # Chrome's cache did not answer
 
 
-async def test_dialogs_are_dismissed(daemon, site):
+async def test_dialogs_are_dismissed(start_daemon, site):
+    # rendered whatever the server's HTML holds: the dialogs are its scripts'
+    daemon = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always")))
     with trio.fail_after(20):
         r = await daemon.fetch(site.url("/dialogs"))
     assert r["type"] == "result", r
