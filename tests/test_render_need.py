@@ -156,3 +156,13 @@ def test_hidden_text_the_extraction_lost_is_rendered():
                    empty_mount=None, asks_js=None, challenge=None)
     assert judge(shell, text_chars=40) == "its text is hidden until a script shows it (900 characters hidden)"
     assert judge(shell, text_chars=900) is None
+
+
+def test_a_page_that_sends_the_reader_on_by_script_is_rendered():
+    way = "<p>You are being taken to the new home of this newsletter, one moment please.</p>"
+    for script in ('window.location.href = "/new";', 'location.replace("/new")', "location.assign('/new')"):
+        assert _reading(_article(f"{way}<script>{script}</script>")).need.reason == "the page moves on by script"
+    compares = _article(f"{way}<script>if (location.href == '/old') track();</script>")
+    assert _reading(compares).need.reason is None
+    long_page = _article(f"<main>{NOTE * 12}</main><script>function go() {{ location.href = '/next'; }}</script>")
+    assert _reading(long_page).need.reason is None  # a handler on a page that holds its text

@@ -7,7 +7,8 @@ server drew, a comment widget). What says the reader would see something else is
 
 - an anti-bot challenge (its markup, or its words as the title of a short page): Chrome may pass it;
 - no text at all to extract;
-- a meta refresh naming a page: the render follows it, as a redirect;
+- a meta refresh naming a page, or on a page that shows little a script sending the reader on
+  (`location.href = …`): the render follows it, as a redirect;
 
 and, on a page that runs scripts (one that runs none shows in Chrome what the server sent), signs of
 client rendering:
@@ -80,6 +81,7 @@ _LOADING = re.compile(r"^\s*(loading|please wait|chargement|wird geladen|cargand
 # a string literal in double or single quotes, at least PROSE_MIN_CHARS long
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.){' + str(PROSE_MIN_CHARS) + r',})"|'
                      r"'((?:[^'\\\n]|\\.){" + str(PROSE_MIN_CHARS) + r",})'")
+_NAVIGATION = re.compile(r"\blocation(\.href)?\s*=[^=]|\blocation\.(replace|assign)\s*\(")
 _CODE = re.compile(r"[{}=;|\\]|\(\)|&&|=>|\bfunction\b|\bvar\b|\breturn\b")
 _TAG = re.compile(r"<[^>]{0,200}>")
 _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
@@ -111,6 +113,7 @@ class Markup:
     asks_js: str | None     # the words asking for JavaScript
     challenge: str | None   # the challenge's markup or title
     refresh: bool = False   # a meta refresh naming a page to go to
+    navigates: bool = False  # an inline script sends the reader to another page (on a page that shows little)
 
 
 def _chars(text: str) -> int:
@@ -171,6 +174,13 @@ def _scripts(doc: lxml.html.HtmlElement) -> tuple[bool, int]:
             runs = True
             source += len(script.text or "")
     return runs, source
+
+
+def _navigates(doc: lxml.html.HtmlElement) -> bool:
+    """An inline script that sends the reader on (`location.href = …`, `location.replace(…)`): the page is
+    a way station, and the render follows it as it follows a redirect."""
+    return any(_NAVIGATION.search(script.text or "") for script in doc.iter("script")
+               if (script.get("type") or "").strip().lower() in _JS_TYPES)
 
 
 def _data_prose(doc: lxml.html.HtmlElement, shown: str) -> int:
@@ -246,7 +256,7 @@ def measure(doc: lxml.html.HtmlElement, source: str) -> Markup:
     # the text itself, for the searches in it, where it is short (and the signs that need it can hold)
     shown = _text(root) if runs and visible_chars < DATA_SHOWN_MAX_CHARS else ""
     return Markup(runs_scripts=runs, visible_chars=visible_chars, hidden_chars=hidden, script_chars=script_chars,
-                  data_prose_chars=_data_prose(doc, shown) if shown else 0,
+                  data_prose_chars=_data_prose(doc, shown) if shown else 0, navigates=bool(shown) and _navigates(doc),
                   empty_mount=_empty_mount(doc) if runs else None, asks_js=_asks_js(doc, shown) if runs else None,
                   challenge=_challenge(doc, source) if visible_chars < CHALLENGE_SHOWN_MAX_CHARS else None,
                   refresh=_refreshes(doc))
@@ -261,6 +271,8 @@ def judge(m: Markup, text_chars: int) -> str | None:
         return "the server's HTML holds no text to extract"
     if m.refresh:
         return "the page moves on with a meta refresh"
+    if m.navigates:
+        return "the page moves on by script"
     if not m.runs_scripts:
         return None  # Chrome would show what the server sent
     return next((reason for sign in _CLIENT_SIGNS if (reason := sign(m, text_chars)) is not None), None)
