@@ -59,6 +59,23 @@ COMETS = (
     "A pair of binoculars shows the coma as a soft grey glow; a small telescope can show the tail's streamers.",
     "Photographs taken a few nights apart show the comet moving against the fixed pattern of the stars.",
 )
+# A site's own blurb, drawn by the server on every page: enough text for a length rule to take it for the page.
+ABOUT = (
+    "Estuary Birds was founded in 1952 by a handful of wildfowlers who wanted to count what they saw.",
+    "Today the society has eight hundred members, runs four hides on the marsh and keeps the county's records.",
+    "Members survey the waders every month from September to March, and the breeding birds from April to July.",
+    "The society publishes an annual report, a newsletter each season and a guide to the estuary's walks.",
+    "New members are welcome at every level of experience; field meetings are held on the first Sunday of "
+    "each month and beginners are paired with an experienced counter for their first season.",
+    "Our work is funded by subscriptions, legacies and the sale of the annual report, and all of it is done "
+    "by volunteers who give their weekends to the marsh.",
+    "The records we keep go back seventy years and are shared with the national atlas, the county council and "
+    "the harbour board, who consult us before any work on the sea wall or the channel.",
+    "In winter the society runs talks in the village hall on the second Tuesday of the month, with tea, a raffle "
+    "and a speaker from one of the observatories along the coast.",
+    "Children under sixteen join free with a member of their family, and schools can book a guided walk on the "
+    "marsh for a class at any time of the year.",
+)
 VIEWS = {
     "#/": ("Field guide", "The guide lists the mosses of the upland bogs and how to tell the common ones apart. "
            "Sphagnum holds twenty times its weight in water and builds the peat that keeps the bog alive."),
@@ -106,6 +123,13 @@ def _pages() -> list[ScriptPage]:
             ".then(function (d) { draw(document.getElementById('content'), d); });</script>")),
             ("# Herons of the estuary",) + HERONS, {"/script/api/herons.json": _story("Herons of the estuary", HERONS)},
             absent=("Loading…",)),
+        ScriptPage("about-box-fetch", "server nav, text fetched by script", True, _page("Estuary Birds", (
+            f'{NAV}<main id="content"><p>Loading…</p></main><section class="intro"><h2>About the society</h2>'
+            f"{_paras(ABOUT)}</section>{FOOTER}"
+            f"<script>{_DRAW} fetch('/script/api/lighthouse.json').then(function (r) {{ return r.json(); }})"
+            ".then(function (d) { draw(document.getElementById('content'), d); });</script>")),
+            ("# The northern light",) + LIGHTHOUSE,
+            {"/script/api/lighthouse.json": _story("The northern light", LIGHTHOUSE)}, absent=("Loading…",)),
         ScriptPage("react-root", "single-page app, empty body", True, _page("Lighthouse", (
             '<div id="root"></div>'
             f"<script>{_DRAW} var data = {_story('The northern light', LIGHTHOUSE)};"
