@@ -11,7 +11,9 @@ trafilatura run directly on the stored HTML; the browse op's rows on the local a
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
 3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
 start and stop (bin/bench_lifecycle.py); late content (bin/bench_late.py: pages that settle with their content
-beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one)."""
+beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one); the
+render decision (bin/bench_renders.py: pages rendered and F1 by kind of the script-built test set and on the
+corpora, old rule and new side by side)."""
 
 from __future__ import annotations
 
@@ -232,6 +234,8 @@ def main() -> None:
                          "side by side")
     ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
     ap.add_argument("--skip-late", action="store_true", help="skip the late-content rows (bin/bench_late.py)")
+    ap.add_argument("--skip-renders", action="store_true",
+                    help="skip the render-decision rows (bin/bench_renders.py: old rule and new, side by side)")
     ap.add_argument("--late-against", type=Path,
                     help="another source tree whose daemon the late-content rows run beside this one")
     ap.add_argument("--memory-fetches", type=int, default=2000, help="fetches in the memory soak (default 2000)")
@@ -315,6 +319,9 @@ def main() -> None:
             from bench_late import late_rows
             late_rows([("this", ROOT)] + ([(args.late_against.name, args.late_against.resolve())]
                                           if args.late_against else []), rounds=7)
+        if not args.skip_renders:
+            from bench_renders import render_rows
+            render_rows(server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb}, tmp)
         if not args.skip_memory:
             from bench_memory import memory_rows
             memory_rows(lambda where: start_daemon(where, args.render, args.block), server,

@@ -364,8 +364,10 @@ async def test_disconnect_cancels_within_a_second_and_closes_the_tab(daemon, sit
 
 
 # A short page (so it is rendered) whose script counts for as long as it runs.
-TICKING_PAGE = """<!doctype html><html><head><title>Ticking</title></head><body><article><p>%s</p></article>
-<script>window.ticks = 0; setInterval(function () { window.ticks++; }, 10);</script></body></html>"""
+# an app: its script draws the text (a page whose server HTML holds its text is not rendered at all)
+TICKING_PAGE = """<!doctype html><html><head><title>Ticking</title></head><body><article id="app"></article>
+<script>document.getElementById("app").innerHTML = "<p>%s</p>";
+window.ticks = 0; setInterval(function () { window.ticks++; }, 10);</script></body></html>"""
 
 
 async def _ticks(daemon, target_id: str) -> int:
@@ -505,7 +507,9 @@ async def test_stopping_the_daemon_kills_chrome(start_daemon, site, nursery):
     ("/stalled-sync", "This paragraph was written before the script that never arrives."),
 ])
 async def test_a_stalled_resource_does_not_hold_the_answer_hostage(start_daemon, site, path, text):
-    d = await start_daemon(make_config(browser=BrowserConfig(settle_s=1.0)))
+    # rendered whatever the server's HTML holds: the stall is the render's to survive
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always"),
+                                       browser=BrowserConfig(settle_s=1.0)))
     with trio.fail_after(25):  # far below the 30 s page deadline: a hang fails here
         r = await d.fetch(site.url(path))
     assert r["type"] == "result", r
@@ -612,7 +616,9 @@ async def test_a_recycled_tab_carries_no_cookies_and_bypasses_the_http_cache(sta
     assert again["cached"] is False and site.hits["/set-cookie"] == 2  # Chrome's cache did not answer
 
 
-async def test_dialogs_are_dismissed(daemon, site):
+async def test_dialogs_are_dismissed(start_daemon, site):
+    # rendered whatever the server's HTML holds: the dialogs are its scripts'
+    daemon = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always")))
     with trio.fail_after(20):
         r = await daemon.fetch(site.url("/dialogs"))
     assert r["type"] == "result", r

@@ -23,6 +23,7 @@ from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
 from .links import html_links
 from .pdf import PdfText, extract_pdf
+from .render_need import Need, judge, measure
 from .workers import Workers
 
 log = logging.getLogger("webfetch.extractor")
@@ -386,7 +387,11 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
     readability, a page of another type its recall mode and the whole page sooner, either the default mode
     where that cut kept too little of the page or readability doubts the article's cut (one trafilatura
     pass on most pages), a Q&A page readability's answers (see the constants above)."""
-    doc = _parsed(_decoded(html, charset))
+    return _extract_tree(_parsed(_decoded(html, charset)), url)
+
+
+def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None) -> Extracted:
+    """extract_html on the page's parsed tree."""
     title = _title(doc)
     cues = page_cues(doc)
     if doc is None:
@@ -398,6 +403,31 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None)
     if answers is not None:
         return Extracted(answers, "readability", title)
     return _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
+
+
+@dataclass(frozen=True)
+class ServerReading:
+    """The server's HTML read before any script runs: its extraction (None when it holds no text) and
+    whether the page needs Chrome (webfetch/render_need.py)."""
+
+    extracted: Extracted | None
+    need: Need
+
+
+def read_server_html(html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+    """extract_html, and render_need's judgement of the same parsed tree (measured before the extraction
+    touches it)."""
+    decoded = _decoded(html, charset)
+    doc = _parsed(decoded)
+    text = decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
+    markup = measure(doc, text) if doc is not None else None
+    try:
+        extracted: Extracted | None = _extract_tree(doc, url)
+    except ExtractionFailed:
+        extracted = None
+    text_chars = extracted.text_len if extracted is not None else 0
+    reason = judge(markup, text_chars) if markup is not None else "the server's HTML could not be parsed"
+    return ServerReading(extracted, Need(reason))
 
 
 def decode_text(body: bytes, charset: str | None) -> str:
@@ -474,6 +504,10 @@ class Extractor:
 
     async def html(self, html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
         return await self.workers.call(extract_html, html, url, charset)
+
+    async def server_html(self, html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+        """The server's HTML extracted, and whether the page needs rendering (read_server_html)."""
+        return await self.workers.call(read_server_html, html, url, charset)
 
     async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:
         return await self.workers.call(extract_raw, body, mime, charset)

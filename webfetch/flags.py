@@ -95,6 +95,8 @@ CAPTCHA_WIDGET = ("g-recaptcha", "h-captcha", "cf-turnstile", "frc-captcha", "/r
                   "arkoselabs.com", "funcaptcha", "geetest")
 ENABLE_JS = _rx(r"(enable|turn on|activate) javascript", r"javascript (is )?(required|disabled|must be enabled)",
                 r"requires javascript", r"without javascript", r"javascript aktivieren")
+# ...unless it is a widget's (Disqus: "Please enable JavaScript to view the comments powered by Disqus.")
+WIDGET_ASK = _rx(r"\bcomments?\b")
 APP_ROOT_IDS = ("root", "app", "__next", "__nuxt", "svelte", "main-app", "app-root", "application", "react-root")
 
 LOGIN_TEXT = _rx(r"\b(sign|log)[ -]?in\b", r"\blogin\b", r"\bsign[ -]?up\b", r"\bregister\b",
@@ -250,7 +252,9 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     doc = _parse(html)
     scripts = doc.xpath("//script")
     script_chars = sum(len(s.text or "") for s in scripts)
-    noscript = " ".join(" ".join(n.text_content().split()) for n in doc.xpath("//noscript"))
+    # a comment widget's noscript ("enable JavaScript to view the comments") says nothing about the page
+    noscript = " ".join(t for t in (" ".join(n.text_content().split()) for n in doc.xpath("//noscript"))
+                        if not WIDGET_ASK.search(t))
     page_title = title or " ".join((doc.findtext(".//title") or "").split())
     password = bool(doc.xpath("//input[translate(@type,'PASWORD','pasword')='password']"))
     text_inputs = len(doc.xpath("//input[not(@type) or @type='text' or @type='email' or @type='search' or "

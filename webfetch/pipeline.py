@@ -46,9 +46,6 @@ from .urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_ur
 log = logging.getLogger("webfetch.pipeline")
 
 
-# The server's HTML "holds the content" when trafilatura finds a main text at least this long in it.
-# Shorter pages, SPA shells ("Loading…", "enable JavaScript") and listings are rendered by Chrome.
-ENOUGH_TEXT_CHARS = 1000
 # The longest markdown searched for words in the daemon's own process (~10 ms here); longer pages and every
 # regular expression are searched in the extractor's worker processes.
 IN_PROCESS_FIND_MAX_CHARS = 200_000
@@ -354,13 +351,10 @@ class Pipeline:
         """Extract from the HTML as the server sent it, before Chrome renders anything: for most of the web
         that is the content, found in a fraction of the time and without scripts' clutter."""
         progress("extract", "extracting the main content from the server's HTML")
-        try:
-            extracted = await self.extractor.html(body, url, charset)
-        except ExtractionFailed:
-            return ServerRead(None, holds_content=False)
-        holds = (self.config.fetch.render == "auto" and extracted.extractor in ("trafilatura", "readability")
-                 and extracted.text_len >= ENOUGH_TEXT_CHARS)
-        return ServerRead(extracted, holds)
+        reading = await self.extractor.server_html(body, url, charset)
+        if reading.need.reason is not None:
+            log.info("rendering %s: %s", url, reading.need.reason)
+        return ServerRead(reading.extracted, self.config.fetch.render == "auto" and not reading.need.render)
 
     async def _extract(self, outcome: TextBody | PdfBody | ServerHtml | RenderedDom,
                        progress: ReportProgress) -> _Read:

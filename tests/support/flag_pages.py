@@ -364,6 +364,11 @@ COMMENT_RECAPTCHA = article("How the mill race was rebuilt", extra_head=
 name="email"><textarea name="comment"></textarea><div class="g-recaptcha" data-sitekey="6LeIxAcTAAAAAJcZVRqyHh71"></div>
 <button>Post comment</button></form></section>""")
 
+# A short post under a comment widget that asks for JavaScript to show its comments: the ask is the widget's.
+SHORT_POST_DISQUS = article("A heron at the mill", body="<p>" + ARTICLE_TEXT[0] + "</p>", after=(
+    '<div id="disqus_thread"></div><noscript>Please enable JavaScript to view the <a href="https://disqus.com/'
+    '?ref_noscript">comments powered by Disqus.</a></noscript><script src="/embed.js" async></script>'))
+
 CONTACT_FORM = """<!DOCTYPE html><html><head><title>Contact us - Valley Gazette</title>
 <script src="https://www.google.com/recaptcha/api.js" async defer></script></head><body><main><h1>Contact us</h1>
 <p>Questions about a story, a correction or a subscription? Write to the newsroom and we answer within two working days.
@@ -521,6 +526,7 @@ CASES: list[Case] = [
     Case("short-thread-sidebar-login", None, SHORT_THREAD_SIDEBAR_LOGIN),
     Case("short-news-consent-banner", None, SHORT_NEWS_WITH_CONSENT),
     Case("short-post-quoting-blocks", None, SHORT_POST_QUOTING_BLOCKS),
+    Case("short-post-disqus", None, SHORT_POST_DISQUS),
     Case("film-not-found", None, FILM_NOT_FOUND),
     Case("de-article-comments-for-subscribers", None, DE_ARTICLE_COMMENTS_FOR_SUBSCRIBERS),
     Case("de-article-consent-dialog", None, DE_ARTICLE_CONSENT_DIALOG),
