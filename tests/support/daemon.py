@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from webfetch.config import DEFAULTS, Config, ConfigSource, FetchConfig, SubagentConfig
@@ -25,9 +26,15 @@ from .client import LineClient
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The main document's transport the tests' daemons use unless a test sets its own: bin/test runs the fetch
+# path's test files a second time with WEBFETCH_TEST_TRANSPORT=chrome, so that both transports pass them.
+TRANSPORT = os.environ.get("WEBFETCH_TEST_TRANSPORT", "http")
+
+
 def make_config(**sections: Any) -> Config:
     """Defaults, plus private addresses allowed (the test site is on 127.0.0.1)."""
     sections.setdefault("fetch", FetchConfig(allow_private=True))
+
     # never whatever pi the machine has on PATH: the sub-agent tests name theirs
     sections.setdefault("subagent", SubagentConfig(command="/nonexistent/pi-for-tests"))
     return Config(**sections)
@@ -43,7 +50,10 @@ class Harness:
                     resolver: Resolver | None = None, source: ConfigSource = DEFAULTS) -> Harness:
         """A real daemon (real Chromium) serving a socket at `path`, until `nursery` is cancelled; `source`
         is the config file it read (what a reload reads again)."""
-        daemon = Daemon(config or make_config(), resolver=resolver, source=source)
+        config = config or make_config()
+        if TRANSPORT != "http":
+            config = msgspec.structs.replace(config, fetch=msgspec.structs.replace(config.fetch, transport=TRANSPORT))
+        daemon = Daemon(config, resolver=resolver, source=source)
         sock = bind_socket(path)
         await nursery.start(functools.partial(daemon.run, sock))
         return cls(daemon, path)
