@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
 TRANSPORT = os.environ.get("WEBFETCH_TEST_TRANSPORT", "http")
 
 
-def make_config(**sections: Any) -> Config:
-    """Defaults, plus private addresses allowed (the test site is on 127.0.0.1)."""
-    sections.setdefault("fetch", FetchConfig(allow_private=True))
+def make_config(transport: str | None = None, **sections: Any) -> Config:
+    """Defaults, plus private addresses allowed (the test site is on 127.0.0.1), on the suite's transport
+    unless `transport` pins one (a test of one transport's own behaviour)."""
+    fetch = sections.setdefault("fetch", FetchConfig(allow_private=True))
+    sections["fetch"] = msgspec.structs.replace(fetch, transport=transport or TRANSPORT)
 
     # never whatever pi the machine has on PATH: the sub-agent tests name theirs
     sections.setdefault("subagent", SubagentConfig(command="/nonexistent/pi-for-tests"))
@@ -50,10 +52,7 @@ class Harness:
                     resolver: Resolver | None = None, source: ConfigSource = DEFAULTS) -> Harness:
         """A real daemon (real Chromium) serving a socket at `path`, until `nursery` is cancelled; `source`
         is the config file it read (what a reload reads again)."""
-        config = config or make_config()
-        if TRANSPORT != "http":
-            config = msgspec.structs.replace(config, fetch=msgspec.structs.replace(config.fetch, transport=TRANSPORT))
-        daemon = Daemon(config, resolver=resolver, source=source)
+        daemon = Daemon(config or make_config(), resolver=resolver, source=source)
         sock = bind_socket(path)
         await nursery.start(functools.partial(daemon.run, sock))
         return cls(daemon, path)
