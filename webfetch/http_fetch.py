@@ -271,12 +271,17 @@ class HttpFetcher:
         timeout = min(remaining, 3600.0) + CURL_SLACK_S
         try:
             answer = await trio.to_thread.run_sync(
-                _get, self.pool, url, headers, max_bytes, timeout, self.proxy.url, gone, abandon_on_cancel=True)
+                _get, self.pool, url, headers, max_bytes, timeout, self._proxy_url(), gone, abandon_on_cancel=True)
         finally:
             gone.set()
         if answer.error is not None:
             raise self._failure(url, answer)
         return answer
+
+    def _proxy_url(self) -> str:
+        """The proxy as libcurl must name it to leave every name to the proxy: socks5h (plain socks5 makes
+        libcurl resolve the name itself and hand the proxy an address, past the policy's own lookup)."""
+        return f"socks5h://127.0.0.1:{self.proxy.port}"
 
     def _failure(self, url: str, answer: _Answer) -> WebfetchError:
         """The error for a failed exchange, in the words render.py uses for Chrome's."""
