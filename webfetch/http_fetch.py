@@ -230,29 +230,12 @@ class HttpFetcher:
                         read_server_html: ReadServerHtml) -> Outcome | Prefetched:
         status = answer.status
         ctype = answer.header("content-type")
-        mime = _mime(ctype)
-        response = MainResponse(url, final, status, mime or None, _charset(ctype), answer.truncated, (),
+        response = MainResponse(url, final, status, _mime(ctype) or None, _charset(ctype), answer.truncated, (),
                                 answer.header("etag"), answer.header("last-modified"))
         if status == 304 and revalidating:
             return NotModified(response)
-        if status in NO_CONTENT:
-            raise NoContent(final, status)
-        if status >= 400:
-            error = HttpError(f"{final} answered HTTP {status}" + _first_lines(answer.body[:ERROR_BODY_BYTES], ctype)
-                              + explain_error_page(status, answer.body[:ERROR_BODY_BYTES], final), status=status)
-            error.retry_after = answer.header("retry-after")
-            raise error
-        kind = classify(ctype, final)
-        if kind == "other":
-            raise UnsupportedContentType(
-                f"{final} is {mime}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
-                f"plain text, markdown, JSON, XML and PDF", content_type=mime)
+        kind = _check_document(final, answer, ctype)
         body = answer.body
-        if not body:
-            raise NoContent(final, status)
-        if kind == "pdf" and mime in UNTYPED and not is_pdf(body):
-            raise UnsupportedContentType(f"{final} is {mime} and not a PDF, which webfetch cannot turn "
-                                         f"into text", content_type=mime)
         if kind == "text":
             return TextBody(response, body)
         if kind == "pdf":
@@ -295,6 +278,31 @@ class HttpFetcher:
         reason = _NET_ERRORS.get(answer.error_code, "net::ERR_FAILED")
         log.info("GET %s failed: %s (%s)", url, reason, answer.error)
         return NetworkError(f"{reason} while loading {url}")
+
+
+def _check_document(final: str, answer: _Answer, ctype: str | None) -> str:
+    """The document's kind ('html', 'text', 'pdf'), or the error render.py raises for the same response:
+    no content, an HTTP error, a type webfetch cannot read."""
+    status, body, mime = answer.status, answer.body, _mime(ctype)
+    if status in NO_CONTENT:
+        raise NoContent(final, status)
+    if status >= 400:
+        head = body[:ERROR_BODY_BYTES]
+        error = HttpError(f"{final} answered HTTP {status}" + _first_lines(head, ctype)
+                          + explain_error_page(status, head, final), status=status)
+        error.retry_after = answer.header("retry-after")  # a crawl waits it out (429, 503)
+        raise error
+    kind = classify(ctype, final)
+    if kind == "other":
+        raise UnsupportedContentType(
+            f"{final} is {mime}, which webfetch cannot turn into text; it fetches HTML, XHTML, "
+            f"plain text, markdown, JSON, XML and PDF", content_type=mime)
+    if not body:
+        raise NoContent(final, status)
+    if kind == "pdf" and mime in UNTYPED and not is_pdf(body):
+        raise UnsupportedContentType(f"{final} is {mime} and not a PDF, which webfetch cannot turn "
+                                     f"into text", content_type=mime)
+    return kind
 
 
 # libcurl's error codes as the names Chrome gives the same failures
