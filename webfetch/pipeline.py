@@ -119,6 +119,11 @@ class Pipeline:
         self._identity_of: tuple[str, Identity] = ("", Identity(0))
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
+    def close(self) -> None:
+        """Close the idle connections the main documents' HTTP client keeps (a request under way finishes)."""
+        if self.http is not None:
+            self.http.close()
+
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: fetch.* and browser.settle_s/block_resources apply from the next request (a
         request under way keeps the values it read). browser.max_renders needs a restart (the tab pool)."""
