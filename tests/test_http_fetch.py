@@ -3,9 +3,9 @@ the daemon's process, through the address-policy proxy. What the server sees (Ch
 connection for two pages, one GET for a page Chrome then renders), the policy per redirect hop, the size cap,
 and a request's deadline ending the call without leaving its thread behind.
 
-Not covered here: HTTP/2. It needs TLS on loopback with a certificate libcurl trusts, and a test server that
-speaks h2; the fingerprint test (issue 28 item 2) brings that server. Plain http is HTTP/1.1 for libcurl as
-for Chrome (no h2c upgrade: test_the_server_sees_chromes_own_navigation_headers would see its headers)."""
+HTTP/2 is tested on tests/support/tls_recorder.py's TLS server (the fingerprint test's), with the client given
+its test CA, below the daemon (the daemon's client trusts only the public CAs). Plain http is HTTP/1.1 for
+libcurl as for Chrome (no h2c upgrade: test_the_server_sees_chromes_own_navigation_headers would see it)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,14 @@ import pytest
 import trio
 
 from webfetch.config import FetchConfig
+from webfetch.http_fetch import HttpFetcher, Identity
+from webfetch.render import Prefetched, ServerRead
+from webfetch.urls import AddressPolicy
 
 from .support.daemon import Harness, make_config
 from .support.site import ARTICLE_TEXT, QuietHTTPServer, large_page
+from .support.tls_recorder import PAGE, FingerprintRecorder
+from .test_proxy import start_proxy
 
 # Chrome's request headers for the same navigation differ only in what its own state adds: none of these
 # for a fresh tab's first document (its context was never used).
@@ -162,3 +167,32 @@ async def test_the_deadline_ends_a_hung_exchange_and_its_thread(daemon, site):
             await trio.sleep(0.1)
     again = await daemon.fetch(site.url("/article"))
     assert again["type"] == "result" and ARTICLE_TEXT[0] in again["content"]
+
+
+async def test_https_goes_through_the_policy_proxy_as_http2_with_chromes_headers(nursery):
+    """TLS on loopback (tests/support/tls_recorder.py, whose test CA the client is given): the handshake
+    agrees on h2, and the request's headers are the navigation's, in the order Identity sends them."""
+    proxy = await start_proxy(nursery, allow_hosts=["127.0.0.1"])
+    fetcher = HttpFetcher(proxy)
+    with FingerprintRecorder() as rec:
+        fetcher.pool.verify = str(rec.cert.ca_file)
+        url = f"https://127.0.0.1:{rec.port}/h2"
+
+        async def holds_nothing(body: bytes, charset: str | None, url: str) -> ServerRead:
+            return ServerRead(None, holds_content=False)
+
+        with trio.fail_after(30):
+            got = await fetcher.fetch(url, policy=AddressPolicy.from_config(False, ["127.0.0.1"]),
+                                      identity=Identity(156), max_bytes=1_000_000, progress=lambda *a: None,
+                                      read_server_html=holds_nothing)
+        connection = rec.requests("/h2")[0]
+    fetcher.close()
+    assert isinstance(got, Prefetched) and got.status == 200 and got.body == PAGE  # a short page: Chrome's
+    assert connection.alpn == "h2" and connection.h2 is not None
+    assert connection.h2.pseudo_headers == [":method", ":authority", ":scheme", ":path"]  # Chrome's order
+    # Chrome's HTTP/2 order for a navigation (libcurl's impersonation orders what Identity sends)
+    assert [name for name, _ in connection.h2.headers] == [
+        "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "upgrade-insecure-requests", "user-agent",
+        "accept", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-user", "sec-fetch-dest", "accept-encoding",
+        "accept-language", "priority"]
+    assert dict(connection.h2.headers)["sec-ch-ua"] == Identity(156).sec_ch_ua

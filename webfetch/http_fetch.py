@@ -142,7 +142,8 @@ class _Answer:
 class _Pool:
     """Idle curl sessions by host. Taken and given back from worker threads, hence the lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, verify: bool | str) -> None:
+        self.verify = verify
         self._lock = threading.Lock()
         self._idle: OrderedDict[str, list[tuple[Any, float]]] = OrderedDict()
 
@@ -159,7 +160,7 @@ class _Pool:
                     return session
                 session.close()
         return Session(use_thread_local_curl=False, impersonate=IMPERSONATE, default_headers=False,
-                       trust_env=False, allow_redirects=False)
+                       trust_env=False, allow_redirects=False, verify=self.verify)
 
     def give_back(self, host: str, session: Any) -> None:
         with self._lock:
@@ -184,9 +185,11 @@ class _Pool:
 class HttpFetcher:
     """Main documents through libcurl with Chrome's fingerprint, via the address-policy proxy."""
 
-    def __init__(self, proxy: PolicyProxy) -> None:
+    def __init__(self, proxy: PolicyProxy, verify: bool | str = True) -> None:
+        """`verify`: certificates are checked against curl_cffi's CA bundle (Mozilla's, as certifi); a
+        test names a CA file of its own instead."""
         self.proxy = proxy
-        self.pool = _Pool()
+        self.pool = _Pool(verify)
         self.requests = 0          # exchanges made (tests count these)
 
     def close(self) -> None:
