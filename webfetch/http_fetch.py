@@ -160,7 +160,8 @@ class _Pool:
                     return session
                 session.close()
         return Session(use_thread_local_curl=False, impersonate=IMPERSONATE, default_headers=False,
-                       trust_env=False, allow_redirects=False, verify=self.verify)
+                       trust_env=False, allow_redirects=False,
+                       verify=self.verify)  # type: ignore[arg-type]  # a CA file's path works too; annotated bool
 
     def give_back(self, host: str, session: Any) -> None:
         with self._lock:
@@ -222,7 +223,8 @@ class HttpFetcher:
                     raise BlockedUrl(f"the page navigated to {target.split(':', 1)[0]}: URL, which webfetch "
                                      f"does not follow")
                 if not same_host(url, target):
-                    return Redirect(MainResponse(url, current, status, None, None, False, ()), target)
+                    # final_url stays the URL asked for, as render.py reports a cross-host redirect
+                    return Redirect(MainResponse(url, url, status, None, None, False, ()), target)
                 current = target
                 continue
             return await self._document(url, current, answer, bool(conditional), read_server_html)
