@@ -31,11 +31,14 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench_limit import SocketFloor, Throughput, lean_request, static_limit_throughput  # noqa: E402
 
 from tests.support import procs  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
@@ -122,6 +125,9 @@ PI = ROOT / "tests" / "node" / "node_modules" / ".bin" / "pi"
 CURRENT_PI_BIN = ROOT / "tests" / "node" / "pi-current" / "node_modules" / ".bin"
 
 
+DAEMON_TREE = ROOT  # whose webfetch the daemons run: --daemon-tree sets another (e.g. main's, for a before/after)
+
+
 def start_daemon(tmp: Path, render: str = "auto", block: list[str] | None = None, *, pi: Path = PI,
                  subagent_mode: str = "rpc", env: dict[str, str] | None = None) -> ServedDaemon:
     """A ready daemon of the bench's config (no DNS but 127.0.0.1, a cache that holds every page), its tab
@@ -130,7 +136,7 @@ def start_daemon(tmp: Path, render: str = "auto", block: list[str] | None = None
     daemon = ServedDaemon(tmp, f'[fetch]\nallow_private = true\nrender = "{render}"\n'
                                f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
                                f'[cache]\nmax_bytes = 1073741824\n[subagent]\ncommand = {json.dumps(str(pi))}\n'
-                               f'mode = "{subagent_mode}"\n', env)
+                               f'mode = "{subagent_mode}"\n', env, tree=DAEMON_TREE)
     daemon.wait_ready(30, then_s=1.0)  # then let the tab pool fill
     return daemon
 
@@ -208,6 +214,13 @@ def main() -> None:
                     help="only the F1 rows, webfetch's extractor run directly on the stored HTML: no daemon, no "
                          "Chrome (seconds, not minutes: for trying extraction rules; confirm through the daemon)")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--daemon-tree", type=Path, default=ROOT,
+                    help="another source tree whose webfetch the daemons run (e.g. main's, from `git archive`), "
+                         "measured by this tree's harness: a before/after with the same rows")
+    ap.add_argument("--item6", action="store_true",
+                    help="only the rows issue 28 item 6 sets targets for, each beside its target and its limit: "
+                         "cold one at a time, cache hit, 8 clients beside the static limit as a process per "
+                         "core, CPU per page, every page rendered, peak PSS (minutes, not the whole bench)")
     ap.add_argument("--skip-flags", action="store_true", help="skip the flag rows (bin/bench_flags.py)")
     ap.add_argument("--skip-pdf", action="store_true", help="skip the PDF rows (bin/bench_pdf.py)")
     ap.add_argument("--pdf", action="append", default=[], help="a PDF file to add to the PDF rows (repeatable)")
@@ -233,6 +246,8 @@ def main() -> None:
                     help="a further CDP resource type to refuse, e.g. Script (repeatable)")
     args = ap.parse_args()
     corpus = Path(args.corpus)
+    global DAEMON_TREE
+    DAEMON_TREE = args.daemon_tree.resolve()
     aeb = load_corpus(corpus, "scrapinghub-aeb")
     wcxb = load_corpus(corpus, "wcxb-test")
     if args.quality_pages:
@@ -256,7 +271,7 @@ def main() -> None:
     os.environ["PI_CODING_AGENT_DIR"] = str(agent_dir)  # inherited by the daemon, then by pi
     daemon = start_daemon(tmp, args.render, args.block)
     refused = ", ".join(["Image", "Media", "Font", "Stylesheet", *args.block])
-    print(f"daemon: fetch.render = {args.render}; refusing {refused}")
+    print(f"daemon: fetch.render = {args.render}; refusing {refused}; running {DAEMON_TREE}")
     try:
         if args.subagent_only:
             subagent_rows(server, aeb[0], tmp, llm)
@@ -264,8 +279,16 @@ def main() -> None:
         if args.batch_only:
             batch_rows(daemon, server, aeb)
             return
+        if args.item6:
+            measured = speed(daemon, server, chrome, aeb, args.speed_pages, tmp, item6_only=True)
+            from bench_memory import PEAK_PAGES, peak_pss
+            (tmp / "memory-peak").mkdir()
+            measured.peak_pss_gib = peak_pss(start_daemon(tmp / "memory-peak", args.render, args.block),
+                                             [server.url(p) for p in aeb[:PEAK_PAGES]])
+            print_item6(measured)
+            return
         if not args.skip_speed:
-            speed(daemon, server, chrome, aeb, args.speed_pages, tmp)
+            print_item6(speed(daemon, server, chrome, aeb, args.speed_pages, tmp))
             subagent_rows(server, aeb[0], tmp, llm)
             batch_rows(daemon, server, aeb)
         if not args.skip_browse:
@@ -301,10 +324,72 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dict], n: int, tmp: Path) -> None:
+@dataclass
+class Item6:
+    """What issue 28 item 6 sets targets for, as measured in this run, with the limits beside them."""
+
+    rows: dict[str, list[float]] = field(default_factory=dict)
+    limit: list[float] = field(default_factory=list)           # row 0: the static limit, one page at a time
+    limit_throughput: Throughput | None = None                  # the static limit, a process per core
+    limit_cpu: float = 0.0
+    conc_pps: float = 0.0
+    conc_times: list[float] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)         # CPU s per page, the daemon's whole tree
+    render_limits: tuple[list[float], list[float]] = ([], [])
+    hits: list[float] = field(default_factory=list)
+    hit_floor: list[float] = field(default_factory=list)
+    peak_pss_gib: float | None = None
+
+
+def print_item6(m: Item6) -> None:
+    """One line a target: the measurement, the target, the limit beside it, and whether it is met."""
+    def ms(x: float) -> str:
+        return f"{x * 1000:.3f} ms" if x < 0.01 else f"{x * 1000:.0f} ms"
+
+    limit_med = summarize(m.limit)[0]
+    lines: list[tuple[str, str, str, str, bool]] = []
+    for row, label in (("2. webfetch cold fetch, back to back", "cold one at a time, back to back"),
+                       ("2b. webfetch cold fetch, 0.5 s between calls", "cold one at a time, 0.5 s pause")):
+        med = summarize(m.rows[row])[0]
+        lines.append((label + " (median)", f"{ms(med)} = {med / limit_med:.2f}x", "<= 1.2x the limit",
+                      f"{ms(limit_med)} (row 0)", med <= 1.2 * limit_med))
+    lt = m.limit_throughput
+    assert lt is not None
+    lines.append(("8 clients, 96 uncached pages", f"{m.conc_pps:.1f} pages/s = {m.conc_pps / lt.pages_per_s:.0%}",
+                  ">= 60 % of the limit", f"{lt.pages_per_s:.1f} pages/s ({lt.processes} processes)",
+                  m.conc_pps >= 0.6 * lt.pages_per_s))
+    p95 = summarize(m.conc_times)[1]
+    lines.append(("8 clients, p95 latency", ms(p95), "<= 500 ms", f"{ms(summarize(lt.times)[1])} (row 4l)",
+                  p95 <= 0.5))
+    for name, per_page in m.cpu.items():
+        lines.append((f"CPU per uncached page, {name}", ms(per_page) + " (whole tree)", "<= 40 ms",
+                      f"{ms(m.limit_cpu)} in-process, {ms(lt.cpu_per_page_s)} as {lt.processes}", per_page <= 0.040))
+    med, p95 = summarize(m.rows["6. every page rendered (render = always), one at a time"])
+    (a50, a95), (b50, b95) = (summarize(t) for t in m.render_limits)
+    lines.append(("every page rendered, p50 / p95", f"{ms(med)} / {ms(p95)}", "<= 300 ms / <= 1 s",
+                  f"{ms(a50)} / {ms(a95)} (6a), {ms(b50)} / {ms(b95)} (6b)", med <= 0.3 and p95 <= 1.0))
+    med, p95 = summarize(m.hits)
+    f50, f95 = summarize(m.hit_floor)
+    lines.append(("cache hit, new connection (median / p95)", f"{ms(med)} / {ms(p95)}", "<= 0.3 ms",
+                  f"{ms(f50)} / {ms(f95)} (3l: bare trio)", med <= 0.0003))
+    if m.peak_pss_gib is not None:
+        from bench_memory import CRAWL4AI_PEAK_GIB
+        lines.append(("peak PSS, 8 clients", f"{m.peak_pss_gib:.3f} GiB", "<= 0.6 GiB",
+                      f"Crawl4AI {CRAWL4AI_PEAK_GIB:.2f} GiB (quoted)", m.peak_pss_gib <= 0.6))
+    print(f"\nissue 28 item 6: each target beside its limit, measured in this run on {os.cpu_count()} cores")
+    print(f"{'row':42} {'measured':>24}  {'target':20} {'limit':42} met")
+    for label, value, target, limit, met in lines:
+        print(f"{label:42} {value:>24}  {target:20} {limit:42} {'yes' if met else 'NO'}", flush=True)
+
+
+def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dict], n: int, tmp: Path,
+          item6_only: bool = False) -> Item6:
+    """The speed rows; with `item6_only`, only those issue 28 item 6 sets targets for (and their limits):
+    no per-call pipeline (row 1), no 2c, 3d, 3f."""
     urls = [server.url(p) for p in aeb[:n]]
     print(f"speed: {len(urls)} pages of scrapinghub-aeb; machine: {os.cpu_count()} cores", flush=True)
     rows = []
+    item6 = Item6()
 
     def cold(pause: float) -> list[float]:
         times = []
@@ -315,17 +400,90 @@ def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dic
             times.append(t)
         return times
 
-    base = [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
-    rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
-    time.sleep(3)  # row 1's last browser finishes exiting: its teardown is not webfetch's to pay for
+    base = [] if item6_only else [per_call_pipeline(chrome, u, tmp)[1] for u in urls]
+    if base:
+        rows.append(("1. per-call chromium --dump-dom | trafilatura CLI", base))
+        time.sleep(3)  # row 1's last browser finishes exiting: its teardown is not webfetch's to pay for
     rows.append(("2. webfetch cold fetch, back to back", cold(0.0)))
     # an agent thinks between calls: by then the daemon's background work (closing and refilling
     # browser contexts) is done
     cold_cpu = CpuMeter(daemon)
     rows.append(("2b. webfetch cold fetch, 0.5 s between calls", cold(0.5)))
     cold_cpu.stop(len(urls))
-    # a rendered page's context is disposed of (and the pool refilled) after its answer: the fetch that
-    # comes right after it must not pay for that
+    if not item6_only:
+        after_rendered(daemon, server, urls, rows)
+    hit_rows(daemon, urls, rows, item6)
+    if not item6_only:
+        disk_and_find_rows(daemon, urls, tmp, rows)
+
+    # issue 14's rows: the static limit (one warm process, keep-alive GET + the same extraction in-process),
+    # 8 concurrent clients on 96 distinct pages, and every page rendered (a daemon with render = "always")
+    limit, limit_cpu = static_limit(server, aeb[:n])
+    rows.insert(0, ("0. static limit: keep-alive GET + extraction in-process", limit))
+    conc_urls = [server.url(p) for p in aeb[: max(96, n)]]
+    # issue 28: the limit's own throughput, one process per core over the same pages, in the same run
+    item6.limit_throughput = static_limit_throughput(conc_urls, os.cpu_count() or 2)
+    conc_times: list[float] = []
+    conc_cpu = CpuMeter(daemon)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        conc_times = [t for _, t in pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls)]
+    conc_elapsed = time.perf_counter() - started
+    conc_cpu.stop(len(conc_urls))
+    rows.append(("4. 8 concurrent clients, cold fetches (latency)", conc_times))
+    rows.append((f"4l. static limit, {item6.limit_throughput.processes} processes at once (latency)",
+                 item6.limit_throughput.times))
+    render_limit = rendered_limit(urls, context_per_page=False)
+    rows.append(("6a. rendered limit: one warm tab, DOM at load, extraction", render_limit))
+    isolated_limit = rendered_limit(urls, context_per_page=True)
+    rows.append(("6b. the same, a fresh browser context per page", isolated_limit))
+    (tmp / "always").mkdir()
+    rendered_daemon = start_daemon(tmp / "always", "always")
+    try:
+        # measured warm, as the first daemon is by then: its parser workers started, Chrome's first renderer up
+        rendered_daemon.fetch(server.url(aeb[-1]), fresh=True)
+        rendered_cpu = CpuMeter(rendered_daemon)
+        rows.append(("6. every page rendered (render = always), one at a time",
+                     [rendered_daemon.fetch(u, fresh=True)[1] for u in urls]))
+        rendered_cpu.stop(len(urls))
+    finally:
+        rendered_daemon.stop()
+
+    base_med = summarize(base)[0] if base else float("nan")
+    print(f"\n{'row (cold = cache bypassed)':56} {'median':>10} {'p95':>10} {'vs row 1':>10} {'vs limit':>9}")
+    for name, times in rows:
+        med, p95 = summarize(times)
+        print(f"{name:56} {med * 1000:9.3f}ms {p95 * 1000:9.3f}ms {base_med / med:9.1f}x "
+              f"{med / summarize(limit)[0]:8.1f}x")
+    rendered_med = summarize(dict(rows)["6. every page rendered (render = always), one at a time"])[0]
+    print(f"{'6. against its limits (rows 6a, 6b)':56} {rendered_med / summarize(render_limit)[0]:9.2f}x, "
+          f"{rendered_med / summarize(isolated_limit)[0]:.2f}x the median")
+    pps = len(conc_urls) / conc_elapsed
+    cores = os.cpu_count() or 1
+    print(f"{'4. 8 concurrent clients, cold fetches':56} {pps:9.2f} pages/s "
+          f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; the static limit does "
+          f"{item6.limit_throughput.pages_per_s:.1f} pages/s as {item6.limit_throughput.processes} processes, "
+          f"{1 / summarize(limit)[0]:.1f} as one" + (f", row 1 {1 / base_med:.2f})" if base else ")"), flush=True)
+    # CPU is the budget: on these cores no arrangement of the waits does more pages a second than
+    # cores / CPU seconds per page
+    print(f"\nCPU seconds per page (the {cores} cores' ceiling in pages/s beside each):")
+    for name, meter in (("2b. cold, one at a time", cold_cpu), ("4. 8 concurrent clients", conc_cpu),
+                        ("6. every page rendered", rendered_cpu)):
+        per_page = sum(meter.per_page)
+        print(f"  {name:30} {meter}  = {per_page * 1000:5.0f} ms  -> at most {cores / per_page:5.1f} pages/s")
+    print(f"  {'0. static limit':30} {limit_cpu * 1000:5.0f} ms (in-process)       -> at most "
+          f"{cores / limit_cpu:5.1f} pages/s", flush=True)
+    item6.rows, item6.limit = dict(rows), limit
+    item6.conc_pps, item6.conc_times = pps, conc_times
+    item6.cpu = {"one at a time": sum(cold_cpu.per_page), "8 clients": sum(conc_cpu.per_page)}
+    item6.limit_cpu = limit_cpu
+    item6.render_limits = (render_limit, isolated_limit)
+    return item6
+
+
+def after_rendered(daemon: ServedDaemon, server: CorpusServer, urls: list[str], rows: list) -> None:
+    """Row 2c: a rendered page's context is disposed of (and the pool refilled) after its answer: the fetch
+    that comes right after it must not pay for that."""
     built = server.add("script-built", SCRIPT_BUILT_PAGE, "text/html; charset=utf-8")
     after = []
     for u in urls:
@@ -333,13 +491,37 @@ def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dic
         assert frame["type"] == "result" and "written by the page's own script" in frame["content"], frame
         after.append(daemon.fetch(u, fresh=True)[1])
     rows.append(("2c. cold fetch right after a rendered page", after))
-    hits = []
-    for _ in range(5):
-        for u in urls:
-            frame, t = daemon.fetch(u)
-            assert frame["cached"], frame
-            hits.append(t)
-    rows.append(("3. webfetch cache hit", hits))
+
+
+HIT_ROUNDS = 25
+
+
+def hit_rows(daemon: ServedDaemon, urls: list[str], rows: list, item6: Item6) -> None:
+    """Row 3: a cache hit on a new connection, timed by the lean client (bench_limit.lean_request) so that
+    it measures the daemon; 3c: the same through webfetch's own client (what the CLI and tests use); 3l: the
+    socket limit, a bare trio server answering the same bytes. The three alternate, so that the machine's
+    load (and the daemon's Chrome finishing the cold rows' work) falls on all alike."""
+    lines = {u: json.dumps({"id": 1, "op": "fetch", "url": u}).encode() + b"\n" for u in urls}
+    frame, _ = lean_request(daemon.sock, lines[urls[0]])
+    assert frame["cached"], frame
+    hits, via_client, floor = [], [], []
+    with SocketFloor(json.dumps(frame, ensure_ascii=False).encode() + b"\n") as bare:
+        for _ in range(HIT_ROUNDS):
+            for u in urls:
+                frame, t = lean_request(daemon.sock, lines[u])
+                assert frame["cached"], frame
+                hits.append(t)
+                frame, t = daemon.fetch(u)
+                assert frame["cached"], frame
+                via_client.append(t)
+                floor.append(bare.request(lines[u]))
+    rows.append(("3. webfetch cache hit (new connection, lean client)", hits))
+    rows.append(("3c. the same through webfetch.frontends.client.Client", via_client))
+    rows.append(("3l. socket limit: bare trio server, the same answer", floor))
+    item6.hits, item6.hit_floor = hits, floor
+
+
+def disk_and_find_rows(daemon: ServedDaemon, urls: list[str], tmp: Path, rows: list) -> None:
     # issue 29: the same pages from disk, in a second daemon on the same cache directory (its memory empty:
     # as after a restart), each page's first fetch there
     (tmp / "second").mkdir()
@@ -363,59 +545,6 @@ def speed(daemon: ServedDaemon, server: CorpusServer, chrome: str, aeb: list[dic
                 assert frame["cached"] and frame["kind"] == "find", frame
                 finds.append(t)
         rows.append((f"3f. find on a cached page ({label})", finds))
-
-    # issue 14's rows: the static limit (one warm process, keep-alive GET + the same extraction in-process),
-    # 8 concurrent clients on 96 distinct pages, and every page rendered (a daemon with render = "always")
-    limit, limit_cpu = static_limit(server, aeb[:n])
-    rows.insert(0, ("0. static limit: keep-alive GET + extraction in-process", limit))
-    conc_urls = [server.url(p) for p in aeb[: max(96, n)]]
-    conc_times: list[float] = []
-    conc_cpu = CpuMeter(daemon)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(8) as pool:
-        conc_times = [t for _, t in pool.map(lambda u: daemon.fetch(u, fresh=True), conc_urls)]
-    conc_elapsed = time.perf_counter() - started
-    conc_cpu.stop(len(conc_urls))
-    rows.append(("4. 8 concurrent clients, cold fetches (latency)", conc_times))
-    render_limit = rendered_limit(urls, context_per_page=False)
-    rows.append(("6a. rendered limit: one warm tab, DOM at load, extraction", render_limit))
-    isolated_limit = rendered_limit(urls, context_per_page=True)
-    rows.append(("6b. the same, a fresh browser context per page", isolated_limit))
-    (tmp / "always").mkdir()
-    rendered_daemon = start_daemon(tmp / "always", "always")
-    try:
-        # measured warm, as the first daemon is by then: its parser workers started, Chrome's first renderer up
-        rendered_daemon.fetch(server.url(aeb[-1]), fresh=True)
-        rendered_cpu = CpuMeter(rendered_daemon)
-        rows.append(("6. every page rendered (render = always), one at a time",
-                     [rendered_daemon.fetch(u, fresh=True)[1] for u in urls]))
-        rendered_cpu.stop(len(urls))
-    finally:
-        rendered_daemon.stop()
-
-    base_med = summarize(base)[0]
-    print(f"\n{'row (cold = cache bypassed)':56} {'median':>10} {'p95':>10} {'vs row 1':>10} {'vs limit':>9}")
-    for name, times in rows:
-        med, p95 = summarize(times)
-        print(f"{name:56} {med * 1000:9.1f}ms {p95 * 1000:9.1f}ms {base_med / med:9.1f}x "
-              f"{med / summarize(limit)[0]:8.1f}x")
-    rendered_med = summarize(dict(rows)["6. every page rendered (render = always), one at a time"])[0]
-    print(f"{'6. against its limits (rows 6a, 6b)':56} {rendered_med / summarize(render_limit)[0]:9.2f}x, "
-          f"{rendered_med / summarize(isolated_limit)[0]:.2f}x the median")
-    pps = len(conc_urls) / conc_elapsed
-    cores = os.cpu_count() or 1
-    print(f"{'4. 8 concurrent clients, cold fetches':56} {pps:9.2f} pages/s "
-          f"({len(conc_urls)} pages in {conc_elapsed:.1f} s; the static limit does "
-          f"{1 / summarize(limit)[0]:.1f} pages/s on one core, row 1 {1 / base_med:.2f})", flush=True)
-    # CPU is the budget: on these cores no arrangement of the waits does more pages a second than
-    # cores / CPU seconds per page
-    print(f"\nCPU seconds per page (the {cores} cores' ceiling in pages/s beside each):")
-    for name, meter in (("2b. cold, one at a time", cold_cpu), ("4. 8 concurrent clients", conc_cpu),
-                        ("6. every page rendered", rendered_cpu)):
-        per_page = sum(meter.per_page)
-        print(f"  {name:30} {meter}  = {per_page * 1000:5.0f} ms  -> at most {cores / per_page:5.1f} pages/s")
-    print(f"  {'0. static limit':30} {limit_cpu * 1000:5.0f} ms (in-process)       -> at most "
-          f"{cores / limit_cpu:5.1f} pages/s", flush=True)
 
 
 def static_limit(server: CorpusServer, pages: list[dict]) -> tuple[list[float], float]:

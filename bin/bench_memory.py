@@ -330,7 +330,8 @@ class PssSampler:
         self.thread.join()
 
 
-def peak_pss(daemon: Any, urls: list[str]) -> None:
+def peak_pss(daemon: Any, urls: list[str]) -> float:
+    """Prints the rows; the peak in GiB."""
     def one(url: str) -> str:
         with Client(daemon.sock, autostart=False, timeout=CLIENT_TIMEOUT_S) as c:
             frame = list(c.request("fetch", url=url, fresh=True))[-1]
@@ -359,3 +360,4 @@ def peak_pss(daemon: Any, urls: list[str]) -> None:
     print(f"{'Crawl4AI 0.9.5, quoted from issue 14':44} {CRAWL4AI_PEAK_GIB * 1024:8.0f} MiB = "
           f"{CRAWL4AI_PEAK_GIB:.2f} GiB (not measured here: it needs playwright's own browser download); "
           f"webfetch/Crawl4AI {peak / MIB / MIB / CRAWL4AI_PEAK_GIB:.2f}x", flush=True)
+    return float(peak / MIB / MIB)

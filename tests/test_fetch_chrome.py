@@ -302,6 +302,19 @@ async def test_cache_hit_does_not_touch_chrome(daemon, site):
     assert fresh["cached"] is False and site.hits["/article"] == hits + 1
 
 
+async def test_cache_hit_of_a_local_page_is_answered_without_a_progress_frame(daemon, site):
+    # A local host keeps http in its cache key; its hit is the result frame alone, as a public page's is
+    # (a progress frame first would wake the client once more on the quickest answer the daemon gives).
+    await daemon.fetch(site.url("/article"))
+    progress: list = []
+    hit = await daemon.request({"id": "t", "op": "fetch", "url": site.url("/article")}, progress)
+    assert hit["cached"] is True and hit["kind"] == "page", hit
+    assert progress == []
+    cold: list = []
+    await daemon.request({"id": "t", "op": "fetch", "url": site.url("/article"), "fresh": True}, cold)
+    assert [f["stage"] for f in cold][:1] == ["cache"]  # a load still says what it does
+
+
 async def test_concurrent_requests_for_one_url_render_once(daemon, site):
     results = []
 

@@ -83,6 +83,15 @@ def test_likely_key_needs_no_dns_and_matches_public_hosts():
         "http://intranet:8080/x"
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/a?b", "http://10.1.2.3/x", "http://[::1]:81/",
+                                 "http://93.184.216.34/p", "https://[2001:4860::8888]/q"])
+async def test_likely_key_of_an_address_is_the_key_prepare_url_gives(url):
+    # an address's reach needs no lookup, so a cache hit on a local page is found at the first try
+    from webfetch.urls import likely_key
+    private = AddressPolicy.from_config(True, [])
+    assert likely_key(url, private) == await prepare_url(url, private)
+
+
 # --- browse.allow_local: the user's dev server, for browse sessions only ------------------------------
 
 def scripted(answers: dict[str, list[str]]):

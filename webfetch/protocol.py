@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -165,6 +165,9 @@ class Envelope(Struct):
 
 
 _any_decoder = msgspec.json.Decoder()
+# Each op's request type: converting to it costs well under a microsecond, where converting to the union
+# `Request` costs ~35 µs (msgspec builds a union's type info anew on every call), on every request.
+_REQUEST_TYPES: dict[str, type[Request]] = {t.__struct_config__.tag: t for t in get_args(Request)}
 
 
 def decode_request(line: bytes) -> Envelope:
@@ -191,7 +194,7 @@ def decode_request(line: bytes) -> Envelope:
     if op not in OPS:
         raise _bad(rid, f"unknown op {op!r}; expected one of {', '.join(OPS)} - at `$.op`")
     try:
-        req = msgspec.convert(obj, Request)
+        req = msgspec.convert(obj, _REQUEST_TYPES[op])
     except msgspec.ValidationError as e:
         raise _bad(rid, str(e)) from None
     if isinstance(req, FetchRequest):

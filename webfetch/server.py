@@ -66,6 +66,7 @@ class Connection:
         # encoded frames; None closes the connection; an Event is set once everything before it is written
         self._send, self._recv = trio.open_memory_channel[bytes | trio.Event | None](FRAME_BUFFER)
         self._idle = trio.Event()
+        self._read_all = False  # the reader is done and nothing is in flight: the writer's end is the close
         self.gone = False
 
     async def run(self) -> None:
@@ -76,8 +77,10 @@ class Connection:
                     nursery.start_soon(self._writer)
                     await self._reader(nursery)
                     # Half-closed (or done): answer what is in flight, then close.
-                    nursery.start_soon(self._watch_hangup)
+                    if self.requests:
+                        nursery.start_soon(self._watch_hangup)
                     await self._drain()
+                    self._read_all = True
                     await self._send.send(None)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -245,11 +248,14 @@ class Connection:
                     self._hang_up()
                     break
         self._send.close()
-        self.nursery.cancel_scope.cancel()
+        if not self._read_all:  # a hang-up, or a line too long: the reader must stop too
+            self.nursery.cancel_scope.cancel()
 
 
 def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, started: float,
                  gone: bool) -> None:
+    if not log.isEnabledFor(logging.INFO):  # the line is built only for a log that keeps it
+        return
     ms = (time.monotonic() - started) * 1000
     url = getattr(req, "url", None)
     op = {"FetchRequest": "fetch", "SearchRequest": "search", "StatusRequest": "status"}.get(
@@ -287,6 +293,7 @@ class Server:
         self._no_requests.set()
         self._some_requests = trio.Event()
         self.last_activity = trio.current_time()
+        self.last_request_end = trio.current_time()
 
     async def serve(self, listener: trio.SocketListener, *,
                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -343,6 +350,7 @@ class Server:
     def request_ended(self) -> None:
         self.in_flight -= 1
         self.served += 1
+        self.last_request_end = trio.current_time()
         if self.in_flight == 0:
             self._some_requests = trio.Event()
             self._no_requests.set()

@@ -227,10 +227,23 @@ def _key(scheme: str, host: str, port: int | None, path: str, query: str, reach:
 
 
 def likely_key(url: str, policy: AddressPolicy) -> str:
-    """The cache key `prepare_url` gives for a public host, computed without DNS: what a cache lookup
-    tries first, so a hit costs no name resolution. (A local host's key differs; it then misses here.)"""
+    """The cache key `prepare_url` gives, computed without DNS: what a cache lookup tries first, so a hit
+    costs no name resolution. Exact for a host the policy lists and for an address (its reach needs no
+    lookup: local when it is one of this machine's or a private network's); a name is taken for a public
+    host, so one that resolves to a local address misses here. A key of an address the policy refuses is
+    in no cache: entries exist only for URLs that passed the policy, and a new policy empties the cache."""
     scheme, host, port, path, query = parse_url(url)
-    return _key(scheme, host, port, path, query, "local" if host in policy.allow_hosts else "public")
+    return _key(scheme, host, port, path, query, _likely_reach(host, policy))
+
+
+def _likely_reach(host: str, policy: AddressPolicy) -> Reach:
+    if host in policy.allow_hosts:
+        return "local"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return "public"
+    return "local" if ip_is_blocked(ip) else "public"
 
 
 async def prepare_url(url: str, policy: AddressPolicy) -> str:

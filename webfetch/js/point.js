@@ -1,11 +1,13 @@
 /**
  * One round trip for an element of the main frame: into view, the checks, the hit test at its centre
- * (`ok`, else `by` says what covers it).
+ * (`ok`, else `by` says what covers it); and the page marked as the click begins (__wf.mark).
  * @this {Control}
  */
 function point() {
   let r = this.getBoundingClientRect();
-  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+  const outside = r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth;
+  __wf.mark(!outside);  // where the settle's quiet turn starts from (snapshot.js)
+  if (outside) {
     this.scrollIntoView({block: "center", inline: "center"});
     r = this.getBoundingClientRect();
   }
