@@ -163,3 +163,11 @@ def test_doctor_and_status_show_what_browse_may_reach():
     assert "browse sessions reach no loopback port" in check_address_policy(parse_config(b"")).detail
     assert _browse_state({"browse_allow_local": ["localhost:3000"], "browse": []}) == \
         "enabled, may reach localhost:3000 (browse.allow_local), 0 sessions"
+
+
+def test_the_main_documents_transport_is_http_unless_chrome_is_asked_for():
+    assert Config().fetch.transport == "http"
+    assert parse_config(b'[fetch]\ntransport = "chrome"\n').fetch.transport == "chrome"
+    with pytest.raises(ConfigError) as info:
+        parse_config(b'[fetch]\ntransport = "curl"\n')
+    assert "fetch.transport" in str(info.value)

@@ -108,10 +108,10 @@ async def test_a_cached_page_is_not_rendered_again_for_a_prompt(start_daemon, si
     d = await start_daemon(sub_config())
     first = await d.fetch(site.url("/article"))
     assert first["kind"] == "page"
-    renders = d.daemon.pipeline.renders
+    loads = d.daemon.pipeline.loads
     r = await d.fetch(site.url("/article"), prompt="What is restored?", model="fake/fake-1")
     assert r["kind"] == "answer" and r["cached"] is True, r
-    assert d.daemon.pipeline.renders == renders and site.hits["/article"] == 1
+    assert d.daemon.pipeline.loads == loads and site.hits["/article"] == 1
 
 
 async def test_a_large_page_comes_back_as_a_summary_with_exact_paging_facts(start_daemon, site, llm, pi_home):

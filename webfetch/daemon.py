@@ -316,6 +316,7 @@ class Daemon:
                 self.notifier.send("STOPPING=1", "STATUS=stopping")
             await listener.aclose()
             await self._shutdown()
+            self.pipeline.close()  # the main documents' idle connections (http_fetch.py's pool)
             await self.browse.close_all()  # before Chrome goes: open sessions write their profiles back
             nursery.cancel_scope.cancel()
 

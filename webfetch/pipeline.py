@@ -24,6 +24,7 @@ from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
 from .flags import LOGIN_PATH, Flag
+from .http_fetch import HttpFetcher, Identity
 from .paging import paginate
 from .profile_use import ProfileUse
 from .profiles import Cookie, Profile, ProfileError
@@ -32,6 +33,7 @@ from .render import (
     NotModified,
     Outcome,
     PdfBody,
+    Prefetched,
     Redirect,
     RenderedDom,
     ServerHtml,
@@ -106,8 +108,18 @@ class Pipeline:
         self.extractor = extractor
         self.policy = PolicyHolder.of(policy)
         self.profiles = profiles or ProfileUse()
-        self.renders = 0  # how many times Chrome was asked to load a page (tests count these)
+        self.renders = 0  # how many times Chrome was asked to load or render a page (tests count these)
+        self.loads = 0    # how many times a page was loaded, by either transport (tests count these)
+        # the main document's own HTTP client (http_fetch.py), through the address-policy proxy; None when
+        # there is no proxy (browser.endpoint, an outbound proxy: see chrome.proxy_off_reason)
+        self.http = HttpFetcher(chrome.proxy) if chrome.proxy is not None else None
+        self._identity_of: tuple[str, Identity] = ("", Identity(0))
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
+
+    def close(self) -> None:
+        """Close the idle connections the main documents' HTTP client keeps (a request under way finishes)."""
+        if self.http is not None:
+            self.http.close()
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: fetch.* and browser.settle_s/block_resources apply from the next request (a
@@ -308,15 +320,58 @@ class Pipeline:
 
     async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
                       validators: Validators | None = None) -> Outcome:
+        """The page's main document and, when it needs one, its render: by http_fetch.py first when
+        `chrome_reason` gives none (Chrome renders from the bytes it read, only when the server's HTML does
+        not hold the content), else all in Chrome. At most browser.max_renders pages load at once."""
+        if self.render_slots.available_tokens == 0:
+            progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
+        async with self.render_slots:
+            self.loads += 1
+            why = self.chrome_reason(profile)
+            prefetched = None
+            if why is None:
+                assert self.http is not None
+                got = await self.http.fetch(
+                    key, policy=self.policy.current, identity=await self._identity(),
+                    max_bytes=self.config.fetch.max_bytes, progress=progress,
+                    read_server_html=functools.partial(self._read_server_html, progress),
+                    check_host=_checker(profile), validators=validators)
+                if not isinstance(got, Prefetched):
+                    log.debug("%s: main document over http, not rendered", key)
+                    return got
+                prefetched, why = got, "the page needs rendering"
+            log.debug("%s: rendered by Chrome (%s)", key, why)
+            return await self._in_chrome(key, progress, profile, validators, prefetched)
+
+    def chrome_reason(self, profile: Profile | None) -> str | None:
+        """Why the main document goes through Chrome rather than http_fetch.py; None when it need not."""
+        fc = self.config.fetch
+        if fc.transport == "chrome":
+            return 'fetch.transport is "chrome"'
+        if fc.render == "always":
+            return 'fetch.render is "always"'
+        if profile is not None:
+            return f"profile {profile.name}: its cookies are Chrome's"
+        if self.http is None:
+            return f"the address-policy proxy is off ({self.chrome.proxy_off})"
+        return None
+
+    async def _identity(self) -> Identity:
+        """The running Chromium's version, for the headers http_fetch.py sends as it would."""
+        version = (await self.chrome.wait_browser()).version
+        if self._identity_of[0] != version:
+            self._identity_of = (version, Identity.of(version))
+        return self._identity_of[1]
+
+    async def _in_chrome(self, key: str, progress: ReportProgress, profile: Profile | None,
+                         validators: Validators | None, prefetched: Prefetched | None) -> Outcome:
         """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given);
         a browser that went away is tried once more."""
         bc = self.config.browser
-        if self.render_slots.available_tokens == 0:
-            progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
         for attempt in (1, 2):
             try:
                 self.renders += 1
-                async with self.render_slots, self.chrome.open_tab(private=profile is not None) as tab:
+                async with self.chrome.open_tab(private=profile is not None) as tab:
                     given = []
                     if profile is not None:
                         given = await self.profiles.seed(tab.context, profile)
@@ -327,7 +382,8 @@ class Pipeline:
                                             progress=progress,
                                             read_server_html=functools.partial(self._read_server_html, progress),
                                             server_decides=self.config.fetch.render == "auto",
-                                            check_host=_checker(profile), validators=validators)
+                                            check_host=_checker(profile), validators=validators,
+                                            prefetched=prefetched)
                     finally:
                         if profile is not None:
                             await self._keep_cookies(profile, tab.context, given)

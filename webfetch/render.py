@@ -158,6 +158,19 @@ Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom | NotModified
 
 
 @dataclass(frozen=True)
+class Prefetched:
+    """The main document already fetched (http_fetch.py) whose server HTML did not hold the content: Chrome
+    renders it from these bytes, status and headers, answering its own request for `response.final_url`
+    with them, so that the server sees one GET."""
+
+    response: MainResponse
+    status: int
+    headers: list[dict[str, str]]
+    body: bytes
+    server: Extracted | None
+
+
+@dataclass(frozen=True)
 class ServerRead:
     """The pipeline's reading of the server's HTML: its extraction (None when nothing could be extracted)
     and whether that already holds the content, so that the page need not be rendered."""
@@ -302,8 +315,9 @@ class _Render:
     def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None,
                  server_decides: bool, check_host: CheckHost | None = None,
-                 validators: Validators | None = None) -> None:
+                 validators: Validators | None = None, prefetched: Prefetched | None = None) -> None:
         self.tab = tab
+        self.prefetched = prefetched
         self.check_host = check_host
         self.validators = validators
         self.revalidating = False                     # the main request in flight carries the validators
@@ -460,6 +474,9 @@ class _Render:
             except WebfetchError:
                 await self._fail(rid)
                 raise
+        if self.navigations == 1 and self.prefetched is not None:
+            await self._fulfil_prefetched(rid, self.prefetched)
+            return
         if self.navigations > 1:
             self.progress("render", f"following redirect to {url}")
         # The page kept in the cache is asked about on the request for its own URL (after the same hops).
@@ -467,6 +484,24 @@ class _Render:
         self.revalidating = bool(conditional)
         await self.tab.call("Fetch.continueRequest", {"requestId": rid, "headers": main_request_headers(
             headers, self.tab.uses > 1 or self.revalidating, conditional)})
+
+    async def _fulfil_prefetched(self, rid: str, p: Prefetched) -> None:
+        """Answer Chrome's request for the first document with the response http_fetch.py already read
+        (its Set-Cookie headers too: the page's scripts see the cookies the server set, as they would).
+        The body is decoded and maybe cut at the size cap: the transfer headers go."""
+        r = p.response
+        f = self.facts
+        f.final_url, f.status, f.content_type, f.charset = r.final_url, r.status, r.content_type, r.charset
+        f.truncated, f.etag, f.last_modified = r.truncated, r.etag, r.last_modified
+        self.server, self.server_body = p.server, p.body
+        kept = [h for h in p.headers if h.get("name", "").lower() not in
+                ("content-encoding", "content-length", "transfer-encoding")]
+        self.progress("render", f"running the page's scripts ({r.final_url})")
+        await self.tab.show()
+        await self.tab.call("Fetch.fulfillRequest", {
+            "requestId": rid, "responseCode": p.status, "responseHeaders": kept,
+            "body": base64.b64encode(p.body).decode()})
+        self.marks.setdefault("fulfilled", time.monotonic())
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
         status = p.get("responseStatusCode")
@@ -670,7 +705,8 @@ class _Render:
                     nursery.start_soon(self.pump, sub, nursery)
                     nursery.start_soon(self._stop_when_ended, nursery.cancel_scope)
                     self.progress("render", f"loading {self.url}")
-                    nursery.start_soon(self.navigate, self.url)
+                    nursery.start_soon(self.navigate, self.prefetched.response.final_url if self.prefetched
+                                       else self.url)
                     await self._follow_documents(nursery)
                     nursery.cancel_scope.cancel()
         except CDPClosed as e:
@@ -841,14 +877,16 @@ def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
                  block_types: list[str], progress: ReportProgress,
                  read_server_html: ReadServerHtml | None = None, server_decides: bool = True,
-                 check_host: CheckHost | None = None, validators: Validators | None = None) -> Outcome:
+                 check_host: CheckHost | None = None, validators: Validators | None = None,
+                 prefetched: Prefetched | None = None) -> Outcome:
     """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
     or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
     `server_decides` (its reading may end the render: ServerHtml), else beside the rendering. `check_host`
     may refuse a main-frame hop's host. `validators` make the request for their URL conditional: a 304 to
-    it is the outcome NotModified."""
+    it is the outcome NotModified. `prefetched`: the main document as http_fetch.py read it, which Chrome
+    renders without requesting it again."""
     r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides,
-                check_host, validators)
+                check_host, validators, prefetched)
     outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks

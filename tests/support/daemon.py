@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from webfetch.config import DEFAULTS, Config, ConfigSource, FetchConfig, SubagentConfig
@@ -25,9 +26,17 @@ from .client import LineClient
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def make_config(**sections: Any) -> Config:
-    """Defaults, plus private addresses allowed (the test site is on 127.0.0.1)."""
-    sections.setdefault("fetch", FetchConfig(allow_private=True))
+# The main document's transport the tests' daemons use unless a test sets its own: bin/test runs the fetch
+# path's test files a second time with WEBFETCH_TEST_TRANSPORT=chrome, so that both transports pass them.
+TRANSPORT = os.environ.get("WEBFETCH_TEST_TRANSPORT", "http")
+
+
+def make_config(transport: str | None = None, **sections: Any) -> Config:
+    """Defaults, plus private addresses allowed (the test site is on 127.0.0.1), on the suite's transport
+    unless `transport` pins one (a test of one transport's own behaviour)."""
+    fetch = sections.setdefault("fetch", FetchConfig(allow_private=True))
+    sections["fetch"] = msgspec.structs.replace(fetch, transport=transport or TRANSPORT)
+
     # never whatever pi the machine has on PATH: the sub-agent tests name theirs
     sections.setdefault("subagent", SubagentConfig(command="/nonexistent/pi-for-tests"))
     return Config(**sections)

@@ -1,0 +1,198 @@
+"""The http transport (webfetch/http_fetch.py): the main document by libcurl with Chrome's fingerprint, in
+the daemon's process, through the address-policy proxy. What the server sees (Chrome's own headers, one
+connection for two pages, one GET for a page Chrome then renders), the policy per redirect hop, the size cap,
+and a request's deadline ending the call without leaving its thread behind.
+
+HTTP/2 is tested on tests/support/tls_recorder.py's TLS server (the fingerprint test's), with the client given
+its test CA, below the daemon (the daemon's client trusts only the public CAs). Plain http is HTTP/1.1 for
+libcurl as for Chrome (no h2c upgrade: test_the_server_sees_chromes_own_navigation_headers would see it)."""
+
+from __future__ import annotations
+
+import http.server
+import sys
+import threading
+
+import pytest
+import trio
+
+from webfetch.config import FetchConfig
+from webfetch.http_fetch import HttpFetcher, Identity
+from webfetch.render import Prefetched, ServerRead
+from webfetch.urls import AddressPolicy
+
+from .support.daemon import Harness, make_config
+from .support.site import ARTICLE_TEXT, QuietHTTPServer, large_page
+from .support.tls_recorder import PAGE, FingerprintRecorder
+from .test_proxy import start_proxy
+
+# Chrome's request headers for the same navigation differ only in what its own state adds: none of these
+# for a fresh tab's first document (its context was never used).
+CONNECTION_ONLY = {"host"}
+
+
+def header_lines(content: str) -> dict[str, str]:
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in content.splitlines() if line)}
+
+
+async def test_the_server_sees_chromes_own_navigation_headers(start_daemon, nursery, short_tmp, site):
+    over_http = await start_daemon(make_config(transport="http"))
+    ours = await over_http.fetch(site.url("/echo-headers"))
+    assert ours["type"] == "result", ours
+    assert over_http.daemon.pipeline.renders == 0 and over_http.daemon.pipeline.http.requests == 1
+    major = (await over_http.daemon.chrome.wait_browser()).version.split("/")[1].split(".")[0]
+    sent = header_lines(ours["content"])
+    assert f'"Chromium";v="{major}"' in sent["sec-ch-ua"]
+    assert f"HeadlessChrome/{major}.0.0.0" in sent["user-agent"]
+    assert "upgrade" not in sent and "http2-settings" not in sent  # HTTP/1.1 in the clear, as Chrome
+    via_chrome = await Harness.start(nursery, short_tmp / "chrome.sock", make_config(transport="chrome"))
+    chromes = await via_chrome.fetch(site.url("/echo-headers"), fresh=True)  # not the first one's, on disk
+    assert via_chrome.daemon.pipeline.renders == 1
+    expected = {k: v for k, v in header_lines(chromes["content"]).items() if k not in CONNECTION_ONLY}
+    assert {k: v for k, v in sent.items() if k not in CONNECTION_ONLY} == expected
+
+
+class KeepAlive(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive, as nearly every server speaks; each instance is one connection."""
+
+    protocol_version = "HTTP/1.1"
+    connections: list[str] = []
+    requests: list[str] = []
+
+    def setup(self) -> None:
+        super().setup()
+        self.connections.append(self.client_address[1])
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.requests.append(self.path)
+        body = large_page(30).replace("A very large page", f"Page {self.path}").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def keep_alive():
+    KeepAlive.connections, KeepAlive.requests = [], []
+    server = QuietHTTPServer(("127.0.0.1", 0), KeepAlive)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+async def daemon(start_daemon):
+    """This file's subject is the http transport, whatever the suite's."""
+    return await start_daemon(make_config(transport="http"))
+
+
+async def test_two_pages_of_a_host_share_one_connection(daemon, keep_alive):
+    for path in ("/one", "/two"):
+        r = await daemon.fetch(f"{keep_alive}{path}")
+        assert r["type"] == "result" and f"Page {path}" in (r["title"] or ""), r
+    assert KeepAlive.requests == ["/one", "/two"]
+    assert len(KeepAlive.connections) == 1, KeepAlive.connections
+    assert daemon.daemon.pipeline.renders == 0
+
+
+async def test_a_page_that_needs_rendering_is_requested_once(daemon, site):
+    r = await daemon.fetch(site.url("/js"))
+    assert r["type"] == "result" and "only exists after the page's JavaScript ran" in r["content"], r
+    assert site.hits["/js"] == 1 and site.hits["/api/story"] == 1  # Chrome rendered our bytes
+    assert daemon.daemon.pipeline.renders == 1 and daemon.daemon.pipeline.http.requests == 1
+
+
+async def test_a_redirect_chain_stops_at_a_hop_to_a_blocked_address(start_daemon, site):
+    site.route("/chain", lambda h: h.redirect(302, "/chain2"))
+    site.route("/chain2", lambda h: h.redirect(301, "http://10.11.12.13/inside"))
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]), transport="http"))
+    r = await d.fetch(site.url("/chain"))
+    assert r["type"] == "error" and r["code"] == "blocked_url", r
+    assert "10.11.12.13" in r["message"]
+    assert site.hits["/chain"] == 1 and site.hits["/chain2"] == 1
+    assert d.daemon.pipeline.renders == 0
+
+
+async def test_same_host_hops_are_followed_and_a_cross_host_one_is_reported(daemon, site):
+    site.route("/hop", lambda h: h.redirect(302, "/article"))
+    site.route("/away", lambda h: h.redirect(302, "/cross-http"))
+    followed = await daemon.fetch(site.url("/hop"))
+    assert followed["type"] == "result" and followed["final_url"] == site.url("/article"), followed
+    reported = await daemon.fetch(site.url("/away"))
+    assert reported["kind"] == "redirect" and "localhost" in reported["redirect_url"], reported
+    assert site.hits.get("/elsewhere") is None
+
+
+async def test_the_size_cap_cuts_the_body(start_daemon, site):
+    site.html("/big", large_page(400))
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, max_bytes=20_000), transport="http"))
+    r = await d.fetch(site.url("/big"))
+    assert r["type"] == "result" and r["truncated"] is True, r
+    assert any("larger than 20000 bytes" in n for n in r["notes"]), r["notes"]
+    assert "Paragraph 0:" in r["content"] and "Paragraph 399:" not in r["content"]
+
+
+async def test_one_fetchs_cookies_never_reach_the_next(daemon, site):
+    first = await daemon.fetch(site.url("/set-cookie"))
+    assert first["type"] == "result", first
+    seen = await daemon.fetch(site.url("/echo-headers"))
+    assert seen["type"] == "result" and "s3cr3t" not in seen["content"] and "cookie:" not in seen["content"]
+    assert daemon.daemon.pipeline.http.requests == 2
+
+
+def exchanges_running() -> int:
+    """Threads inside http_fetch._get right now."""
+    return sum(1 for frame in sys._current_frames().values()
+               if any(f.f_code.co_name == "_get" and f.f_code.co_filename.endswith("http_fetch.py")
+                      for f in _stack(frame)))
+
+
+def _stack(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+async def test_the_deadline_ends_a_hung_exchange_and_its_thread(daemon, site):
+    r = await daemon.fetch(site.url("/hang"), timeout_s=1)
+    assert r["type"] == "error" and r["code"] == "timeout", r
+    with trio.fail_after(15):  # libcurl's own timeout (the request's time and a second) ends the thread
+        while exchanges_running():
+            await trio.sleep(0.1)
+    again = await daemon.fetch(site.url("/article"))
+    assert again["type"] == "result" and ARTICLE_TEXT[0] in again["content"]
+
+
+async def test_https_goes_through_the_policy_proxy_as_http2_with_chromes_headers(nursery):
+    """TLS on loopback (tests/support/tls_recorder.py, whose test CA the client is given): the handshake
+    agrees on h2, and the request's headers are the navigation's, in the order Identity sends them."""
+    proxy = await start_proxy(nursery, allow_hosts=["127.0.0.1"])
+    fetcher = HttpFetcher(proxy)
+    with FingerprintRecorder() as rec:
+        fetcher.pool.verify = str(rec.cert.ca_file)
+        url = f"https://127.0.0.1:{rec.port}/h2"
+
+        async def holds_nothing(body: bytes, charset: str | None, url: str) -> ServerRead:
+            return ServerRead(None, holds_content=False)
+
+        with trio.fail_after(30):
+            got = await fetcher.fetch(url, policy=AddressPolicy.from_config(False, ["127.0.0.1"]),
+                                      identity=Identity(156), max_bytes=1_000_000, progress=lambda *a: None,
+                                      read_server_html=holds_nothing)
+        connection = rec.requests("/h2")[0]
+    fetcher.close()
+    assert isinstance(got, Prefetched) and got.status == 200 and got.body == PAGE  # a short page: Chrome's
+    assert connection.alpn == "h2" and connection.h2 is not None
+    assert connection.h2.pseudo_headers == [":method", ":authority", ":scheme", ":path"]  # Chrome's order
+    # Chrome's HTTP/2 order for a navigation (libcurl's impersonation orders what Identity sends)
+    assert [name for name, _ in connection.h2.headers] == [
+        "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "upgrade-insecure-requests", "user-agent",
+        "accept", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-user", "sec-fetch-dest", "accept-encoding",
+        "accept-language", "priority"]
+    assert dict(connection.h2.headers)["sec-ch-ua"] == Identity(156).sec_ch_ua
