@@ -88,6 +88,19 @@ def test_an_empty_mount_point_with_scripts_is_rendered(mount, said):
     assert reason == f"the page's mount point is empty until its scripts run ({said})"
 
 
+@pytest.mark.parametrize("other", ['<div id="Root"></div>', '<div id="sidebar"></div>', '<nav role="navigation"></nav>',
+                                   '<section aria-busy="false"></section>', '<div data-id="app"></div>'])
+def test_an_empty_element_of_another_id_role_or_state_is_no_mount_point(other):
+    """Only the app roots' ids (as written), a main mark and aria-busy="true" make a mount point: any other id,
+    role or aria-busy value on an empty element is a page's ordinary furniture."""
+    assert _reading(_article(f"{HEADER}{other}<main>{NOTE}</main><script src=/app.js></script>")).need.reason is None
+
+
+def test_an_app_root_is_named_before_the_marked_main():
+    page = _article(f'{HEADER}<main></main><div id="app"></div><script src=/app.js></script>')
+    assert _reading(page).need.reason == "the page's mount point is empty until its scripts run (#app)"
+
+
 def test_an_empty_main_beside_another_is_no_mount_point():
     """Two marked mains (an ad slot marked main beside the story's): neither is the content's one place."""
     page = _article(f"{HEADER}<main><div id=ad></div></main><main>{NOTE}</main><script src=/app.js></script>")
