@@ -152,12 +152,20 @@ class SocketFloor:
         self.server.stdin.write(self.answer)
         self.server.stdin.close()
         deadline = time.monotonic() + 30
-        while not self.where.exists():
+        while not self._listening():  # the file appears at bind, before listen: until then a connect is refused
             if time.monotonic() > deadline or self.server.poll() is not None:
                 self.__exit__()
                 raise SystemExit("the socket-floor server did not start")
             time.sleep(0.02)
         return self
+
+    def _listening(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(self.where))
+            except (FileNotFoundError, ConnectionRefusedError):
+                return False
+        return True
 
     def request(self, line: bytes) -> float:
         return lean_request(self.where, line)[1]
