@@ -77,6 +77,13 @@ def test_a_paywall_phrase_in_a_comment_section_or_aside_is_not_the_article_cut()
     assert _names(article("Mill race", body=short + prompt)) == ["paywall"]
     assert _names(article("Mill race", body=short, after=f'<div id="comments">{prompt}</div>')) == []
     assert _names(article("Mill race", body=short, after=f"<aside>{prompt}</aside>")) == []
+    # the name in any case, in the id or the class, among other names; only on a section, div, footer, form or
+    # list; and a name that merely shares letters is no comment section
+    for wrapper in ('<section id="Comments-Area">{}</section>',
+                    '<footer class="x" id="user-Kommentare">{}</footer>'):
+        assert _names(article("Mill race", body=short, after=wrapper.format(prompt))) == [], wrapper
+    for wrapper in ('<span class="comment">{}</span>', '<div id="com ment">{}</div>', '<div class="commit">{}</div>'):
+        assert _names(article("Mill race", body=short, after=wrapper.format(prompt))) == ["paywall"], wrapper
 
 
 def _names(html: str) -> list[str]:
