@@ -22,7 +22,7 @@ from webfetch.render import Prefetched, ServerRead
 from webfetch.urls import AddressPolicy
 
 from .support.daemon import Harness, make_config
-from .support.site import ARTICLE_TEXT, QuietHTTPServer, large_page
+from .support.site import ARTICLE_TEXT, JS_PAGE, JS_STORY, QuietHTTPServer, large_page, simple_page
 from .support.tls_recorder import PAGE, FingerprintRecorder
 from .test_proxy import start_proxy
 
@@ -144,6 +144,41 @@ async def test_one_fetchs_cookies_never_reach_the_next(daemon, site):
     seen = await daemon.fetch(site.url("/echo-headers"))
     assert seen["type"] == "result" and "s3cr3t" not in seen["content"] and "cookie:" not in seen["content"]
     assert daemon.daemon.pipeline.http.requests == 2
+
+
+def until_cookie(name: str, page: str):
+    """A route that answers `302 Set-Cookie: NAME=1` back to itself until the cookie comes back, then `page`."""
+    def route(h):
+        if f"{name}=1" in (h.headers.get("Cookie") or ""):
+            h.reply(200, "text/html", page)
+        else:
+            h.send_response(302)
+            h.send_header("Set-Cookie", f"{name}=1; Path=/")
+            h.send_header("Location", h.path)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+    return route
+
+
+async def test_a_cookie_set_on_a_redirect_hop_goes_back_on_the_next(daemon, site):
+    site.route("/gate", until_cookie("seen", simple_page("Behind the gate", *ARTICLE_TEXT * 4)))
+    r = await daemon.fetch(site.url("/gate"))
+    assert r["type"] == "result" and "Behind the gate" in (r["title"] or ""), r
+    assert site.hits["/gate"] == 2 and daemon.daemon.pipeline.renders == 0
+    # the jar was this fetch's: the next one starts without the cookie
+    again = await daemon.fetch(site.url("/gate"), fresh=True)
+    assert again["type"] == "result" and site.hits["/gate"] == 4, again
+
+
+async def test_chrome_renders_with_every_cookie_the_hops_set(daemon, site):
+    # the cookie comes with the first hop only; the page's script shows what document.cookie holds
+    shows_cookies = JS_PAGE.replace('fetch("/api/story")', 'fetch("/api/story?" + document.cookie)')
+    site.route("/gated-js", until_cookie("hop", shows_cookies))
+    site.route("/api/story", lambda h: h.reply(200, "application/json", JS_STORY.replace(
+        "Rendered by script", f"Cookies {h.path.partition('?')[2] or 'none'}")))
+    r = await daemon.fetch(site.url("/gated-js"))
+    assert r["type"] == "result" and r["title"] == "Cookies hop=1", r
+    assert site.hits["/gated-js"] == 2 and daemon.daemon.pipeline.renders == 1
 
 
 def exchanges_running() -> int:

@@ -168,6 +168,9 @@ class Prefetched:
     headers: list[dict[str, str]]
     body: bytes
     server: Extracted | None
+    # every cookie the redirect hops and the document set, as CDP's CookieParam: Chrome gets them before
+    # the page runs (its scripts and requests see the cookies they would have after Chrome's own hops)
+    cookies: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -497,6 +500,8 @@ class _Render:
         kept = [h for h in p.headers if h.get("name", "").lower() not in
                 ("content-encoding", "content-length", "transfer-encoding")]
         self.progress("render", f"running the page's scripts ({r.final_url})")
+        if p.cookies:
+            await self.tab.context.set_cookies(list(p.cookies))
         await self.tab.show()
         await self.tab.call("Fetch.fulfillRequest", {
             "requestId": rid, "responseCode": p.status, "responseHeaders": kept,
