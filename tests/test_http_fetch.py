@@ -16,7 +16,7 @@ import threading
 import pytest
 import trio
 
-from webfetch.config import FetchConfig
+from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.http_fetch import HttpFetcher, Identity
 from webfetch.render import Prefetched, ServerRead
 from webfetch.urls import AddressPolicy
@@ -144,6 +144,28 @@ async def test_one_fetchs_cookies_never_reach_the_next(daemon, site):
     seen = await daemon.fetch(site.url("/echo-headers"))
     assert seen["type"] == "result" and "s3cr3t" not in seen["content"] and "cookie:" not in seen["content"]
     assert daemon.daemon.pipeline.http.requests == 2
+
+
+@pytest.mark.parametrize("sections, why", [
+    ({"transport": "chrome"}, 'fetch.transport is "chrome"'),
+    ({"fetch": FetchConfig(allow_private=True, render="always")}, 'fetch.render is "always"'),
+    ({"browser": BrowserConfig(args=["--proxy-server=direct://"])},
+     "the address-policy proxy is off (browser.args gives Chrome a proxy)"),
+])
+async def test_the_notes_say_why_chrome_loaded_the_page(start_daemon, site, sections, why):
+    d = await start_daemon(make_config(**{"transport": "http", **sections}))
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "result" and d.daemon.pipeline.renders == 1, r
+    assert f"loaded in Chrome: {why}" in r["notes"], r["notes"]
+
+
+async def test_the_notes_say_why_a_page_was_rendered_and_an_article_has_none(daemon, site):
+    rendered = await daemon.fetch(site.url("/js"))
+    assert rendered["type"] == "result" and daemon.daemon.pipeline.renders == 1, rendered
+    assert [n for n in rendered["notes"] if "Chrome" in n] == [
+        "rendered in Chrome: the page's mount point is empty until its scripts run (\"Loading…\")"], rendered["notes"]
+    article = await daemon.fetch(site.url("/article"))
+    assert article["notes"] == [] and daemon.daemon.pipeline.renders == 1, article
 
 
 def until_cookie(name: str, page: str):
