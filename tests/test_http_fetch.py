@@ -168,6 +168,21 @@ async def test_the_notes_say_why_a_page_was_rendered_and_an_article_has_none(dae
     assert article["notes"] == [] and daemon.daemon.pipeline.renders == 1, article
 
 
+async def test_a_static_page_is_read_while_chrome_cannot_start(start_daemon, site, tmp_path):
+    # a "Chromium" that says its version and never starts: the page needs no Chrome, and its headers name
+    # the installed version, asked of the executable
+    exe = tmp_path / "chromium"
+    exe.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "Chromium 149.0.7000.1 for a test"; exit 0; fi\n'
+                   'echo "chromium: error while loading shared libraries: libnss3.so" >&2; exit 127\n')
+    exe.chmod(0o755)
+    d = await start_daemon(make_config(transport="http", browser=BrowserConfig(executable=str(exe))))
+    r = await d.fetch(site.url("/echo-headers"))
+    assert r["type"] == "result", r
+    sent = header_lines(r["content"])
+    assert "HeadlessChrome/149.0.0.0" in sent["user-agent"] and '"Chromium";v="149"' in sent["sec-ch-ua"], sent
+    assert d.daemon.chrome.version is None and d.daemon.pipeline.renders == 0
+
+
 def until_cookie(name: str, page: str):
     """A route that answers `302 Set-Cookie: NAME=1` back to itself until the cookie comes back, then `page`."""
     def route(h):

@@ -24,7 +24,8 @@ from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
 from .flags import LOGIN_PATH, Flag
-from .http_fetch import HttpFetcher, Identity
+from .http_fetch import IMPERSONATE, HttpFetcher, Identity
+from .launch import installed_version
 from .paging import paginate
 from .profile_use import ProfileUse
 from .profiles import Cookie, Profile, ProfileError
@@ -115,6 +116,8 @@ class Pipeline:
         # there is no proxy (browser.endpoint, an outbound proxy: see chrome.proxy_off_reason)
         self.http = HttpFetcher(chrome.proxy) if chrome.proxy is not None else None
         self._identity_of: tuple[str, Identity] = ("", Identity(0))
+        self._installed: str | None = None  # the executable's --version, asked once (see _identity)
+        self._version_lock = trio.Lock()
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
     def close(self) -> None:
@@ -363,11 +366,21 @@ class Pipeline:
         return None
 
     async def _identity(self) -> Identity:
-        """The running Chromium's version, for the headers http_fetch.py sends as it would."""
-        version = (await self.chrome.wait_browser()).version
+        """The Chrome version the headers http_fetch.py sends name, as Chromium's own would, without waiting
+        for Chrome (only a render needs it: a cold start or a crash-looping Chrome must not hold up a static
+        page): the last browser's, else the installed executable's `--version` (asked once), else the
+        version whose TLS fingerprint is presented."""
+        version = self.chrome.version or await self._installed_version()
         if self._identity_of[0] != version:
             self._identity_of = (version, Identity.of(version))
         return self._identity_of[1]
+
+    async def _installed_version(self) -> str:
+        async with self._version_lock:
+            if self._installed is None:
+                exe = self.chrome.executable
+                self._installed = (await installed_version(exe) if exe else None) or IMPERSONATE.removeprefix("chrome")
+        return self._installed
 
     async def _in_chrome(self, key: str, progress: ReportProgress, profile: Profile | None,
                          validators: Validators | None, prefetched: Prefetched | None,
