@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from webfetch.config import BrowserConfig, FetchConfig
-from webfetch.http_fetch import HttpFetcher, Identity
+from webfetch.http_fetch import HttpFetcher, Identity, _Pool
 from webfetch.render import Prefetched, ServerRead
 from webfetch.urls import AddressPolicy
 
@@ -25,6 +25,7 @@ from .support.daemon import Harness, make_config
 from .support.site import ARTICLE_TEXT, JS_PAGE, JS_STORY, QuietHTTPServer, large_page, simple_page
 from .support.tls_recorder import PAGE, FingerprintRecorder
 from .test_proxy import start_proxy
+from .test_reload import reload_with, start_with_file
 
 # Chrome's request headers for the same navigation differ only in what its own state adds: none of these
 # for a fresh tab's first document (its context was never used).
@@ -99,6 +100,32 @@ async def test_two_pages_of_a_host_share_one_connection(daemon, keep_alive):
     assert KeepAlive.requests == ["/one", "/two"]
     assert len(KeepAlive.connections) == 1, KeepAlive.connections
     assert daemon.daemon.pipeline.renders == 0
+
+
+async def test_a_reload_that_changes_the_address_policy_closes_the_pooled_connections(nursery, short_tmp,
+                                                                                      keep_alive):
+    base = '[subagent]\ncommand = "/nonexistent/pi-for-tests"\n[fetch]\nallow_private = true\ntransport = "http"\n'
+    d, cfg = await start_with_file(nursery, short_tmp, base)
+    assert (await d.fetch(f"{keep_alive}/one"))["type"] == "result"
+    assert (await reload_with(d, cfg, base + "timeout_s = 40\n"))["applied"] == ["fetch.timeout_s"]
+    assert (await d.fetch(f"{keep_alive}/two"))["type"] == "result"
+    assert len(KeepAlive.connections) == 1  # the policy stayed: the connection too
+    assert (await reload_with(d, cfg, base + 'allow_hosts = ["intranet.example"]\n'))["type"] == "result"
+    assert (await d.fetch(f"{keep_alive}/three"))["type"] == "result"
+    assert KeepAlive.requests == ["/one", "/two", "/three"] and len(KeepAlive.connections) == 2
+
+
+def test_a_session_in_use_when_the_pool_closes_is_not_pooled_again():
+    pool = _Pool(True)
+    epoch = pool.epoch
+    in_use = pool.take("example.com")  # an exchange under way while a reload changes the policy
+    pool.close()
+    pool.give_back("example.com", in_use, epoch)
+    fresh = pool.take("example.com")
+    assert fresh is not in_use
+    pool.give_back("example.com", fresh, pool.epoch)
+    assert pool.take("example.com") is fresh  # one taken after the close is pooled as ever
+    pool.close()
 
 
 async def test_a_page_that_needs_rendering_is_requested_once(daemon, site):

@@ -150,6 +150,7 @@ class _Pool:
         self.verify = verify
         self._lock = threading.Lock()
         self._idle: OrderedDict[str, list[tuple[Any, float]]] = OrderedDict()
+        self.epoch = 0  # `close` moves it on: a session taken before is closed when given back
 
     def take(self, host: str) -> Any:
         from curl_cffi.requests import Session  # here: the daemon's start does not pay for libcurl
@@ -166,8 +167,11 @@ class _Pool:
                        trust_env=False, allow_redirects=False,
                        verify=self.verify)  # type: ignore[arg-type]  # a CA file's path works too; annotated bool
 
-    def give_back(self, host: str, session: Any) -> None:
+    def give_back(self, host: str, session: Any, epoch: int) -> None:
         with self._lock:
+            if epoch != self.epoch:  # taken before a `close`: its connection belongs to what was closed
+                session.close()
+                return
             idle = self._idle.setdefault(host, [])
             self._idle.move_to_end(host)
             idle.append((session, time.monotonic()))
@@ -179,9 +183,11 @@ class _Pool:
             old.close()
 
     def close(self) -> None:
+        """Close every idle session, and those in use as they come back."""
         with self._lock:
             sessions = [s for idle in self._idle.values() for s, _ in idle]
             self._idle.clear()
+            self.epoch += 1
         for session in sessions:
             session.close()
 
@@ -197,6 +203,8 @@ class HttpFetcher:
         self.requests = 0          # exchanges made (tests count these)
 
     def close(self) -> None:
+        """Close the pooled connections, idle ones now and those in use when their exchange ends: no request
+        after this goes over a connection opened before (the address policy may have changed since)."""
         self.pool.close()
 
     async def fetch(self, url: str, *, policy: AddressPolicy, identity: Identity, max_bytes: int,
@@ -349,6 +357,7 @@ def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: flo
     from curl_cffi.curl import CURL_WRITEFUNC_ERROR, CurlError
 
     host = (urlsplit(url).hostname or "").lower()
+    epoch = pool.epoch
     session = pool.take(host)
     session.cookies = jar  # shared, not copied: curl_cffi keeps a CookieJar it is given as it is
     answer = _Answer()
@@ -381,7 +390,7 @@ def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: flo
     finally:
         if reusable and not gone.is_set():
             session.cookies = None  # a jar of its own again: this fetch's cookies stay with this fetch
-            pool.give_back(host, session)
+            pool.give_back(host, session, epoch)
         else:
             session.close()
     if response is not None and answer.error is None:

@@ -127,8 +127,12 @@ class Pipeline:
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: fetch.* and browser.settle_s/block_resources apply from the next request (a
-        request under way keeps the values it read). browser.max_renders needs a restart (the tab pool)."""
-        self.config = config
+        request under way keeps the values it read). browser.max_renders needs a restart (the tab pool).
+        A changed address policy closes the http client's connections: one the old policy let open must not
+        carry a request the new one judges (the proxy checks a host when a connection opens, not after)."""
+        old, self.config = self.config, config
+        if self.http is not None and _address_policy(old) != _address_policy(config):
+            self.http.close()
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
         find.checked(req)  # a bad pattern costs no load
@@ -500,6 +504,11 @@ def cache_key(key: str, profile: Profile | None) -> str:
     parsing does), so no URL's key can be another's; a space can (parse_url keeps it: a fetch of
     `…/x profile=work` would have been served `…/x` as read with profile work)."""
     return key if profile is None else f"{key}\nprofile={profile.name}"
+
+
+def _address_policy(config: Config) -> tuple[object, ...]:
+    """The settings the address policy (fetch's and browse's, one proxy) is made of."""
+    return config.fetch.allow_private, config.fetch.allow_hosts, config.browse.allow_local
 
 
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:
