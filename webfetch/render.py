@@ -501,7 +501,10 @@ class _Render:
                 ("content-encoding", "content-length", "transfer-encoding")]
         self.progress("render", f"running the page's scripts ({r.final_url})")
         if p.cookies:
-            await self.tab.context.set_cookies(list(p.cookies))
+            try:
+                await self.tab.context.set_cookies(list(p.cookies))
+            except CDPError as e:  # one Chrome will not take: the page runs with the last response's cookies
+                log.warning("Chrome refused the cookies the redirect hops of %s set (%s)", r.final_url, e.message)
         await self.tab.show()
         await self.tab.call("Fetch.fulfillRequest", {
             "requestId": rid, "responseCode": p.status, "responseHeaders": kept,
