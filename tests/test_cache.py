@@ -89,6 +89,20 @@ async def test_ten_concurrent_requests_cause_one_load(clock):
     assert c.misses == 1 and c.hits == 9
 
 
+async def test_a_load_under_way_when_the_cache_is_cleared_is_served_but_not_kept(clock):
+    c = make()
+
+    async def load():
+        await trio.sleep(1)
+        return "page"
+
+    async with trio.open_nursery() as n:
+        n.start_soon(c.get_or_load, "k", load)
+        await trio.sleep(0.5)
+        c.clear()
+    assert c.get("k") is None and len(c) == 0 and c.bytes == 0
+
+
 async def test_a_cancelled_loader_hands_over_to_a_waiter(clock):
     c = make()
     calls = []

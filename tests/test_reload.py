@@ -85,6 +85,26 @@ async def test_a_fetch_in_flight_during_a_reload_finishes(nursery, short_tmp, si
     assert again["cached"] and len(again["content"]) < 400 and again["next_offset"], again
 
 
+async def test_a_page_loading_when_the_policy_narrows_is_not_cached_for_the_next_request(nursery, short_tmp, site):
+    # A hit is served without asking the policy again, so a load that began under the old policy must not be
+    # kept once a reload has emptied the cache for the new one.
+    d, cfg = await start_with_file(nursery, short_tmp, LOCAL)
+    c = await d.client()
+    await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})
+    with trio.fail_after(10):
+        while site.hits.get("/slow-article", 0) == 0:
+            await trio.sleep(0.02)
+    answer = await reload_with(d, cfg, NO_PI)
+    assert answer["applied"] == ["fetch.allow_private"]
+    site.stall.set()
+    with trio.fail_after(30):
+        done = await c.terminal("slow")
+    await c.aclose()
+    assert done["type"] == "result" and ARTICLE_TEXT[0] in done["content"], done  # it asked before the reload
+    again = await d.fetch(site.url("/slow-article"))
+    assert again["type"] == "error" and again["code"] == "blocked_url", again
+
+
 async def test_cache_search_and_browse_settings_apply_and_the_browser_flags_need_a_restart(nursery, short_tmp, site):
     d, cfg = await start_with_file(nursery, short_tmp, LOCAL)
     site.html("/one", simple_page("One", "The first page of two, long enough to be a page of its own."))

@@ -46,6 +46,10 @@ class Cache(Generic[V]):
         self.bytes = 0
         self.hits = 0
         self.misses = 0
+        # Bumped by `clear`: a load that began before a clear is not stored by it. A reload that narrows the
+        # address policy clears the cache, and a hit is served without asking the policy again, so a page
+        # loaded under the old policy must not land after the clear.
+        self.generation = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -90,9 +94,10 @@ class Cache(Generic[V]):
         self._evict()
 
     def clear(self) -> None:
-        """Forget every entry (loads under way still finish for their callers)."""
+        """Forget every entry (loads under way still finish for their callers, and are not kept)."""
         self._entries.clear()
         self.bytes = 0
+        self.generation += 1
 
     def _remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)
@@ -146,11 +151,13 @@ class Cache(Generic[V]):
         self.misses += 1
         flight = _Flight[V]()
         self._flights[key] = flight
+        generation = self.generation
         try:
             value, age = await find()
             flight.created = trio.current_time() - (age or 0.0)
             flight.value = value
-            self.put(key, value, flight.created)
+            if generation == self.generation:
+                self.put(key, value, flight.created)
             return value, age or 0.0, age is not None
         except WebfetchError as e:
             flight.error = e
