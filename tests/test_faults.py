@@ -140,7 +140,7 @@ async def test_a_parser_crash_costs_its_page_a_retry_not_the_daemon(start_daemon
     assert killed, "the daemon extracts in worker processes"
     assert r["type"] == "result" and "Paragraph 500 tells of the river" in r["content"], r
     assert r["total_chars"] > 1_800_000  # the whole page, read in the fresh worker
-    assert "a worker process died running extract_html (killed by SIGSEGV), attempt 1 of 2" in caplog.text
+    assert "a worker process died running read_server_html (killed by SIGSEGV), attempt 1 of 2" in caplog.text
     with trio.fail_after(5):
         while not all(reaped(pid) for pid in killed):
             await trio.sleep(0.05)

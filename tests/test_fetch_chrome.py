@@ -154,7 +154,8 @@ async def test_a_navigation_that_brings_no_document_leaves_the_page_as_it_was(st
               else f"http://127.0.0.1:{closed}/x")
     expected = [] if failure is None else [
         f"the page navigated to {target}, which {failure}; the content is the page as it was before"]
-    assert r["notes"] == expected
+    # first, why Chrome loaded it: fetch.render = "always" (fetch.transport = "chrome" on that suite)
+    assert r["notes"][0].startswith("loaded in Chrome: fetch.") and r["notes"][1:] == expected, r["notes"]
     if failure is None:
         assert site.hits.get("/no-content", 0) == 1
 
@@ -489,7 +490,7 @@ async def test_missing_chrome_is_reported(start_daemon, site):
     d = await start_daemon(make_config(browser=BrowserConfig(executable="/nonexistent/chrome")))
     status = await d.request({"id": 1, "op": "status"})
     assert any("no Chrome found" in p for p in status["problems"]), status
-    r = await d.fetch(site.url("/article"))
+    r = await d.fetch(site.url("/js"))  # a page that needs rendering (a static one is read over http)
     assert r["type"] == "error" and r["code"] == "browser_unavailable", r
     assert "apt-get install chromium" in r["message"]
 
@@ -566,7 +567,7 @@ async def test_a_browser_that_keeps_failing_is_a_crash_loop(start_daemon, site, 
     s = await d.request({"id": "s", "op": "status"})
     assert s["browser"]["state"] == "crash_loop"
     assert any("keeps failing" in p and "libnss3.so" in p for p in s["problems"]), s["problems"]
-    r = await d.fetch(site.url("/article"))
+    r = await d.fetch(site.url("/js"))  # a page that needs rendering (a static one is read over http)
     assert r["type"] == "error" and r["code"] == "browser_unavailable", r
     assert "libnss3.so" in r["message"] and "webfetch doctor" not in r["message"]
 

@@ -11,10 +11,13 @@ import ssl
 import pytest
 import trio
 
-from webfetch.http_fetch import IMPERSONATE
+from webfetch.http_fetch import IMPERSONATE, HttpFetcher, Identity
+from webfetch.render import MAIN_ACCEPT, ServerRead
+from webfetch.urls import AddressPolicy
 
 from .support.fingerprints import MAY_DIFFER, differing, record_chromium, record_curl, side_by_side
 from .support.tls_recorder import HOST, PAGE, ClientHello, FingerprintRecorder, is_grease
+from .test_proxy import start_proxy
 
 # A Chrome 143 ClientHello as browserleaks.com published it (its ja4_ro, ja3_text, ja4, ja3_hash, ja3n_hash),
 # GREASE added where Chrome puts it: our JA4/JA3 code must give the fingerprints that service computed.
@@ -90,3 +93,32 @@ async def test_curl_cffi_presents_the_fingerprint_of_the_chromium_the_daemon_run
     assert curl.h2.pseudo_headers == chromium.h2.pseudo_headers == [":method", ":authority", ":scheme", ":path"]
     # every other field must match too, but those MAY_DIFFER names, each with its reason
     assert set(differing(curl, chromium)) <= set(MAY_DIFFER), side_by_side(curl, label_curl, chromium, label_chromium)
+
+
+@pytest.mark.chromium
+async def test_webfetchs_http_client_sends_the_headers_of_chromiums_navigation(nursery):
+    """webfetch's own HttpFetcher, as the daemon builds it (through the policy proxy, the Identity of the
+    running Chromium's product string), against the same Chromium's navigation: the same header names, order
+    and values. Except Accept's value: webfetch asks for markdown too (render.MAIN_ACCEPT), as its Chrome path
+    does (test_http_fetch's test_the_server_sees_chromes_own_navigation_headers holds the two transports'
+    values equal)."""
+    proxy = await start_proxy(nursery, allow_hosts=["127.0.0.1"])
+    fetcher = HttpFetcher(proxy)
+
+    async def holds_content(body: bytes, charset: str | None, url: str) -> ServerRead:
+        return ServerRead(None, holds_content=True)
+
+    with FingerprintRecorder() as rec:
+        chromium, product = await record_chromium(rec)
+        fetcher.pool.verify = str(rec.cert.ca_file)
+        with trio.fail_after(30):
+            await fetcher.fetch(f"https://127.0.0.1:{rec.port}/webfetch",
+                                policy=AddressPolicy.from_config(False, ["127.0.0.1"]),
+                                identity=Identity.of(product), max_bytes=1_000_000, progress=lambda *a: None,
+                                read_server_html=holds_content)
+        [ours] = rec.requests("/webfetch")
+    fetcher.close()
+    assert ours.h2 is not None and chromium.h2 is not None
+    assert ours.h2.pseudo_headers == chromium.h2.pseudo_headers
+    chromiums = [(name, MAIN_ACCEPT if name == "accept" else value) for name, value in chromium.h2.headers]
+    assert ours.h2.headers == chromiums

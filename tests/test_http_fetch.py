@@ -16,15 +16,16 @@ import threading
 import pytest
 import trio
 
-from webfetch.config import FetchConfig
-from webfetch.http_fetch import HttpFetcher, Identity
+from webfetch.config import BrowserConfig, FetchConfig
+from webfetch.http_fetch import HttpFetcher, Identity, _Pool
 from webfetch.render import Prefetched, ServerRead
 from webfetch.urls import AddressPolicy
 
 from .support.daemon import Harness, make_config
-from .support.site import ARTICLE_TEXT, QuietHTTPServer, large_page
+from .support.site import ARTICLE_TEXT, JS_PAGE, JS_STORY, QuietHTTPServer, large_page, simple_page
 from .support.tls_recorder import PAGE, FingerprintRecorder
 from .test_proxy import start_proxy
+from .test_reload import reload_with, start_with_file
 
 # Chrome's request headers for the same navigation differ only in what its own state adds: none of these
 # for a fresh tab's first document (its context was never used).
@@ -101,6 +102,32 @@ async def test_two_pages_of_a_host_share_one_connection(daemon, keep_alive):
     assert daemon.daemon.pipeline.renders == 0
 
 
+async def test_a_reload_that_changes_the_address_policy_closes_the_pooled_connections(nursery, short_tmp,
+                                                                                      keep_alive):
+    base = '[subagent]\ncommand = "/nonexistent/pi-for-tests"\n[fetch]\nallow_private = true\ntransport = "http"\n'
+    d, cfg = await start_with_file(nursery, short_tmp, base)
+    assert (await d.fetch(f"{keep_alive}/one"))["type"] == "result"
+    assert (await reload_with(d, cfg, base + "timeout_s = 40\n"))["applied"] == ["fetch.timeout_s"]
+    assert (await d.fetch(f"{keep_alive}/two"))["type"] == "result"
+    assert len(KeepAlive.connections) == 1  # the policy stayed: the connection too
+    assert (await reload_with(d, cfg, base + 'allow_hosts = ["intranet.example"]\n'))["type"] == "result"
+    assert (await d.fetch(f"{keep_alive}/three"))["type"] == "result"
+    assert KeepAlive.requests == ["/one", "/two", "/three"] and len(KeepAlive.connections) == 2
+
+
+def test_a_session_in_use_when_the_pool_closes_is_not_pooled_again():
+    pool = _Pool(True)
+    epoch = pool.epoch
+    in_use = pool.take("example.com")  # an exchange under way while a reload changes the policy
+    pool.close()
+    pool.give_back("example.com", in_use, epoch)
+    fresh = pool.take("example.com")
+    assert fresh is not in_use
+    pool.give_back("example.com", fresh, pool.epoch)
+    assert pool.take("example.com") is fresh  # one taken after the close is pooled as ever
+    pool.close()
+
+
 async def test_a_page_that_needs_rendering_is_requested_once(daemon, site):
     r = await daemon.fetch(site.url("/js"))
     assert r["type"] == "result" and "only exists after the page's JavaScript ran" in r["content"], r
@@ -144,6 +171,78 @@ async def test_one_fetchs_cookies_never_reach_the_next(daemon, site):
     seen = await daemon.fetch(site.url("/echo-headers"))
     assert seen["type"] == "result" and "s3cr3t" not in seen["content"] and "cookie:" not in seen["content"]
     assert daemon.daemon.pipeline.http.requests == 2
+
+
+@pytest.mark.parametrize("sections, why", [
+    ({"transport": "chrome"}, 'fetch.transport is "chrome"'),
+    ({"fetch": FetchConfig(allow_private=True, render="always")}, 'fetch.render is "always"'),
+    ({"browser": BrowserConfig(args=["--proxy-server=direct://"])},
+     "the address-policy proxy is off (browser.args gives Chrome a proxy)"),
+])
+async def test_the_notes_say_why_chrome_loaded_the_page(start_daemon, site, sections, why):
+    d = await start_daemon(make_config(**{"transport": "http", **sections}))
+    r = await d.fetch(site.url("/article"))
+    assert r["type"] == "result" and d.daemon.pipeline.renders == 1, r
+    assert f"loaded in Chrome: {why}" in r["notes"], r["notes"]
+
+
+async def test_the_notes_say_why_a_page_was_rendered_and_an_article_has_none(daemon, site):
+    rendered = await daemon.fetch(site.url("/js"))
+    assert rendered["type"] == "result" and daemon.daemon.pipeline.renders == 1, rendered
+    assert [n for n in rendered["notes"] if "Chrome" in n] == [
+        "rendered in Chrome: the page's mount point is empty until its scripts run (\"Loading…\")"], rendered["notes"]
+    article = await daemon.fetch(site.url("/article"))
+    assert article["notes"] == [] and daemon.daemon.pipeline.renders == 1, article
+
+
+async def test_a_static_page_is_read_while_chrome_cannot_start(start_daemon, site, tmp_path):
+    # a "Chromium" that says its version and never starts: the page needs no Chrome, and its headers name
+    # the installed version, asked of the executable
+    exe = tmp_path / "chromium"
+    exe.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "Chromium 149.0.7000.1 for a test"; exit 0; fi\n'
+                   'echo "chromium: error while loading shared libraries: libnss3.so" >&2; exit 127\n')
+    exe.chmod(0o755)
+    d = await start_daemon(make_config(transport="http", browser=BrowserConfig(executable=str(exe))))
+    r = await d.fetch(site.url("/echo-headers"))
+    assert r["type"] == "result", r
+    sent = header_lines(r["content"])
+    assert "HeadlessChrome/149.0.0.0" in sent["user-agent"] and '"Chromium";v="149"' in sent["sec-ch-ua"], sent
+    assert d.daemon.chrome.version is None and d.daemon.pipeline.renders == 0
+
+
+def until_cookie(name: str, page: str):
+    """A route that answers `302 Set-Cookie: NAME=1` back to itself until the cookie comes back, then `page`."""
+    def route(h):
+        if f"{name}=1" in (h.headers.get("Cookie") or ""):
+            h.reply(200, "text/html", page)
+        else:
+            h.send_response(302)
+            h.send_header("Set-Cookie", f"{name}=1; Path=/")
+            h.send_header("Location", h.path)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+    return route
+
+
+async def test_a_cookie_set_on_a_redirect_hop_goes_back_on_the_next(daemon, site):
+    site.route("/gate", until_cookie("seen", simple_page("Behind the gate", *ARTICLE_TEXT * 4)))
+    r = await daemon.fetch(site.url("/gate"))
+    assert r["type"] == "result" and "Behind the gate" in (r["title"] or ""), r
+    assert site.hits["/gate"] == 2 and daemon.daemon.pipeline.renders == 0
+    # the jar was this fetch's: the next one starts without the cookie
+    again = await daemon.fetch(site.url("/gate"), fresh=True)
+    assert again["type"] == "result" and site.hits["/gate"] == 4, again
+
+
+async def test_chrome_renders_with_every_cookie_the_hops_set(daemon, site):
+    # the cookie comes with the first hop only; the page's script shows what document.cookie holds
+    shows_cookies = JS_PAGE.replace('fetch("/api/story")', 'fetch("/api/story?" + document.cookie)')
+    site.route("/gated-js", until_cookie("hop", shows_cookies))
+    site.route("/api/story", lambda h: h.reply(200, "application/json", JS_STORY.replace(
+        "Rendered by script", f"Cookies {h.path.partition('?')[2] or 'none'}")))
+    r = await daemon.fetch(site.url("/gated-js"))
+    assert r["type"] == "result" and r["title"] == "Cookies hop=1", r
+    assert site.hits["/gated-js"] == 2 and daemon.daemon.pipeline.renders == 1
 
 
 def exchanges_running() -> int:
@@ -190,9 +289,9 @@ async def test_https_goes_through_the_policy_proxy_as_http2_with_chromes_headers
     assert isinstance(got, Prefetched) and got.status == 200 and got.body == PAGE  # a short page: Chrome's
     assert connection.alpn == "h2" and connection.h2 is not None
     assert connection.h2.pseudo_headers == [":method", ":authority", ":scheme", ":path"]  # Chrome's order
-    # Chrome's HTTP/2 order for a navigation (libcurl's impersonation orders what Identity sends)
+    # Chrome's HTTP/2 order for a navigation (libcurl's impersonation orders what Identity sends); names,
+    # order and values against the running Chromium's: test_fingerprint.py's @chromium test
     assert [name for name, _ in connection.h2.headers] == [
         "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "upgrade-insecure-requests", "user-agent",
         "accept", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-user", "sec-fetch-dest", "accept-encoding",
         "accept-language", "priority"]
-    assert dict(connection.h2.headers)["sec-ch-ua"] == Identity(156).sec_ch_ua

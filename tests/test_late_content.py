@@ -10,6 +10,7 @@ import logging
 
 import trio
 
+from .support.daemon import TRANSPORT_NOTES
 from .support.flag_pages import LATE_STORY, late_article
 from .support.site import ARTICLE_TEXT
 
@@ -70,7 +71,7 @@ async def test_pages_that_settle_with_their_content_are_not_watched(daemon, site
     caplog.set_level(logging.DEBUG, logger="webfetch.render")
     article = await daemon.fetch(site.url("/article"))
     scripted = await daemon.fetch(site.url("/js"))
-    assert article["flags"] == [] and article["notes"] == []
+    assert article["flags"] == [] and article["notes"] == TRANSPORT_NOTES
     assert scripted["flags"] == []
     assert "This paragraph only exists after the page's JavaScript ran" in scripted["content"]
     rendered = [line for line in _rendered_lines(caplog) if line.startswith("rendered ")]

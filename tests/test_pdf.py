@@ -14,7 +14,7 @@ from webfetch.errors import ExtractionFailed
 from webfetch.pdf import extract_pdf
 
 from .support import pdfs
-from .support.daemon import make_config
+from .support.daemon import TRANSPORT_NOTES, make_config
 from .support.site import PDF_BYTES
 from .test_subagent import pi_home, sub_config  # noqa: F401 (fixtures)
 
@@ -107,7 +107,7 @@ async def test_a_pdf_is_a_page_with_extractor_pdf(daemon, site):
     assert r["type"] == "result", r
     assert (r["kind"], r["extractor"], r["content_type"], r["status"]) == ("page", "pdf", PDF, 200)
     assert r["title"] == "Otter Habitat Recovery in Restored Rivers"
-    assert r["content"] == extract_pdf(data).markdown and r["flags"] == [] and r["notes"] == []
+    assert r["content"] == extract_pdf(data).markdown and r["flags"] == [] and r["notes"] == TRANSPORT_NOTES
     again = await daemon.fetch(site.url("/papers/otters.pdf"))
     assert again["cached"] and again["content"] == r["content"]
     assert site.hits["/papers/otters.pdf"] == 1

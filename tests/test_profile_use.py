@@ -151,6 +151,7 @@ async def test_a_session_the_site_refreshes_stays_alive(app, data_home, daemon):
     save_profile("club", old)
     r = await daemon.fetch(app.url("/refresh"), profile="club")
     assert member_page(r), r
+    assert "loaded in Chrome: the cookies of profile club live in Chrome" in r["notes"]
     new = sid_of(data_home, "club")
     assert new != old and app.sessions.get(new) == "ann" and old not in app.sessions
     # the next fetch sends the refreshed cookie

@@ -12,8 +12,11 @@ curl_cffi's API is synchronous: each exchange runs in a trio worker thread. A re
 the call at once (the thread is abandoned), and the thread ends soon after on its own: libcurl's timeout is
 the request's remaining time, and the body's sink refuses more data once the caller is gone. Sessions (one
 libcurl handle each, with its connection cache) are pooled per host so that a second page of a site reuses
-the connection; a session is used by one thread at a time (libcurl handles are not thread-safe), and its
-cookie jar is emptied when it is taken, so one fetch's cookies never reach another's requests."""
+the connection; a session is used by one thread at a time (libcurl handles are not thread-safe). A fetch has
+one cookie jar of its own for all its hops (a site that sets a cookie on a redirect and wants it back on the
+next hop works, as in Chrome); a session is given the fetch's jar for one exchange and a fresh one when it goes
+back to the pool, so one fetch's cookies never reach another's requests. The cookies a fetch's hops set go to
+Chrome with a page it then renders (`Prefetched.cookies`)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -146,6 +150,7 @@ class _Pool:
         self.verify = verify
         self._lock = threading.Lock()
         self._idle: OrderedDict[str, list[tuple[Any, float]]] = OrderedDict()
+        self.epoch = 0  # `close` moves it on: a session taken before is closed when given back
 
     def take(self, host: str) -> Any:
         from curl_cffi.requests import Session  # here: the daemon's start does not pay for libcurl
@@ -156,15 +161,17 @@ class _Pool:
             while idle:
                 session, since = idle.pop()
                 if now - since < IDLE_SESSION_S:
-                    session.cookies.clear()
                     return session
                 session.close()
         return Session(use_thread_local_curl=False, impersonate=IMPERSONATE, default_headers=False,
                        trust_env=False, allow_redirects=False,
                        verify=self.verify)  # type: ignore[arg-type]  # a CA file's path works too; annotated bool
 
-    def give_back(self, host: str, session: Any) -> None:
+    def give_back(self, host: str, session: Any, epoch: int) -> None:
         with self._lock:
+            if epoch != self.epoch:  # taken before a `close`: its connection belongs to what was closed
+                session.close()
+                return
             idle = self._idle.setdefault(host, [])
             self._idle.move_to_end(host)
             idle.append((session, time.monotonic()))
@@ -176,9 +183,11 @@ class _Pool:
             old.close()
 
     def close(self) -> None:
+        """Close every idle session, and those in use as they come back."""
         with self._lock:
             sessions = [s for idle in self._idle.values() for s, _ in idle]
             self._idle.clear()
+            self.epoch += 1
         for session in sessions:
             session.close()
 
@@ -194,6 +203,8 @@ class HttpFetcher:
         self.requests = 0          # exchanges made (tests count these)
 
     def close(self) -> None:
+        """Close the pooled connections, idle ones now and those in use when their exchange ends: no request
+        after this goes over a connection opened before (the address policy may have changed since)."""
         self.pool.close()
 
     async def fetch(self, url: str, *, policy: AddressPolicy, identity: Identity, max_bytes: int,
@@ -204,6 +215,7 @@ class HttpFetcher:
         server's HTML does not hold the content. Raises the WebfetchErrors render.py raises."""
         await self.proxy.listening.wait()
         current, status = url, None
+        jar = CookieJar()  # this fetch's, for every hop; no other fetch sees it
         for hop in range(1, MAX_NAVIGATIONS + 1):
             if hop > 1:
                 progress("render", f"following redirect to {current}")
@@ -212,7 +224,7 @@ class HttpFetcher:
             if check_host is not None:
                 check_host(parse_url(current)[1])
             conditional = validators.headers() if validators and validators.url == current else []
-            answer = await self._exchange(current, identity.headers(current, conditional), max_bytes)
+            answer = await self._exchange(current, identity.headers(current, conditional), max_bytes, jar)
             status = answer.status
             location = answer.header("location")
             if 300 <= status < 400 and status != 304 and location:
@@ -227,12 +239,12 @@ class HttpFetcher:
                     return Redirect(MainResponse(url, url, status, None, None, False, ()), target)
                 current = target
                 continue
-            return await self._document(url, current, answer, bool(conditional), read_server_html)
+            return await self._document(url, current, answer, bool(conditional), read_server_html, jar)
         raise NetworkError(f"net::ERR_TOO_MANY_REDIRECTS: {url} redirects in a loop "
                            f"(more than {MAX_NAVIGATIONS} navigations)")
 
     async def _document(self, url: str, final: str, answer: _Answer, revalidating: bool,
-                        read_server_html: ReadServerHtml) -> Outcome | Prefetched:
+                        read_server_html: ReadServerHtml, jar: CookieJar) -> Outcome | Prefetched:
         status = answer.status
         ctype = answer.header("content-type")
         response = MainResponse(url, final, status, _mime(ctype) or None, _charset(ctype), answer.truncated, (),
@@ -249,9 +261,9 @@ class HttpFetcher:
         if read.holds_content and read.extracted is not None:
             return ServerHtml(response, read.extracted, body)
         headers = [{"name": k, "value": v} for k, v in answer.headers or ()]
-        return Prefetched(response, status, headers, body, read.extracted)
+        return Prefetched(response, status, headers, body, read.extracted, _cdp_cookies(jar, final))
 
-    async def _exchange(self, url: str, headers: list[str], max_bytes: int) -> _Answer:
+    async def _exchange(self, url: str, headers: list[str], max_bytes: int, jar: CookieJar) -> _Answer:
         """One GET in a worker thread; raises NetworkError/BlockedUrl for a failed one."""
         self.requests += 1
         gone = threading.Event()  # the caller stopped waiting: the thread's sink refuses the rest
@@ -259,7 +271,8 @@ class HttpFetcher:
         timeout = min(remaining, 3600.0) + CURL_SLACK_S
         try:
             answer = await trio.to_thread.run_sync(
-                _get, self.pool, url, headers, max_bytes, timeout, self._proxy_url(), gone, abandon_on_cancel=True)
+                _get, self.pool, url, headers, max_bytes, timeout, self._proxy_url(), gone, jar,
+                abandon_on_cancel=True)
         finally:
             gone.set()
         if answer.error is not None:
@@ -283,6 +296,24 @@ class HttpFetcher:
         reason = _NET_ERRORS.get(answer.error_code, "net::ERR_FAILED")
         log.info("GET %s failed: %s (%s)", url, reason, answer.error)
         return NetworkError(f"{reason} while loading {url}")
+
+
+def _cdp_cookies(jar: CookieJar, final: str) -> tuple[dict[str, Any], ...]:
+    """The cookies a fetch's hops set, as CDP's Storage.setCookies takes them: a host-only cookie is named by
+    a URL of its host (so it stays host-only in Chrome), a domain cookie by its domain."""
+    scheme = urlsplit(final).scheme
+    cookies = []
+    for c in jar:
+        param: dict[str, Any] = {"name": c.name, "value": c.value or "", "path": c.path or "/",
+                                 "secure": c.secure, "httpOnly": c.get_nonstandard_attr("http_only") == "True"}
+        if c.domain_specified:
+            param["domain"] = "." + c.domain.lstrip(".")
+        else:
+            param["url"] = f"{scheme}://{c.domain.lstrip('.')}{c.path or '/'}"
+        if c.expires:
+            param["expires"] = c.expires
+        cookies.append(param)
+    return tuple(cookies)
 
 
 def _check_document(final: str, answer: _Answer, ctype: str | None) -> str:
@@ -319,13 +350,16 @@ _NET_ERRORS = {6: "net::ERR_NAME_NOT_RESOLVED", 7: "net::ERR_CONNECTION_REFUSED"
 
 
 def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: float, proxy: str,
-         gone: threading.Event) -> _Answer:
-    """The exchange itself, in a worker thread: the body streamed into a buffer, cut at `max_bytes`."""
+         gone: threading.Event, jar: CookieJar) -> _Answer:
+    """The exchange itself, in a worker thread: the body streamed into a buffer, cut at `max_bytes`; the
+    cookies sent come from `jar`, and those set go into it."""
     from curl_cffi.const import CurlHttpVersion
     from curl_cffi.curl import CURL_WRITEFUNC_ERROR, CurlError
 
     host = (urlsplit(url).hostname or "").lower()
+    epoch = pool.epoch
     session = pool.take(host)
+    session.cookies = jar  # shared, not copied: curl_cffi keeps a CookieJar it is given as it is
     answer = _Answer()
     chunks: list[bytes] = []
     size = 0
@@ -355,7 +389,8 @@ def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: flo
             answer.error, answer.error_code = e, int(getattr(e, "code", 0) or 0)
     finally:
         if reusable and not gone.is_set():
-            pool.give_back(host, session)
+            session.cookies = None  # a jar of its own again: this fetch's cookies stay with this fetch
+            pool.give_back(host, session, epoch)
         else:
             session.close()
     if response is not None and answer.error is None:

@@ -66,6 +66,24 @@ def find_chrome(configured: str | None = None) -> str | None:
     return None
 
 
+# A Chrome version as `--version` prints it ("Chromium 156.0.8078.108 built on Debian…", "Google Chrome 156…")
+_VERSION = re.compile(rb"\b\d+\.\d+\.\d+\.\d+\b")
+
+
+async def installed_version(executable: str) -> str | None:
+    """The executable's own `--version` ("156.0.8078.108"), without starting a browser; None when it does not
+    say (a wrapper that prints something else, a binary that cannot run)."""
+    try:
+        with trio.move_on_after(10):
+            done = await trio.run_process([executable, "--version"], capture_stdout=True, capture_stderr=True,
+                                          check=False, stdin=b"")
+            found = _VERSION.search(done.stdout) if done.returncode == 0 else None
+            return found.group(0).decode() if found else None
+    except OSError:
+        pass
+    return None
+
+
 def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> list[str]:
     args = [*BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
     if os.geteuid() == 0:

@@ -24,7 +24,8 @@ from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
 from .flags import LOGIN_PATH, Flag
-from .http_fetch import HttpFetcher, Identity
+from .http_fetch import IMPERSONATE, HttpFetcher, Identity
+from .launch import installed_version
 from .paging import paginate
 from .profile_use import ProfileUse
 from .profiles import Cookie, Profile, ProfileError
@@ -34,6 +35,7 @@ from .render import (
     Outcome,
     PdfBody,
     Prefetched,
+    ReadServerHtml,
     Redirect,
     RenderedDom,
     ServerHtml,
@@ -114,6 +116,8 @@ class Pipeline:
         # there is no proxy (browser.endpoint, an outbound proxy: see chrome.proxy_off_reason)
         self.http = HttpFetcher(chrome.proxy) if chrome.proxy is not None else None
         self._identity_of: tuple[str, Identity] = ("", Identity(0))
+        self._installed: str | None = None  # the executable's --version, asked once (see _identity)
+        self._version_lock = trio.Lock()
         self.render_slots = trio.CapacityLimiter(config.browser.max_renders or default_max_renders())
 
     def close(self) -> None:
@@ -123,8 +127,12 @@ class Pipeline:
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: fetch.* and browser.settle_s/block_resources apply from the next request (a
-        request under way keeps the values it read). browser.max_renders needs a restart (the tab pool)."""
-        self.config = config
+        request under way keeps the values it read). browser.max_renders needs a restart (the tab pool).
+        A changed address policy closes the http client's connections: one the old policy let open must not
+        carry a request the new one judges (the proxy checks a host when a connection opens, not after)."""
+        old, self.config = self.config, config
+        if self.http is not None and _address_policy(old) != _address_policy(config):
+            self.http.close()
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
         find.checked(req)  # a bad pattern costs no load
@@ -284,13 +292,14 @@ class Pipeline:
         """The page loaded and extracted (`seen` gets the HTML it came from); None when `validators` were
         sent and the server answered that the page they came with has not changed (304)."""
         started = time.monotonic()
-        outcome = await self._render(key, progress, profile, validators)
+        how: list[str] = []  # why Chrome loaded or rendered the page, for its notes
+        outcome = await self._render(key, progress, profile, validators, how)
         render_ms = (time.monotonic() - started) * 1000
         if isinstance(outcome, NotModified):
             progress("cache", "the server says the page kept on disk has not changed")
             return None
         response = outcome.response
-        notes = list(response.notes)
+        notes = how + list(response.notes)
         if response.truncated:
             notes.append(f"the response was larger than {self.config.fetch.max_bytes} bytes and was cut there "
                          f"before extraction")
@@ -319,29 +328,33 @@ class Pipeline:
                     last_modified=response.last_modified if validated else None)
 
     async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
-                      validators: Validators | None = None) -> Outcome:
+                      validators: Validators | None, how: list[str]) -> Outcome:
         """The page's main document and, when it needs one, its render: by http_fetch.py first when
         `chrome_reason` gives none (Chrome renders from the bytes it read, only when the server's HTML does
-        not hold the content), else all in Chrome. At most browser.max_renders pages load at once."""
+        not hold the content), else all in Chrome. At most browser.max_renders pages load at once. `how`
+        gets the notes that say why Chrome loaded the page (`chrome_reason`) or rendered it (render_need's
+        reason): a user wondering at a slow or odd page reads there what happened."""
         if self.render_slots.available_tokens == 0:
             progress("queued", f"waiting for a browser tab ({self.render_slots.total_tokens} pages are loading)")
         async with self.render_slots:
             self.loads += 1
             why = self.chrome_reason(profile)
             prefetched = None
-            if why is None:
+            read_server_html = functools.partial(self._read_server_html, progress, how)
+            if why is not None:
+                how.append(f"loaded in Chrome: {why}")
+            else:
                 assert self.http is not None
                 got = await self.http.fetch(
                     key, policy=self.policy.current, identity=await self._identity(),
-                    max_bytes=self.config.fetch.max_bytes, progress=progress,
-                    read_server_html=functools.partial(self._read_server_html, progress),
+                    max_bytes=self.config.fetch.max_bytes, progress=progress, read_server_html=read_server_html,
                     check_host=_checker(profile), validators=validators)
                 if not isinstance(got, Prefetched):
                     log.debug("%s: main document over http, not rendered", key)
                     return got
                 prefetched, why = got, "the page needs rendering"
             log.debug("%s: rendered by Chrome (%s)", key, why)
-            return await self._in_chrome(key, progress, profile, validators, prefetched)
+            return await self._in_chrome(key, progress, profile, validators, prefetched, read_server_html)
 
     def chrome_reason(self, profile: Profile | None) -> str | None:
         """Why the main document goes through Chrome rather than http_fetch.py; None when it need not."""
@@ -351,20 +364,31 @@ class Pipeline:
         if fc.render == "always":
             return 'fetch.render is "always"'
         if profile is not None:
-            return f"profile {profile.name}: its cookies are Chrome's"
+            return f"the cookies of profile {profile.name} live in Chrome"
         if self.http is None:
             return f"the address-policy proxy is off ({self.chrome.proxy_off})"
         return None
 
     async def _identity(self) -> Identity:
-        """The running Chromium's version, for the headers http_fetch.py sends as it would."""
-        version = (await self.chrome.wait_browser()).version
+        """The Chrome version the headers http_fetch.py sends name, as Chromium's own would, without waiting
+        for Chrome (only a render needs it: a cold start or a crash-looping Chrome must not hold up a static
+        page): the last browser's, else the installed executable's `--version` (asked once), else the
+        version whose TLS fingerprint is presented."""
+        version = self.chrome.version or await self._installed_version()
         if self._identity_of[0] != version:
             self._identity_of = (version, Identity.of(version))
         return self._identity_of[1]
 
+    async def _installed_version(self) -> str:
+        async with self._version_lock:
+            if self._installed is None:
+                exe = self.chrome.executable
+                self._installed = (await installed_version(exe) if exe else None) or IMPERSONATE.removeprefix("chrome")
+        return self._installed
+
     async def _in_chrome(self, key: str, progress: ReportProgress, profile: Profile | None,
-                         validators: Validators | None, prefetched: Prefetched | None) -> Outcome:
+                         validators: Validators | None, prefetched: Prefetched | None,
+                         read_server_html: ReadServerHtml) -> Outcome:
         """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given);
         a browser that went away is tried once more."""
         bc = self.config.browser
@@ -380,7 +404,7 @@ class Pipeline:
                         return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
                                             max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
                                             progress=progress,
-                                            read_server_html=functools.partial(self._read_server_html, progress),
+                                            read_server_html=read_server_html,
                                             server_decides=self.config.fetch.render == "auto",
                                             check_host=_checker(profile), validators=validators,
                                             prefetched=prefetched)
@@ -402,15 +426,19 @@ class Pipeline:
         except ProfileError as e:  # a full disk: the page is read all the same, the profile is as it was
             log.warning("%s", e)
 
-    async def _read_server_html(self, progress: ReportProgress, body: bytes, charset: str | None,
+    async def _read_server_html(self, progress: ReportProgress, how: list[str], body: bytes, charset: str | None,
                                 url: str) -> ServerRead:
         """Extract from the HTML as the server sent it, before Chrome renders anything: for most of the web
         that is the content, found in a fraction of the time and without scripts' clutter."""
         progress("extract", "extracting the main content from the server's HTML")
         reading = await self.extractor.server_html(body, url, charset)
+        decides = self.config.fetch.render == "auto"
         if reading.need.reason is not None:
             log.info("rendering %s: %s", url, reading.need.reason)
-        return ServerRead(reading.extracted, self.config.fetch.render == "auto" and not reading.need.render)
+            note = f"rendered in Chrome: {reading.need.reason}"
+            if decides and note not in how:  # a retried render reads the same HTML again
+                how.append(note)
+        return ServerRead(reading.extracted, decides and not reading.need.render)
 
     async def _extract(self, outcome: TextBody | PdfBody | ServerHtml | RenderedDom,
                        progress: ReportProgress) -> _Read:
@@ -476,6 +504,11 @@ def cache_key(key: str, profile: Profile | None) -> str:
     parsing does), so no URL's key can be another's; a space can (parse_url keeps it: a fetch of
     `…/x profile=work` would have been served `…/x` as read with profile work)."""
     return key if profile is None else f"{key}\nprofile={profile.name}"
+
+
+def _address_policy(config: Config) -> tuple[object, ...]:
+    """The settings the address policy (fetch's and browse's, one proxy) is made of."""
+    return config.fetch.allow_private, config.fetch.allow_hosts, config.browse.allow_local
 
 
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:

@@ -168,6 +168,9 @@ class Prefetched:
     headers: list[dict[str, str]]
     body: bytes
     server: Extracted | None
+    # every cookie the redirect hops and the document set, as CDP's CookieParam: Chrome gets them before
+    # the page runs (its scripts and requests see the cookies they would have after Chrome's own hops)
+    cookies: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -497,6 +500,11 @@ class _Render:
         kept = [h for h in p.headers if h.get("name", "").lower() not in
                 ("content-encoding", "content-length", "transfer-encoding")]
         self.progress("render", f"running the page's scripts ({r.final_url})")
+        if p.cookies:
+            try:
+                await self.tab.context.set_cookies(list(p.cookies))
+            except CDPError as e:  # one Chrome will not take: the page runs with the last response's cookies
+                log.warning("Chrome refused the cookies the redirect hops of %s set (%s)", r.final_url, e.message)
         await self.tab.show()
         await self.tab.call("Fetch.fulfillRequest", {
             "requestId": rid, "responseCode": p.status, "responseHeaders": kept,

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The main document's transport the tests' daemons use unless a test sets its own: bin/test runs the fetch
 # path's test files a second time with WEBFETCH_TEST_TRANSPORT=chrome, so that both transports pass them.
 TRANSPORT = os.environ.get("WEBFETCH_TEST_TRANSPORT", "http")
+# the notes every page loaded on the suite's transport has: on "chrome", the note saying why Chrome loaded it
+TRANSPORT_NOTES = ['loaded in Chrome: fetch.transport is "chrome"'] if TRANSPORT == "chrome" else []
 
 
 def make_config(transport: str | None = None, **sections: Any) -> Config:
