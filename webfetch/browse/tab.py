@@ -600,28 +600,26 @@ class BrowseTab:
         return frame, obj["objectId"]
 
     async def snapshot(self, mode: str, ref: str | None, find: str | None, both: bool = False,
-                       quiet_ms: int | None = None, need_frame: bool = False) -> Snapshot:
+                       quiet_ms: int | None = None) -> Snapshot:
         """The tab as text, every frame inlined under its iframe line; new refs are recorded. `both` adds
         the full view beside an interactive one (what changed is told from the full view). With `quiet_ms`,
         taken once the page's DOM is quiet (__wf.quiet, in the same round trip; `calm` says whether it was)."""
         frame = self.ref_frame(ref) if ref is not None else self.target_id
         opts = {"mode": mode, "ref": ref, "find": find, "next": 0, "budget": NODE_BUDGET, "both": both}
         snap = Snapshot([], None, False, "")
-        lines, full, snap.truncated, snap.title = await self._frame_lines(frame, 0, opts, snap, quiet_ms,
-                                                                           need_frame)
+        lines, full, snap.truncated, snap.title = await self._frame_lines(frame, 0, opts, snap, quiet_ms)
         snap.lines, snap.full = lines, full if both else None
         return snap
 
     async def _frame_lines(self, frame: str, base: int, opts: dict[str, Any], snap: Snapshot,
-                           quiet_ms: int | None = None,
-                           need_frame: bool = False) -> tuple[list[str], list[str], bool, str]:
+                           quiet_ms: int | None = None) -> tuple[list[str], list[str], bool, str]:
         """The frame's lines (both views) with its iframes' inlined; what changed inside its collapsed runs is
         added to `snap.inside`, the number its world gave the snapshot to `snap.taken`."""
         loader = self._frames[frame].loader
         kept_loader, kept = self._kept.get(frame, ("", 0))
         ask = opts | {"next": self._next_ref, "kept": kept if kept_loader == loader else 0}
         got = await self.evaluate(frame, invoke("__wf.snapshot", ask) if quiet_ms is None else
-                                  invoke("__wf.quietSnapshot", quiet_ms, ask, need_frame))
+                                  invoke("__wf.quietSnapshot", quiet_ms, ask))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self._next_ref = got["next"]
@@ -741,15 +739,11 @@ class BrowseTab:
                 if self.navigating() or self.dialog_pending():
                     break
                 cap_ms = int(settle_s * 1000)
-                # A response the action's request got reached us before the page's script has it: the turn
-                # keeps its animation frame then, time for the script to act on it (__wf.quiet).
-                need_frame = self._request_seq > since.request_seq
                 try:
                     if look:
-                        snap = await self.snapshot("interactive", None, None, both=True, quiet_ms=cap_ms,
-                                                   need_frame=need_frame)
+                        snap = await self.snapshot("interactive", None, None, both=True, quiet_ms=cap_ms)
                     else:
-                        await self.evaluate(self.target_id, invoke("__wf.quiet", cap_ms, need_frame))
+                        await self.evaluate(self.target_id, invoke("__wf.quiet", cap_ms))
                 except (CDPError, WebfetchError):
                     snap = None  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it

@@ -27,8 +27,8 @@ interface BrowseLibrary {
   describe(el: Element): string;
   hitOk(target: Element, hit: Element): boolean;
   mark(still: boolean): void;
-  quiet(capMs: number, needFrame?: boolean): Promise<boolean>;
-  quietSnapshot(capMs: number, opts: SnapshotOptions, needFrame?: boolean): Promise<SnapshotResult & {calm: boolean}>;
+  quiet(capMs: number): Promise<boolean>;
+  quietSnapshot(capMs: number, opts: SnapshotOptions): Promise<SnapshotResult & {calm: boolean}>;
   waitText(text: string, gone: boolean, capMs: number): Promise<boolean>;
   roleOf(el: Element): string | null;
   deepActive(): Element | null;

@@ -466,10 +466,9 @@ function installSnapshot(collapseAt, collapseKeep) {
 
   // The settle's last quiet turn and the snapshot the result shows, in one round trip: the snapshot is of
   // the page as the quiet turn left it, and `calm` is quiet's answer (false: `capMs` ran out first).
-  /** @param {number} capMs @param {SnapshotOptions} opts @param {boolean} [needFrame]
-   *  @returns {Promise<SnapshotResult & {calm: boolean}>} */
-  async function quietSnapshot(capMs, opts, needFrame = false) {
-    const calm = await quiet(capMs, needFrame);
+  /** @param {number} capMs @param {SnapshotOptions} opts @returns {Promise<SnapshotResult & {calm: boolean}>} */
+  async function quietSnapshot(capMs, opts) {
+    const calm = await quiet(capMs);
     return Object.assign(snapshot(opts), {calm});
   }
 
@@ -510,9 +509,7 @@ function installSnapshot(collapseAt, collapseKeep) {
   // not changed, nothing scrolled and the page asked for no animation frame: then the frame has nothing
   // of the action's to run (rAF callbacks, scroll events, observers of a changed layout), and a task is
   // the turn. Animation frame ids are the document's, counted across worlds, so a request of the page's
-  // shows as a gap between two of ours. `needFrame` (the daemon's word: the action made a request) keeps the
-  // frame: the request's response reached the daemon first, and what the page's script does with it runs
-  // once the renderer has it too, a task or more later, which the DOM's stillness since the mark cannot tell.
+  // shows as a gap between two of ours.
   const FRAME_MS = 50;
   /** @type {{mutated: number, frames: number, x: number, y: number} | null} */
   let marked = null;
@@ -521,11 +518,11 @@ function installSnapshot(collapseAt, collapseKeep) {
   function mark(/** @type {boolean} */ still) {
     marked = still ? {mutated: lastMutation, frames: frameId(), x: scrollX, y: scrollY} : null;
   }
-  /** @param {number} capMs @param {boolean} [needFrame] @returns {Promise<boolean>} */
-  function quiet(capMs, needFrame = false) {
+  /** @param {number} capMs @returns {Promise<boolean>} */
+  function quiet(capMs) {
     const start = performance.now(), since = marked;
     marked = null;
-    const untouched = !needFrame && since !== null && lastMutation === since.mutated && scrollX === since.x &&
+    const untouched = since !== null && lastMutation === since.mutated && scrollX === since.x &&
       scrollY === since.y && frameId() === since.frames + 1;
     const frame = () => new Promise((resolve) => {
       const timer = setTimeout(resolve, FRAME_MS);
