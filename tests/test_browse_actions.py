@@ -39,31 +39,3 @@ async def test_a_change_to_row_1500_of_a_collapsed_table_is_reported_with_its_li
     assert all("[disabled, ref=e" in s for s in shown)
     found = await b.ok("snapshot", find="Buy 2039")
     assert '- button "Buy 2039" [disabled, ref=' in found["snapshot"]
-
-
-async def test_a_change_seen_on_a_settle_turn_that_was_not_the_last_is_still_reported(daemon, app: App):
-    # the click marks row 701 and starts a slow request in the next animation frame: the settle's first quiet
-    # turn (and the snapshot taken with it) ends while that request loads, so the settle waits and looks again
-    b = Browser(await daemon.client())
-    page = await b.ok("open", url=app.url("/stock"))
-    restocked = await b.ok("click", ref=ref(page["snapshot"], '- button "Restock item 700"'))
-    assert app.state.get("slow_done"), "the request the click started was waited for"
-    assert restocked["change"] == "dom" and restocked["snapshot_kind"] == "diff", restocked
-    assert restocked["snapshot"].splitlines()[1:3] == ["- … row 701 of 3000 changed inside a collapsed run:",
-                                                       '  - row "Item 700 (restocked) details 700 Buy 700"']
-
-
-async def test_changes_made_a_frame_or_a_task_after_the_action_are_waited_for(daemon, app: App):
-    b = Browser(await daemon.client())
-    snap = (await b.ok("open", url=app.url("/late")))["snapshot"]
-    drawn = await b.ok("click", ref=ref(snap, '- button "Draw"'))
-    assert drawn["change"] == "dom" and "Drawn in a frame" in drawn["snapshot"], drawn
-    later = await b.ok("click", ref=ref(snap, '- button "Later"'))
-    assert later["change"] == "dom" and "Done a task later" in later["snapshot"], later
-    plan = await b.ok("select", ref=ref(snap, '- combobox "Plan"'), values=["Pro"])
-    assert plan["change"] == "dom" and "Plan is Pro" in plan["snapshot"], plan
-    hits = await b.ok("fill", ref=ref(snap, '- textbox "Search"'), text="lamps")
-    assert hits["change"] == "dom" and "Results for lamps" in hits["snapshot"], hits
-    # a field below the fold: filling it scrolls the page, and the page answers the scroll in the next frame
-    far = await b.ok("fill", ref=ref(snap, '- textbox "Far field"'), text="x")
-    assert far["change"] == "dom" and "Scrolled down" in far["snapshot"], far

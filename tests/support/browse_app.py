@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-import time
 import urllib.parse
 from typing import Any
 
@@ -170,29 +169,7 @@ def big_table(rows: int = 3000, controls: str = "") -> str:
 STOCK_CONTROLS = """<p><button onclick="const c = document.querySelectorAll('tr')[1500].cells[0];
   c.textContent += ' (sold out)'; c.nextElementSibling.firstChild.remove()">Sell out item 1500</button>
 <button onclick="for (const r of [...document.querySelectorAll('tr')].slice(2000, 2040))
-  r.cells[2].firstChild.disabled = true">Freeze 2000-2039</button>
-<button onclick="document.querySelectorAll('tr')[700].cells[0].textContent += ' (restocked)';
-  requestAnimationFrame(() => fetch('/api/slow'))">Restock item 700</button></p>"""
-
-# Changes that come after the action's own events: in the next animation frame, in a task after, on the
-# scroll the action caused; the settle must wait for each (tests/test_browse_actions.py).
-LATE = """<!doctype html><html><head><title>Late</title></head><body>
-<button onclick="requestAnimationFrame(() => { document.getElementById('drawn').textContent = 'Drawn in a frame'; })">
-  Draw</button><p id="drawn"></p>
-<button onclick="setTimeout(() => { document.getElementById('later').textContent = 'Done a task later'; }, 0)">
-  Later</button><p id="later"></p>
-<select aria-label="Plan" onchange="const v = this.value;
-  requestAnimationFrame(() => { document.getElementById('plan').textContent = 'Plan is ' + v; })">
-  <option>Free</option><option>Pro</option></select><p id="plan"></p>
-<input aria-label="Search" oninput="const v = this.value;
-  requestAnimationFrame(() => { document.getElementById('hits').textContent = 'Results for ' + v; })">
-<p id="hits"></p>
-<p id="scrolled"></p>
-<input aria-label="Far field" style="margin-top: 3000px">
-<script>
-addEventListener("scroll", () => { document.getElementById("scrolled").textContent = "Scrolled down"; }, {once: true});
-</script>
-</body></html>"""
+  r.cells[2].firstChild.disabled = true">Freeze 2000-2039</button></p>"""
 
 
 class App:
@@ -268,12 +245,6 @@ class App:
                     self.reply(200, big_table())
                 elif path == "/stock":
                     self.reply(200, big_table(controls=STOCK_CONTROLS))
-                elif path == "/late":
-                    self.reply(200, LATE)
-                elif path == "/api/slow":
-                    time.sleep(0.3)  # still loading when the click's first quiet turn ends
-                    app.state["slow_done"] = True
-                    self.reply(200, "{}", "application/json")
                 elif path == "/report.csv":
                     self.reply(200, "a,b\n1,2\n", "text/csv",
                                {"Content-Disposition": 'attachment; filename="report.csv"'})

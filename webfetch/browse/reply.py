@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..protocol import BrowseRequest, BrowseResult, PageInfo
-from .snapshot import Snapshot, diff
+from .snapshot import diff
 from .tab import BrowseTab, Marks, now_ms
 
 
@@ -35,21 +35,18 @@ class Reply:
 
 
 async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Sequence[BrowseTab], max_chars: int, *,
-                       full: bool = False, snapshot: bool = True, looked: Snapshot | None = None,
-                       **fields: Any) -> BrowseResult:
+                       full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
     """The result of an action that may have changed the page: the page, what changed since `marks`, and the
-    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown.
-    `looked` is `tab`'s snapshot, taken as the settle ended (else one is taken now)."""
+    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown."""
     if opened:
         fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in opened]
         tab = opened[-1]  # the newest tab is the active one now: show it
         full = True
-        looked = None
     navigated = tab.doc_gen != marks.doc_gen or bool(opened)
     change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
     fields.update(_events_since(tab, marks))
     if snapshot and tab.dialog is None:
-        shown = await _shown(tab, whole=full or navigated, looked=looked)
+        shown = await _shown(tab, whole=full or navigated)
     else:
         shown = _Shown(title=await tab.title())
     if shown.dom_changed and change == "none":
@@ -67,7 +64,7 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
     whole = req.ref is None and req.find is None
     snap = await tab.snapshot(req.mode, req.ref, req.find, both=whole)
     if whole and snap.full is not None:
-        tab.remember_lines(snap.full, snap.taken)
+        tab.remember_lines(snap.full)
     title = snap.title
     text = header(tab, title) + "\n" + snap.text
     if snap.truncated:
@@ -101,13 +98,12 @@ class _Shown(NamedTuple):
     dom_changed: bool = False
 
 
-async def _shown(tab: BrowseTab, *, whole: bool, looked: Snapshot | None = None) -> _Shown:
-    """The tab's interactive snapshot (`looked`, or one taken now): whole, or only what changed since the last
-    one of the same document."""
-    snap = looked or await tab.snapshot("interactive", None, None, both=True)
+async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
+    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
+    snap = await tab.snapshot("interactive", None, None, both=True)
     old = tab.previous_lines()
     assert snap.full is not None
-    tab.remember_lines(snap.full, snap.taken)
+    tab.remember_lines(snap.full)
     if whole or old is None:
         return _Shown(snap.title, "full", snap.text)
     # what changed is told from every line, text included ("Profile saved"), not only controls

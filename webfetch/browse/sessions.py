@@ -409,16 +409,14 @@ class Browse:
         """After an action's step: wait for what it set off to settle, then tell what it changed."""
         step_done = time.monotonic()
         notes: list[str] = []
-        looked = None
         if acted.settle:
-            notes, looked = await tab.settle_and_look(marks, self.config.nav_timeout_s, self.config.settle_s)
+            notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         log.debug("browse %s: acted in %d ms, settled in %d ms", reply.action, (step_done - reply.started) * 1000,
                   (time.monotonic() - step_done) * 1000)
         if tab.blocked is not None:
             raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
                              f"shows an error page now (nav back returns to the page before)")
-        return await self._answer(session, tab, reply, marks, full=acted.full, looked=looked, notes=notes or None,
-                                  **acted.fields)
+        return await self._answer(session, tab, reply, marks, full=acted.full, notes=notes or None, **acted.fields)
 
     async def _answer(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
                       **options: Any) -> BrowseResult:
@@ -451,11 +449,11 @@ class Browse:
         marks = tab.marks()
         progress("browse", f"loading {url} in {tab.name}")
         await actions.navigate(tab, url)
-        notes, looked = await tab.settle_and_look(marks, self.config.nav_timeout_s, self.config.settle_s)
+        notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
-        return await self._answer(session, tab, reply, marks, full=True, looked=looked, notes=notes or None,
-                                  status=tab.status, **fields)
+        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status,
+                                  **fields)
 
     async def _viewport(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
         """The session's device changed: sizes apply at once (the page gets a resize); a switch between

@@ -37,10 +37,6 @@ class Snapshot:
     # of a whole snapshot: what changed inside collapsed runs since the last whole one (the changed rows'
     # lines under a line that says where), since no diff of `full` can see what it does not show
     inside: list[str] = field(default_factory=list)
-    # each frame's document and the number its world gave this snapshot, told back by the next one when
-    # this one is kept (remember_lines), so that what a snapshot left unkept saw is reported by the next
-    taken: dict[str, tuple[str, int]] = field(default_factory=dict)
-    calm: bool = True  # taken after a quiet turn: whether the DOM went quiet within the cap
 
     @property
     def text(self) -> str:

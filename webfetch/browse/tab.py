@@ -96,7 +96,6 @@ class BrowseTab:
         self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
-        self._kept: dict[str, tuple[str, int]] = {}  # frame -> (loader, number) of the last whole snapshot kept
         self._console = console.ConsoleLog()
         self._console_held = 0              # console events since their objects were last let go
         self._crashed = False
@@ -201,11 +200,9 @@ class BrowseTab:
         """The last whole snapshot's lines, if it showed the document the tab shows now."""
         return self._last_lines if self._last_doc_gen == self._doc_gen else None
 
-    def remember_lines(self, lines: list[str], taken: dict[str, tuple[str, int]] | None = None) -> None:
-        """Keep a whole snapshot of the current document, to tell what the next action changed; `taken` is
-        the snapshot's (Snapshot.taken)."""
+    def remember_lines(self, lines: list[str]) -> None:
+        """Keep a whole snapshot of the current document, to tell what the next action changed."""
         self._last_lines, self._last_doc_gen = lines, self._doc_gen
-        self._kept.update(taken or {})
 
     def take_console(self) -> tuple[list[ConsoleEntry], int]:
         """The console entries not read yet (newest last) and how many the ring dropped unread; read from now."""
@@ -599,42 +596,28 @@ class BrowseTab:
             raise StaleRef(f"{ref} is no longer in the page (its script removed it); take a new snapshot")
         return frame, obj["objectId"]
 
-    async def snapshot(self, mode: str, ref: str | None, find: str | None, both: bool = False,
-                       quiet_ms: int | None = None) -> Snapshot:
+    async def snapshot(self, mode: str, ref: str | None, find: str | None, both: bool = False) -> Snapshot:
         """The tab as text, every frame inlined under its iframe line; new refs are recorded. `both` adds
-        the full view beside an interactive one (what changed is told from the full view). With `quiet_ms`,
-        taken once the page's DOM is quiet (__wf.quiet, in the same round trip; `calm` says whether it was)."""
+        the full view beside an interactive one (what changed is told from the full view)."""
         frame = self.ref_frame(ref) if ref is not None else self.target_id
         opts = {"mode": mode, "ref": ref, "find": find, "next": 0, "budget": NODE_BUDGET, "both": both}
-        snap = Snapshot([], None, False, "")
-        lines, full, snap.truncated, snap.title = await self._frame_lines(frame, 0, opts, snap, quiet_ms)
-        snap.lines, snap.full = lines, full if both else None
-        return snap
+        inside: list[str] = []
+        lines, full, truncated, title = await self._frame_lines(frame, 0, opts, inside)
+        return Snapshot(lines, full if both else None, truncated, title, inside)
 
-    async def _frame_lines(self, frame: str, base: int, opts: dict[str, Any], snap: Snapshot,
-                           quiet_ms: int | None = None) -> tuple[list[str], list[str], bool, str]:
+    async def _frame_lines(self, frame: str, base: int, opts: dict[str, Any],
+                           inside: list[str]) -> tuple[list[str], list[str], bool, str]:
         """The frame's lines (both views) with its iframes' inlined; what changed inside its collapsed runs is
-        added to `snap.inside`, the number its world gave the snapshot to `snap.taken`."""
+        added to `inside`."""
         loader = self._frames[frame].loader
-        kept_loader, kept = self._kept.get(frame, ("", 0))
-        ask = opts | {"next": self._next_ref, "kept": kept if kept_loader == loader else 0}
-        got = await self.evaluate(frame, invoke("__wf.snapshot", ask) if quiet_ms is None else
-                                  invoke("__wf.quietSnapshot", quiet_ms, ask))
+        got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self._next_ref = got["next"]
-        # The document may have been replaced while the snapshot ran (a form's Enter navigates during the
-        # settle's quiet turn), and its world made again in the next one (Chrome keeps one world of a name per
-        # frame): its refs are the frame's current document's, and the snapshot is no one's to show.
-        now = self._frames.get(frame)
         for r in got["created"]:
-            self._refs[r] = RefInfo(frame, now.loader if now is not None else loader)
-        if now is None or now.loader != loader:
-            raise StaleRef("the page navigated while its snapshot was taken; take a new snapshot")
-        snap.taken[frame] = (loader, int(got.get("seq") or 0))
-        snap.calm = snap.calm and got.get("calm") is not False
+            self._refs[r] = RefInfo(frame, loader)
         truncated = bool(got["truncated"])
-        snap.inside += ["  " * (base + int(depth)) + text for depth, text, _ in got.get("inside") or []]
+        inside += ["  " * (base + int(depth)) + text for depth, text, _ in got.get("inside") or []]
         child_opts = opts | {"ref": None}
         inlined: dict[str, tuple[list[str], list[str]]] = {}  # iframe ref -> its lines (both views)
 
@@ -652,7 +635,7 @@ class BrowseTab:
                         continue
                     try:
                         sub, sub_full, cut, _ = await self._frame_lines(child, base + int(depth) + 1, child_opts,
-                                                                        snap)
+                                                                        inside)
                     except WebfetchError as e:
                         note = "  " * (base + int(depth) + 1) + f"- (frame not readable: {e})"
                         sub, sub_full, cut = [note], [note], False
@@ -694,63 +677,48 @@ class BrowseTab:
         """Wait as a person would: a navigation the action started loads (at most `nav_timeout_s`), then the
         requests the action started end and the DOM is quiet (at most `settle_s`). Never a fixed sleep.
         An open confirm or prompt ends the wait at once. Returns notes for the result."""
-        return (await self.settle_and_look(since, nav_timeout_s, settle_s, look=False))[0]
-
-    async def settle_and_look(self, since: Marks, nav_timeout_s: float, settle_s: float,
-                              look: bool = True) -> tuple[list[str], Snapshot | None]:
-        """settle(), and with `look` the interactive snapshot (both views) the settle's last quiet turn ended
-        with, taken in that turn's round trip: None when the settle did not end on one (a dialog, the cap)."""
         notes: list[str] = []
         with trio.move_on_after(nav_timeout_s) as nav:
             while True:
                 if self.dialog_pending():
-                    return notes, None
+                    return notes
                 if self.navigating():
                     await self.wait_for(lambda: not self.navigating() or self.dialog_pending())
                     continue
-                busy, snap = await self._until_quiet(since, settle_s, look)
+                busy = await self._until_quiet(since, settle_s)
                 if self.navigating() or self.dialog_pending():
                     continue
                 if busy:
                     notes.append(f"the page was still busy {settle_s:g} s after the action; the snapshot "
                                  f"is what it showed then (use wait for what you expect)")
-                return notes, snap
+                return notes
         if nav.cancelled_caught:
             try:
                 await self.call("Page.stopLoading")
             except CDPError:
                 pass
             notes.append(f"stopped waiting for the page to load after {nav_timeout_s:g} s")
-        return notes, None
+        return notes
 
-    async def _until_quiet(self, since: Marks, settle_s: float, look: bool) -> tuple[bool, Snapshot | None]:
+    async def _until_quiet(self, since: Marks, settle_s: float) -> bool:
         """Wait until the action's requests ended and the DOM is quiet, or a navigation or a dialog begins
-        (the caller tells which). True when `settle_s` ran out first: the page was still busy. With `look`,
-        each quiet turn takes the snapshot too (one round trip, not two); the last turn's is returned."""
+        (the caller tells which). True when `settle_s` ran out first: the page was still busy."""
         def idle() -> bool:
             # no frame loading (a form posted in an iframe), none of the action's requests pending
             return not self.loading and not any(seq > since.request_seq for seq in self._inflight.values())
 
-        snap: Snapshot | None = None
         with trio.move_on_after(settle_s) as quiet:
             while True:
-                snap = None
                 await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
                 if self.navigating() or self.dialog_pending():
                     break
-                cap_ms = int(settle_s * 1000)
                 try:
-                    if look:
-                        snap = await self.snapshot("interactive", None, None, both=True, quiet_ms=cap_ms)
-                    else:
-                        await self.evaluate(self.target_id, invoke("__wf.quiet", cap_ms))
+                    await self.evaluate(self.target_id, invoke("__wf.quiet", int(settle_s * 1000)))
                 except (CDPError, WebfetchError):
-                    snap = None  # the document went away under us: a navigation, handled by the caller
+                    pass  # the document went away under us: a navigation, handled by the caller
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
                     break
-        if quiet.cancelled_caught:
-            return True, None
-        return snap is not None and not snap.calm, snap
+        return quiet.cancelled_caught
 
     async def title(self) -> str:
         return await self._page.title()

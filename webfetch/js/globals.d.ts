@@ -10,14 +10,12 @@ interface Control extends HTMLElement {
 
 interface SnapshotOptions {
   mode: string; ref: string | null; find: string | null; next: number; budget: number; both: boolean;
-  /** the number of the last whole snapshot of this document the daemon kept (0: none) */
-  kept?: number;
 }
 /** A line: [depth, text, the ref of an iframe whose content goes under it]. */
 type SnapshotRow = [number, string, string | null];
 type SnapshotResult = {error: "stale"} | {
   lines: SnapshotRow[]; full: SnapshotRow[] | null; inside: SnapshotRow[] | null; created: string[]; next: number; truncated: boolean;
-  title: string; seq: number;
+  title: string;
 };
 
 /** snapshot.js's library, in the browse's isolated world. */
@@ -26,9 +24,7 @@ interface BrowseLibrary {
   get(ref: string): Element | null;
   describe(el: Element): string;
   hitOk(target: Element, hit: Element): boolean;
-  mark(still: boolean): void;
   quiet(capMs: number): Promise<boolean>;
-  quietSnapshot(capMs: number, opts: SnapshotOptions): Promise<SnapshotResult & {calm: boolean}>;
   waitText(text: string, gone: boolean, capMs: number): Promise<boolean>;
   roleOf(el: Element): string | null;
   deepActive(): Element | null;

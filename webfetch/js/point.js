@@ -1,13 +1,11 @@
 /**
  * One round trip for an element of the main frame: into view, the checks, the hit test at its centre
- * (`ok`, else `by` says what covers it); and the page marked as the click begins (__wf.mark).
+ * (`ok`, else `by` says what covers it).
  * @this {Control}
  */
 function point() {
   let r = this.getBoundingClientRect();
-  const outside = r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth;
-  __wf.mark(!outside);  // where the settle's quiet turn starts from (snapshot.js)
-  if (outside) {
+  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
     this.scrollIntoView({block: "center", inline: "center"});
     r = this.getBoundingClientRect();
   }

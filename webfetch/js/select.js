@@ -17,7 +17,6 @@ function select(wanted) {
     picked.push(o);
   }
   if (!self.multiple && picked.length > 1) return {error: "one"};
-  __wf.mark(true);  // where the settle's quiet turn starts from (snapshot.js)
   for (const o of opts) o.selected = picked.includes(o);
   this.dispatchEvent(new Event("input", {bubbles: true}));
   this.dispatchEvent(new Event("change", {bubbles: true}));

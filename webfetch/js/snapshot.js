@@ -10,7 +10,7 @@
  * The browse snapshot's library, installed once per document in the browse's isolated world of each frame
  * (the page's own scripts cannot see or change it) as `globalThis.__wf`, that world's own global: the walk
  * that turns the page into lines (snapshot.py says why in the page), the ref -> element map, and what the
- * actions ask of elements (describe, hitOk, mark, quiet, quietSnapshot, waitText).
+ * actions ask of elements (describe, hitOk, quiet, waitText).
  * @param {number} collapseAt a run of this many similar siblings is collapsed...
  * @param {number} collapseKeep ...to its first few and one line that counts the rest
  */
@@ -23,10 +23,6 @@ function installSnapshot(collapseAt, collapseKeep) {
   // dates the DOM's last change, which the settle asks for (quiet).
   const TOUCHED_MAX = 20000, INSIDE_SHOWN = 5;
   let touched = new Set(), overflow = false, lastMutation = performance.now();
-  // What the last whole snapshot took from `touched`, and that snapshot's number: given back when the next
-  // whole one says the daemon did not keep it (the settle takes one on each quiet turn, and keeps only the
-  // last: a change it saw on an earlier turn must still be reported).
-  let taken = {touched: new Set(), overflow: false, seq: 0};
   const touch = (/** @type {Node} */ n) => {
     if (touched.size < TOUCHED_MAX) touched.add(n); else overflow = true;
   };
@@ -431,13 +427,8 @@ function installSnapshot(collapseAt, collapseKeep) {
   /** @param {SnapshotOptions} opts @returns {SnapshotResult} */
   function snapshot(opts) {
     globalThis.__wfNext = opts.next;
-    const compared = opts.both && !opts.find && !opts.ref;
-    if (compared && opts.kept !== taken.seq) {
-      for (const n of taken.touched) touch(n);
-      overflow = overflow || taken.overflow;
-    }
     // the snapshot the next action's diff is told from; its runs are noted when something changed since
-    const whole = compared && (touched.size > 0 || overflow);
+    const whole = opts.both && !opts.find && !opts.ref && (touched.size > 0 || overflow);
     /** @type {WalkState} */
     const st = {lines: [], visited: 0, budget: opts.budget, truncated: false,
                 find: (opts.find || "").toLowerCase(), active: deepActive(), hidden: whole ? new Map() : null};
@@ -455,21 +446,12 @@ function installSnapshot(collapseAt, collapseKeep) {
     const full = opts.both && !st.find ? render(st.lines, created) : null;
     let inside = null;
     if (st.hidden) inside = insideRuns(st.hidden, st.active, opts.budget, created);
-    if (compared) {
-      taken = {touched, overflow, seq: taken.seq + 1};
+    if (opts.both && !opts.find && !opts.ref) {
       touched = new Set();
       overflow = false;
     }
     return {lines: out, full, inside, created, next: globalThis.__wfNext, truncated: st.truncated,
-            title: document.title, seq: taken.seq};
-  }
-
-  // The settle's last quiet turn and the snapshot the result shows, in one round trip: the snapshot is of
-  // the page as the quiet turn left it, and `calm` is quiet's answer (false: `capMs` ran out first).
-  /** @param {number} capMs @param {SnapshotOptions} opts @returns {Promise<SnapshotResult & {calm: boolean}>} */
-  async function quietSnapshot(capMs, opts) {
-    const calm = await quiet(capMs);
-    return Object.assign(snapshot(opts), {calm});
+            title: document.title};
   }
 
   /** @param {string} ref */
@@ -505,36 +487,19 @@ function installSnapshot(collapseAt, collapseKeep) {
   // task after it (what the frame's callbacks scheduled). The action's own changes happened before this is
   // asked (its events were dispatched, their microtasks run); a page still changing keeps it waiting turn
   // after turn, until `capMs`. No fixed quiet time: a page done at once is settled within a frame.
-  // The frame is skipped when the action's first script marked the page (mark) and since then the DOM has
-  // not changed, nothing scrolled and the page asked for no animation frame: then the frame has nothing
-  // of the action's to run (rAF callbacks, scroll events, observers of a changed layout), and a task is
-  // the turn. Animation frame ids are the document's, counted across worlds, so a request of the page's
-  // shows as a gap between two of ours.
   const FRAME_MS = 50;
-  /** @type {{mutated: number, frames: number, x: number, y: number} | null} */
-  let marked = null;
-  const frameId = () => { const id = requestAnimationFrame(() => {}); cancelAnimationFrame(id); return id; };
-  /** Where the page stands as an action's first script begins; `still` false forgets it (it scrolled). */
-  function mark(/** @type {boolean} */ still) {
-    marked = still ? {mutated: lastMutation, frames: frameId(), x: scrollX, y: scrollY} : null;
-  }
   /** @param {number} capMs @returns {Promise<boolean>} */
   function quiet(capMs) {
-    const start = performance.now(), since = marked;
-    marked = null;
-    const untouched = since !== null && lastMutation === since.mutated && scrollX === since.x &&
-      scrollY === since.y && frameId() === since.frames + 1;
+    const start = performance.now();
     const frame = () => new Promise((resolve) => {
       const timer = setTimeout(resolve, FRAME_MS);
       requestAnimationFrame(() => { clearTimeout(timer); resolve(undefined); });
     });
     const task = () => new Promise((resolve) => setTimeout(resolve, 0));
     return (async () => {
-      let first = true;
       while (performance.now() - start < capMs) {
         const before = lastMutation;
-        if (!(first && untouched)) await frame();
-        first = false;
+        await frame();
         await task();
         if (lastMutation === before) return true;
       }
@@ -556,6 +521,5 @@ function installSnapshot(collapseAt, collapseKeep) {
     });
   }
 
-  globalThis.__wf = {snapshot, get, describe, hitOk, mark, quiet, quietSnapshot, waitText, roleOf, deepActive,
-                     textOf};
+  globalThis.__wf = {snapshot, get, describe, hitOk, quiet, waitText, roleOf, deepActive, textOf};
 }
