@@ -268,6 +268,26 @@ async def test_the_deadline_ends_a_hung_exchange_and_its_thread(daemon, site):
     assert again["type"] == "result" and ARTICLE_TEXT[0] in again["content"]
 
 
+async def test_a_cancelled_fetch_closes_its_connection_and_its_thread_ends_at_once(daemon, site):
+    # libcurl cannot be interrupted, and its own timeout is a minute away here: the policy proxy closes the
+    # exchange's connection under it (the session's label), so the thread ends within seconds.
+    c = await daemon.client()
+    await c.send({"id": "hung", "op": "fetch", "url": site.url("/hang"), "timeout_s": 60})
+    with trio.fail_after(10):
+        while not exchanges_running():
+            await trio.sleep(0.02)
+    await c.send({"id": "c", "op": "cancel", "target": "hung"})
+    with trio.fail_after(10):
+        assert (await c.terminal("hung"))["code"] == "cancelled"
+    await c.aclose()
+    with trio.fail_after(10):
+        while exchanges_running():
+            await trio.sleep(0.05)
+    assert daemon.daemon.pipeline.http.proxy.open_tunnels == 0
+    again = await daemon.fetch(site.url("/article"))
+    assert again["type"] == "result" and ARTICLE_TEXT[0] in again["content"]
+
+
 async def test_https_goes_through_the_policy_proxy_as_http2_with_chromes_headers(nursery):
     """TLS on loopback (tests/support/tls_recorder.py, whose test CA the client is given): the handshake
     agrees on h2, and the request's headers are the navigation's, in the order Identity sends them."""

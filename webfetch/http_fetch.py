@@ -10,7 +10,8 @@ admitted by the policy first), a cross-host one is the `Redirect` outcome, at mo
 
 curl_cffi's API is synchronous: each exchange runs in a trio worker thread. A request's deadline still ends
 the call at once (the thread is abandoned), and the thread ends soon after on its own: libcurl's timeout is
-the request's remaining time, and the body's sink refuses more data once the caller is gone. Sessions (one
+the request's remaining time, and when the caller is gone the policy proxy closes the exchange's connections
+under it (`PolicyProxy.close_labelled`; the body's sink refuses more data too). Sessions (one
 libcurl handle each, with its connection cache) are pooled per host so that a second page of a site reuses
 the connection; a session is used by one thread at a time (libcurl handles are not thread-safe). A fetch has
 one cookie jar of its own for all its hops (a site that sets a cookie on a redirect and wants it back on the
@@ -20,6 +21,7 @@ Chrome with a page it then renders (`Prefetched.cookies`)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -143,16 +145,31 @@ class _Answer:
         return None
 
 
+@dataclass(frozen=True)
+class _Session:
+    """A pooled curl session, and the label its connections give the policy proxy (as the SOCKS user name):
+    a cancelled exchange's connections are closed there (PolicyProxy.close_labelled), since a thread inside
+    libcurl cannot be interrupted. One label a session, so its connections are reused (libcurl reuses a
+    connection only for the same proxy credentials)."""
+
+    curl: Any
+    label: str
+
+    def close(self) -> None:
+        self.curl.close()
+
+
 class _Pool:
     """Idle curl sessions by host. Taken and given back from worker threads, hence the lock."""
 
     def __init__(self, verify: bool | str) -> None:
         self.verify = verify
         self._lock = threading.Lock()
-        self._idle: OrderedDict[str, list[tuple[Any, float]]] = OrderedDict()
+        self._idle: OrderedDict[str, list[tuple[_Session, float]]] = OrderedDict()
         self.epoch = 0  # `close` moves it on: a session taken before is closed when given back
+        self._made = itertools.count(1)
 
-    def take(self, host: str) -> Any:
+    def take(self, host: str) -> _Session:
         from curl_cffi.requests import Session  # here: the daemon's start does not pay for libcurl
 
         now = time.monotonic()
@@ -163,11 +180,13 @@ class _Pool:
                 if now - since < IDLE_SESSION_S:
                     return session
                 session.close()
-        return Session(use_thread_local_curl=False, impersonate=IMPERSONATE, default_headers=False,
-                       trust_env=False, allow_redirects=False,
-                       verify=self.verify)  # type: ignore[arg-type]  # a CA file's path works too; annotated bool
+            label = f"s{next(self._made)}"
+        return _Session(Session(use_thread_local_curl=False, impersonate=IMPERSONATE, default_headers=False,
+                                trust_env=False, allow_redirects=False,
+                                verify=self.verify),  # type: ignore[arg-type]  # a CA file's path works too
+                        label)
 
-    def give_back(self, host: str, session: Any, epoch: int) -> None:
+    def give_back(self, host: str, session: _Session, epoch: int) -> None:
         with self._lock:
             if epoch != self.epoch:  # taken before a `close`: its connection belongs to what was closed
                 session.close()
@@ -266,23 +285,23 @@ class HttpFetcher:
     async def _exchange(self, url: str, headers: list[str], max_bytes: int, jar: CookieJar) -> _Answer:
         """One GET in a worker thread; raises NetworkError/BlockedUrl for a failed one."""
         self.requests += 1
-        gone = threading.Event()  # the caller stopped waiting: the thread's sink refuses the rest
+        caller = _Caller()
         remaining = trio.current_effective_deadline() - trio.current_time()
         timeout = min(remaining, 3600.0) + CURL_SLACK_S
+        answer = None
         try:
             answer = await trio.to_thread.run_sync(
-                _get, self.pool, url, headers, max_bytes, timeout, self._proxy_url(), gone, jar,
+                _get, self.pool, url, headers, max_bytes, timeout, self.proxy.port, caller, jar,
                 abandon_on_cancel=True)
         finally:
-            gone.set()
+            label = caller.leave()
+            if answer is None and label is not None:
+                # cancelled (the client, the deadline): the server sees the connection close now, and the
+                # thread's libcurl call fails at once instead of waiting out its timeout
+                self.proxy.close_labelled(label)
         if answer.error is not None:
             raise self._failure(url, answer)
         return answer
-
-    def _proxy_url(self) -> str:
-        """The proxy as libcurl must name it to leave every name to the proxy: socks5h (plain socks5 makes
-        libcurl resolve the name itself and hand the proxy an address, past the policy's own lookup)."""
-        return f"socks5h://127.0.0.1:{self.proxy.port}"
 
     def _failure(self, url: str, answer: _Answer) -> WebfetchError:
         """The error for a failed exchange, in the words render.py uses for Chrome's."""
@@ -349,8 +368,38 @@ _NET_ERRORS = {6: "net::ERR_NAME_NOT_RESOLVED", 7: "net::ERR_CONNECTION_REFUSED"
                61: "net::ERR_CONTENT_DECODING_FAILED", 97: "net::ERR_PROXY_CONNECTION_FAILED"}
 
 
-def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: float, proxy: str,
-         gone: threading.Event, jar: CookieJar) -> _Answer:
+def _proxy_url(port: int | None, label: str) -> str:
+    """The proxy as libcurl must name it to leave every name to the proxy: socks5h (plain socks5 makes
+    libcurl resolve the name itself and hand the proxy an address, past the policy's own lookup). The user
+    name is the session's label (no secret: the proxy asks for none)."""
+    return f"socks5h://{label}:-@127.0.0.1:{port}"
+
+
+class _Caller:
+    """What an exchange's thread and the task waiting for it tell each other: the task that stops waiting
+    (`leave`) learns the label of the session the thread took, if it took one yet, and a thread that takes
+    one after that learns the caller is gone (`stay`). Under one lock, so that one of the two always knows:
+    a cancelled exchange's connections are closed, or never opened."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.gone = False       # the caller stopped waiting: the thread's sink refuses the rest
+        self._label: str | None = None
+
+    def leave(self) -> str | None:
+        with self._lock:
+            self.gone = True
+            return self._label
+
+    def stay(self, label: str) -> bool:
+        """False when the caller is gone already: nothing is to be sent."""
+        with self._lock:
+            self._label = label
+            return not self.gone
+
+
+def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: float, proxy_port: int | None,
+         caller: _Caller, jar: CookieJar) -> _Answer:
     """The exchange itself, in a worker thread: the body streamed into a buffer, cut at `max_bytes`; the
     cookies sent come from `jar`, and those set go into it."""
     from curl_cffi.const import CurlHttpVersion
@@ -359,14 +408,18 @@ def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: flo
     host = (urlsplit(url).hostname or "").lower()
     epoch = pool.epoch
     session = pool.take(host)
-    session.cookies = jar  # shared, not copied: curl_cffi keeps a CookieJar it is given as it is
     answer = _Answer()
+    if not caller.stay(session.label):
+        session.close()
+        answer.error, answer.error_code = CurlError("the request was cancelled before it was sent"), 0
+        return answer
+    session.curl.cookies = jar  # shared, not copied: curl_cffi keeps a CookieJar it is given as it is
     chunks: list[bytes] = []
     size = 0
 
     def sink(chunk: bytes) -> int:
         nonlocal size
-        if gone.is_set():
+        if caller.gone:
             return int(CURL_WRITEFUNC_ERROR)
         room = max_bytes - size
         chunks.append(chunk[:room])
@@ -378,18 +431,19 @@ def _get(pool: _Pool, url: str, headers: list[str], max_bytes: int, timeout: flo
 
     reusable = False
     try:
-        response = session.get(url, headers=headers, timeout=timeout, proxy=proxy, content_callback=sink,
-                               accept_encoding="gzip, deflate, br, zstd", allow_redirects=False,
-                               # as Chrome: HTTP/2 when TLS offers it, HTTP/1.1 in the clear (no h2c upgrade)
-                               http_version=CurlHttpVersion.V2TLS)
+        response = session.curl.get(url, headers=headers, timeout=timeout, content_callback=sink,
+                                    proxy=_proxy_url(proxy_port, session.label),
+                                    accept_encoding="gzip, deflate, br, zstd", allow_redirects=False,
+                                    # as Chrome: HTTP/2 when TLS offers it, HTTP/1.1 in the clear (no h2c)
+                                    http_version=CurlHttpVersion.V2TLS)
         reusable = True
     except CurlError as e:
         response = getattr(e, "response", None)
         if not answer.truncated:
             answer.error, answer.error_code = e, int(getattr(e, "code", 0) or 0)
     finally:
-        if reusable and not gone.is_set():
-            session.cookies = None  # a jar of its own again: this fetch's cookies stay with this fetch
+        if reusable and not caller.gone:
+            session.curl.cookies = None  # a jar of its own again: this fetch's cookies stay with this fetch
             pool.give_back(host, session, epoch)
         else:
             session.close()

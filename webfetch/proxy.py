@@ -5,8 +5,11 @@ names, so a name that answers with a public address for the check and a private 
 rebinding) gains nothing; and every kind of connection a page can open — documents, subresources,
 fetch/XHR, WebSockets from pages and workers, service workers — passes here.
 
-SOCKS5 (RFC 1928), CONNECT only, no authentication: Chrome speaks it with proxy-side name resolution,
-and it is a byte tunnel, so HTTP, TLS and WebSocket need no parsing here. The handshake is a few
+SOCKS5 (RFC 1928), CONNECT only: Chrome speaks it with proxy-side name resolution, and it is a byte
+tunnel, so HTTP, TLS and WebSocket need no parsing here. No authentication; a client that offers a user
+name (RFC 1929: webfetch's own HTTP client, http_fetch.py) has it taken as a label, not a credential,
+so that `close_labelled` can end its tunnels: a libcurl exchange in a worker thread cannot be interrupted,
+but its connection can be closed under it when its request is cancelled. The handshake is a few
 fixed-size reads; no maintained trio SOCKS server exists, and an asyncio one would sit outside the
 daemon's cancellation."""
 
@@ -94,6 +97,10 @@ class PolicyProxy:
         # by host and port keep what really happened, so a failed navigation can say it (render.py). By
         # port too: a page of the same host on another port succeeding at the same moment must not wipe it.
         self._failures: OrderedDict[tuple[str, int], Failure] = OrderedDict()
+        self._labelled: dict[str, set[trio.CancelScope]] = {}  # open tunnels by the label their client gave
+        # Labels closed lately: a tunnel asked for under one is refused. libcurl tries a request again on a
+        # new connection when a reused one dies before the response, which would reopen what was closed.
+        self._closed_labels: OrderedDict[str, None] = OrderedDict()
 
     @property
     def url(self) -> str:
@@ -104,6 +111,15 @@ class PolicyProxy:
     def browse_url(self) -> str:
         """What browse sessions' contexts connect through (browse.allow_local applies there only)."""
         return f"socks5://127.0.0.1:{self.browse_port}"
+
+    def close_labelled(self, label: str) -> None:
+        """End every open tunnel whose client gave `label` (both sides' connections are closed), and refuse
+        the label's tunnels from now on."""
+        self._closed_labels[label] = None
+        while len(self._closed_labels) > REMEMBERED_FAILURES:
+            self._closed_labels.popitem(last=False)
+        for scope in self._labelled.pop(label, set()):
+            scope.cancel()
 
     def failure(self, url: str) -> Failure | None:
         """Why the latest connection for `url` (its host and port) failed, if one did lately."""
@@ -136,36 +152,58 @@ class PolicyProxy:
     async def _handle(self, client: trio.SocketStream, policy: PolicyHolder) -> None:
         async with client:
             reader = _Reader(client)
+            label: list[str] = []
             try:
                 with trio.fail_after(HANDSHAKE_TIMEOUT_S + CONNECT_TIMEOUT_S):
-                    upstream = await self._handshake(client, reader, policy)
+                    upstream = await self._handshake(client, reader, policy, label)
             except (_Closed, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
             if upstream is None:
                 return
+            if label and label[0] in self._closed_labels:
+                await upstream.aclose()
+                return
             self.open_tunnels += 1
+            scope = trio.CancelScope()
+            tunnels = self._labelled.setdefault(label[0], set()) if label else set()
+            tunnels.add(scope)
             try:
-                async with upstream:
-                    if reader.buf:
-                        await upstream.send_all(bytes(reader.buf))
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(_pipe, client, upstream)
-                        nursery.start_soon(_pipe, upstream, client)
+                with scope:
+                    async with upstream:
+                        if reader.buf:
+                            await upstream.send_all(bytes(reader.buf))
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(_pipe, client, upstream)
+                            nursery.start_soon(_pipe, upstream, client)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
             finally:
                 self.open_tunnels -= 1
+                tunnels.discard(scope)
+                if label and not tunnels and self._labelled.get(label[0]) is tunnels:
+                    del self._labelled[label[0]]
 
-    async def _handshake(self, client: trio.SocketStream, reader: _Reader,
-                         policy: PolicyHolder) -> trio.SocketStream | None:
+    async def _handshake(self, client: trio.SocketStream, reader: _Reader, policy: PolicyHolder,
+                         label: list[str]) -> trio.SocketStream | None:
+        """The SOCKS5 exchange up to the CONNECT's reply: the upstream connection, or None when refused.
+        A user name the client gave is appended to `label`."""
         with trio.fail_after(HANDSHAKE_TIMEOUT_S):
             version, count = await reader.exactly(2)
             if version != 5:
                 raise _Closed(f"not SOCKS5 (version byte {version})")
-            if 0 not in await reader.exactly(count):
-                await client.send_all(b"\x05\xff")  # we offer no authentication, and it wants some
+            methods = await reader.exactly(count)
+            if 2 in methods:  # user name and password (RFC 1929): the name is a label, the password unused
+                await client.send_all(b"\x05\x02")
+                await reader.exactly(1)  # the sub-negotiation's version
+                name = await reader.exactly((await reader.exactly(1))[0])
+                await reader.exactly((await reader.exactly(1))[0])
+                label.append(name.decode("ascii", "replace"))
+                await client.send_all(b"\x01\x00")
+            elif 0 in methods:
+                await client.send_all(b"\x05\x00")
+            else:
+                await client.send_all(b"\x05\xff")  # none of the methods it offers is one we speak
                 return None
-            await client.send_all(b"\x05\x00")
             version, command, _, kind = await reader.exactly(4)
             if kind == 1:
                 host = str(ipaddress.IPv4Address(await reader.exactly(4)))
