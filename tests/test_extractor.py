@@ -190,12 +190,8 @@ def _dated_article(extra: str = "") -> str:
                                  'content="2026-01-05T08:00:00Z">').replace("</article>", f"{extra}</article>")
 
 
-def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: pytest.MonkeyPatch):
-    """Issue 28: trafilatura runs once a page, in the mode the page's cues call for (precise on an article,
-    recall on a product), where it used to run its default mode beside that one on every page (readability,
-    a different library, still checks an article's cut: it agrees here, so no second pass). A second
-    pass, the default mode, only where the mode's cut kept a sliver of the page: the docs page's main
-    element under a 150-link navigation."""
+def trafilatura_modes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The modes trafilatura runs in from now on, recorded as the real extract is called (appended in order)."""
     import trafilatura
     modes: list[str] = []
     real = trafilatura.extract
@@ -204,6 +200,16 @@ def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: 
         modes.append("precise" if kwargs["favor_precision"] else "recall" if kwargs["favor_recall"] else "default")
         return real(*args, **kwargs)  # type: ignore[arg-type]
     monkeypatch.setattr(trafilatura, "extract", counted)
+    return modes
+
+
+def test_one_trafilatura_pass_a_page_in_the_mode_its_cues_call_for(monkeypatch: pytest.MonkeyPatch):
+    """Issue 28: trafilatura runs once a page, in the mode the page's cues call for (precise on an article,
+    recall on a product), where it used to run its default mode beside that one on every page (readability,
+    a different library, still checks an article's cut: it agrees here, so no second pass). A second
+    pass, the default mode, only where the mode's cut kept a sliver of the page: the docs page's main
+    element under a 150-link navigation."""
+    modes = trafilatura_modes(monkeypatch)
 
     article = extract_html(_dated_article(), "http://site.test/article")
     assert modes == ["precise"] and all(s in article.markdown for s in ARTICLE_TEXT)
@@ -226,14 +232,7 @@ def test_an_article_whose_precise_cut_readability_doubts_gets_the_default_cut(mo
     """Issue 28: the precise mode drops part of an article with its boilerplate (here a section of notes in
     bare divs); readability, the check, disagrees with that cut, so trafilatura's default mode runs as a
     second pass and its cut, which readability agrees with, is taken: the reader gets the weekly counts."""
-    import trafilatura
-    modes: list[str] = []
-    real = trafilatura.extract
-
-    def counted(*args: object, **kwargs: bool) -> str | None:
-        modes.append("precise" if kwargs["favor_precision"] else "recall" if kwargs["favor_recall"] else "default")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-    monkeypatch.setattr(trafilatura, "extract", counted)
+    modes = trafilatura_modes(monkeypatch)
 
     out = extract_html(_dated_article(WEEKLY_COUNTS), "http://site.test/article")
     assert modes == ["precise", "default"] and out.extractor == "trafilatura"

@@ -13,9 +13,9 @@ import trio
 
 from webfetch.config import load_config_and_source
 
-from .support.client import run_cli
+from .support.client import LineClient, run_cli
 from .support.daemon import Harness
-from .support.site import ARTICLE_TEXT, simple_page
+from .support.site import ARTICLE_TEXT, Site, simple_page
 from .test_service import request, serve, wait_until
 
 NO_PI = '[subagent]\ncommand = "/nonexistent/pi-for-tests"\n'
@@ -66,13 +66,19 @@ async def test_allow_hosts_reloaded_lets_the_host_through_for_fetch_and_an_open_
     assert opened["type"] == "result" and opened["session"] == "s1", opened
 
 
-async def test_a_fetch_in_flight_during_a_reload_finishes(nursery, short_tmp, site):
-    d, cfg = await start_with_file(nursery, short_tmp, LOCAL)
+async def slow_fetch_under_way(d: Harness, site: Site) -> LineClient:
+    """A client whose fetch "slow" of the stalled article has reached the server (site.stall releases it)."""
     c = await d.client()
     await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})
     with trio.fail_after(10):
         while site.hits.get("/slow-article", 0) == 0:
             await trio.sleep(0.02)
+    return c
+
+
+async def test_a_fetch_in_flight_during_a_reload_finishes(nursery, short_tmp, site):
+    d, cfg = await start_with_file(nursery, short_tmp, LOCAL)
+    c = await slow_fetch_under_way(d, site)
     answer = await reload_with(d, cfg, LOCAL + "timeout_s = 20\npage_chars = 200\n")
     assert answer["applied"] == ["fetch.timeout_s", "fetch.page_chars"]
     site.stall.set()
@@ -89,11 +95,7 @@ async def test_a_page_loading_when_the_policy_narrows_is_not_cached_for_the_next
     # A hit is served without asking the policy again, so a load that began under the old policy must not be
     # kept once a reload has emptied the cache for the new one.
     d, cfg = await start_with_file(nursery, short_tmp, LOCAL)
-    c = await d.client()
-    await c.send({"id": "slow", "op": "fetch", "url": site.url("/slow-article")})
-    with trio.fail_after(10):
-        while site.hits.get("/slow-article", 0) == 0:
-            await trio.sleep(0.02)
+    c = await slow_fetch_under_way(d, site)
     answer = await reload_with(d, cfg, NO_PI)
     assert answer["applied"] == ["fetch.allow_private"]
     site.stall.set()

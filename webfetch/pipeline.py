@@ -139,24 +139,25 @@ class Pipeline:
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
         profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
-        if not req.fresh:
+        guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile)
+        if guess is not None:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
-            hit = self.cache.lookup(cache_key(likely_key(req.url, self.policy.current), profile))
+            hit = self.cache.lookup(guess)
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
         key = await prepare_url(req.url, self.policy.current)
-        if not req.fresh:
+        ck = cache_key(key, profile)
+        if guess is not None and ck != guess:
             # A name that resolves to this machine or its network keeps http in its key, which the guess
             # above cannot know without the policy's verdict: with it, a hit is served as quickly (no
             # progress frame for the client to wake up for, no deadline to arm).
-            hit = self.cache.lookup(cache_key(key, profile))
+            hit = self.cache.lookup(ck)
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
         timeout = req.timeout_s or self.config.fetch.timeout_s
         progress("cache", f"looking up {key}" + (f" (profile {profile.name})" if profile else ""))
         try:
             with trio.fail_after(timeout):
-                ck = cache_key(key, profile)
                 packed, age, cached = await self.cache.get_or_find(
                     ck, lambda: self._find_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
