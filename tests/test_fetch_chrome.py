@@ -461,7 +461,10 @@ async def test_chrome_killed_mid_request_is_retried_on_a_new_browser(start_daemo
     assert r["type"] == "result", r
     assert ARTICLE_TEXT[0] in r["content"]
     assert site.hits["/slow-article"] == (2 if transport == "chrome" else 1)
-    assert not pid_alive(browser.pid)
+    # Over http the answer can come before the kernel has finished tearing the killed tree down.
+    with trio.fail_after(10):
+        while pid_alive(browser.pid):
+            await trio.sleep(0.02)
     # Over http nothing of this request noticed the kill: the browser actor does, in its own time.
     with trio.fail_after(30):
         while (await daemon.daemon.chrome.wait_browser()).pid == browser.pid:
