@@ -1,11 +1,14 @@
 """The browse console action and the console-error count on every result, with real Chromium on the local
-app (tests/support/browse_app.py); and a click whose fetch leaves a no-store body unread settling at once."""
+app (tests/support/browse_app.py); a click whose fetch leaves a no-store body unread settling at once, and one
+whose page reads a slow body, or changes two frames later, waiting for that."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+
+from webfetch.page_scripts import invoke
 
 from .support.browse_app import App
 from .test_browse import Browser, ref
@@ -72,3 +75,37 @@ async def test_a_click_whose_no_store_body_is_never_read_settles_well_before_the
         assert not clicked.get("notes"), clicked  # not "the page was still busy 3 s after the action"
         assert n or "started" in clicked["snapshot"]
         assert took < SETTLE_S / 2, took
+
+
+async def test_a_click_waits_for_the_body_its_page_reads_and_for_the_frames_it_asked_for(daemon, app: App):
+    # Chrome reports the response at its headers, long before the body the page waits for; and a change two
+    # animation frames later comes from no request at all. The page's own world counts both (pending.js).
+    b = Browser(await daemon.client())
+    page = (await b.ok("open", url=app.url("/later")))["snapshot"]
+    loaded = await b.ok("click", ref=ref(page, '- button "Load slowly"'))
+    assert loaded["change"] == "dom" and "got the slow body" in loaded["snapshot"], loaded
+    assert not loaded.get("notes"), loaded
+    drawn = await b.ok("click", ref=ref(page, '- button "Draw"'))
+    assert drawn["change"] == "dom" and "drawn after two frames" in drawn["snapshot"], drawn
+
+
+async def test_the_page_tells_the_settle_what_it_started_the_moment_it_starts_it(daemon, app: App):
+    # what pending.js answers, in real Chromium, right after the page starts something: Chrome's own report
+    # of it may reach the daemon later (its Network and Page events are not ordered with our calls' answers)
+    b = Browser(await daemon.client())
+    page = (await b.ok("open", url=app.url("/later")))["snapshot"]
+    tab = daemon.daemon.browse.sessions["s1"].tab(None)
+
+    async def quiet_after_click(button: int) -> str:  # the click and the settle's turn in one call
+        click = f"document.querySelectorAll('button')[{button}].click()"
+        return await tab.evaluate(tab.target_id, f"({click}, {invoke('__wf.quiet', 3000, 10_000, 10_000)})")
+
+    assert await quiet_after_click(1) == "settled"
+    assert "drawn after two frames" in (await b.ok("snapshot", mode="full"))["snapshot"]
+    assert await quiet_after_click(0) == "settled"
+    assert "got the slow body" in (await b.ok("snapshot", mode="full"))["snapshot"]
+    # a form's submission navigates a task later; Chrome holds our next call until the new document is in
+    assert await quiet_after_click(2) == "leaving"
+    page = (await b.ok("open", url=app.url("/later")))["snapshot"]
+    away = await b.ok("click", ref=ref(page, '- link "Away"'))  # the daemon follows it to its end
+    assert away["change"] == "navigation" and "Arrived" in away["snapshot"], away

@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 from webfetch.browse.downloads import SESSION_CAPS, Downloads
-from webfetch.browse.tab import BrowseTab, Marks
+from webfetch.browse.tab import NAVIGATION_NEWS_S, BrowseTab, Marks
 from webfetch.cdp import CDPClosed
 from webfetch.dns import IPAddress
 from webfetch.errors import DialogOpen, StaleRef, UnknownRef
@@ -362,7 +362,7 @@ async def test_an_alert_is_accepted_at_once_and_recorded(autojump_clock):
         assert page.answers("Page.handleJavaScriptDialog") == [{"accept": True}]
         assert list(tab.dialogs) == [{"type": "alert", "message": "Saved"}]
         assert tab.dialog is None and not tab.dialog_pending()
-        assert await tab.evaluate(TARGET, "__wf.quiet(25, 2000)") is True, "script runs again"
+        assert await tab.evaluate(TARGET, "__wf.quiet(25, 2000, 2000)") == "settled", "script runs again"
 
 
 async def test_a_confirm_stays_open_ends_the_settle_at_once_and_blocks_script(autojump_clock):
@@ -411,6 +411,30 @@ async def test_a_navigation_the_action_started_is_waited_for_until_it_loads(auto
             notes, waited = await timed_settle(tab, marks)
         assert notes == [] and waited == pytest.approx(3.0 + QUIET_S)
         assert not tab.navigating() and tab.url == f"{ALLOWED}/slow" and tab.doc_gen == marks.doc_gen + 1
+
+
+async def test_a_navigation_the_page_began_is_waited_for_though_chrome_tells_of_it_after_the_turn(autojump_clock):
+    # the page's own world saw it leave (the navigate event) before Chrome's report reached the daemon
+    page = page_with()
+    async with open_tab(page) as tab:
+        marks = tab.start_action()
+        page.quiet_answers = ["leaving"]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later, 0.2, partial(page.navigate, TARGET, f"{ALLOWED}/next", load=False))
+            nursery.start_soon(later, 1.0, partial(page.finish_load, TARGET))
+            notes, waited = await timed_settle(tab, marks)
+        assert notes == [] and waited == pytest.approx(1.0 + QUIET_S)
+        assert tab.url == f"{ALLOWED}/next" and tab.doc_gen == marks.doc_gen + 1
+
+
+async def test_a_navigation_the_page_began_that_chrome_never_tells_of_is_waited_for_briefly(autojump_clock):
+    page = page_with()  # one cancelled at once (a 204, a download): nothing loads, the page stays
+    async with open_tab(page) as tab:
+        marks = tab.start_action()
+        page.quiet_answers = ["leaving"]
+        notes, waited = await timed_settle(tab, marks)
+        assert notes == [] and waited == pytest.approx(QUIET_S + NAVIGATION_NEWS_S + QUIET_S)
+        assert tab.doc_gen == marks.doc_gen
 
 
 async def test_a_navigation_that_never_loads_is_stopped_after_nav_timeout(autojump_clock):

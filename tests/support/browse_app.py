@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -156,6 +157,22 @@ NO_STORE = """<!doctype html><html><head><title>Unread</title></head><body>
   Start</button><p id="out"></p>
 </body></html>"""
 
+# what an action sets off that the settle waits for though no Network event says so in time: a body the page
+# reads (its response's headers came long before it), and a change two animation frames later
+LATER = """<!doctype html><html><head><title>Later</title></head><body>
+<button onclick="load()">Load slowly</button><p id="got"></p>
+<button onclick="requestAnimationFrame(() => requestAnimationFrame(() => {
+  document.getElementById('drawn').textContent = 'drawn after two frames'; }))">Draw</button><p id="drawn"></p>
+<a href="/slow-page">Away</a><form action="/slow-page"><button>Go away</button></form>
+<script>
+async function load() {
+  const r = await fetch("/api/slow-body");
+  document.getElementById("got").textContent = "got " + (await r.text());
+}
+</script>
+</body></html>"""
+SLOW_BODY_S = 0.4  # between /api/slow-body's headers and its body
+
 
 def big_table(rows: int = 3000, controls: str = "") -> str:
     body = "".join(f"<tr><td>Item {i}</td><td><a href='/item/{i}'>details {i}</a></td>"
@@ -241,6 +258,19 @@ class App:
                 elif path == "/api/no-store":
                     self.reply(200, json.dumps({"rows": ["x" * 100] * 2000}), "application/json",
                                {"Cache-Control": "no-store"})
+                elif path == "/later":
+                    self.reply(200, LATER)
+                elif path == "/slow-page":
+                    time.sleep(SLOW_BODY_S)
+                    self.reply(200, "<html><head><title>Slow</title></head><body><h1>Arrived</h1></body></html>")
+                elif path == "/api/slow-body":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", "13")
+                    self.end_headers()
+                    self.wfile.flush()
+                    time.sleep(SLOW_BODY_S)
+                    self.wfile.write(b"the slow body")
                 elif path == "/table":
                     self.reply(200, big_table())
                 elif path == "/stock":

@@ -187,6 +187,7 @@ class ScriptedPage:
         self.page_title = title
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.quiet_s = 0.025              # how long __wf.quiet takes to find the DOM quiet
+        self.quiet_answers: list[str] = []  # what __wf.quiet answers next (then "settled")
         self._events = _Events()
         self._loaders = itertools.count(1)
         self._contexts = itertools.count(1)
@@ -289,7 +290,8 @@ class ScriptedPage:
         args = json.loads("[" + rest[:-1] + "]")
         if name == "quiet":
             await trio.sleep(self.quiet_s)
-            return {"result": {"type": "boolean", "value": True}}
+            answer = self.quiet_answers.pop(0) if self.quiet_answers else "settled"
+            return {"result": {"type": "string", "value": answer}}
         if name == "snapshot":
             return {"result": {"type": "object", "value": self._snapshot(frame, loader, args[0])}}
         if name == "get":

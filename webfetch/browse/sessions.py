@@ -379,7 +379,7 @@ class Browse:
         if tab.dialog is not None and a not in ("dialog", "screenshot"):
             raise tab.dialog_open()
         session.opened = []
-        marks = tab.start_action()
+        marks = tab.start_action(req.ref)
         progress("browse", f"{a} on {tab.name}")
         if a == "snapshot":
             return await snapshot(reply, tab, req, self.config.snapshot_chars)

@@ -23,9 +23,14 @@ COLLAPSE_AT = 8       # a run of this many similar siblings is collapsed...
 COLLAPSE_KEEP = 3     # ...to its first few and one line that counts the rest
 NODE_BUDGET = 40_000  # elements visited per frame and snapshot
 
+# What the settle asks of the page's own world (webfetch/js/pending.js, in every document of a browse tab
+# before the page's scripts): the fetch/XHR begun since the action still pending, and the animation frames
+# the page asked for. Two events carry the question and the answer between the worlds.
+ASK_PENDING, PENDING_ANSWER = "webfetch-pending-ask", "webfetch-pending"
+PENDING_JS = page_scripts.load("pending").call(ASK_PENDING, PENDING_ANSWER)
 # The walk and the ref map (webfetch/js/snapshot.js), installed once per document in the isolated world as
 # `__wf`, the world's own global.
-PAGE_JS = page_scripts.load("snapshot").call(COLLAPSE_AT, COLLAPSE_KEEP)
+PAGE_JS = page_scripts.load("snapshot").call(COLLAPSE_AT, COLLAPSE_KEEP, ASK_PENDING, PENDING_ANSWER)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console
 from .downloads import DownloadRecord, Downloads
 from .network import NetworkLog
-from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot
+from .snapshot import NODE_BUDGET, PAGE_JS, PENDING_JS, WORLD_NAME, Snapshot
 
 log = logging.getLogger("webfetch.browse")
 
@@ -36,6 +36,12 @@ VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": Fals
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
 # Console entries after which the page's console objects are let go (release_console)
 CONSOLE_RELEASE_EVERY = 100
+# The settle counts the page's requests begun up to this long before the action, as the daemon measures its
+# age: the clocks agree (both monotonic), but the question reaches the page a moment after it was measured.
+ACTION_CLOCK_SLACK_MS = 5
+# How long the settle waits for Chrome to report a navigation the page said it began, before it carries on
+# as if none had (one cancelled at once: a 204, a download); Chrome's report comes in milliseconds.
+NAVIGATION_NEWS_S = 1.0
 # Finds a ref's element in the world and calls an action's function on it (webfetch/js/on_ref.js).
 ON_REF = load("on_ref")
 
@@ -63,6 +69,8 @@ class Marks:
     dialogs: int
     downloads: int
     download_responses: int
+    frame: str      # the frame the action acts in: the settle asks its document what is still pending
+    at: float       # when the action began (time.monotonic()): what the page began after it is the action's
 
 
 class BrowseTab:
@@ -186,10 +194,11 @@ class BrowseTab:
 
     # --- what others change, through the tab ---------------------------------------------------------
 
-    def start_action(self) -> Marks:
-        """Where the tab stands as an action begins; a refusal of an earlier action's navigation is forgotten."""
+    def start_action(self, ref: str | None = None) -> Marks:
+        """Where the tab stands as an action on `ref` (or the page) begins; a refusal of an earlier action's
+        navigation is forgotten."""
         self._blocked = None
-        return self.marks()
+        return self.marks(ref)
 
     def start_navigation(self) -> None:
         """Forget the last navigation's status and refusal: the caller is about to navigate."""
@@ -255,6 +264,8 @@ class BrowseTab:
 
     async def setup(self) -> None:
         await self.call("Page.enable")
+        # every document counts what the settle waits for; the one already there too (a pop-up's first)
+        await self.call("Page.addScriptToEvaluateOnNewDocument", {"source": PENDING_JS, "runImmediately": True})
         await self.call("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
         await self.call("Fetch.enable", {"patterns": FETCH_PATTERNS})
         # console messages and uncaught exceptions (Runtime), the browser's own messages (Log); both send
@@ -669,9 +680,11 @@ class BrowseTab:
 
     # --- waiting for what an action started --------------------------------------------------------
 
-    def marks(self) -> Marks:
+    def marks(self, ref: str | None = None) -> Marks:
+        known = self._refs.get(ref or "")
+        frame = known.frame if known is not None and known.frame in self._frames else self.target_id
         return Marks(self._doc_gen, self._same_doc, self._request_seq, len(self._dialogs), len(self._downloads),
-                     self._download_responses)
+                     self._download_responses, frame, time.monotonic())
 
     async def settle(self, since: Marks, nav_timeout_s: float, settle_s: float) -> list[str]:
         """Wait as a person would: a navigation the action started loads (at most `nav_timeout_s`), then the
@@ -707,18 +720,39 @@ class BrowseTab:
             # no frame loading (a form posted in an iframe), none of the action's requests pending
             return not self.loading and not any(seq > since.request_seq for seq in self._inflight.values())
 
+        news_since = since.at  # a navigation the page began after this is news
         with trio.move_on_after(settle_s) as quiet:
             while True:
                 await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
                 if self.navigating() or self.dialog_pending():
                     break
+                # the action's frame, while it lives (a form posted in an iframe replaced its document: the
+                # new one counts from its start); else the page
+                frame = since.frame if since.frame in self._frames else self.target_id
+                loader = self._frames[frame].loader
+                now = time.monotonic()
+                action_ago_ms = (now - since.at) * 1000 + ACTION_CLOCK_SLACK_MS
+                news_ago_ms = (now - news_since) * 1000 + ACTION_CLOCK_SLACK_MS
                 try:
-                    await self.evaluate(self.target_id, invoke("__wf.quiet", int(settle_s * 1000)))
+                    state = await self.evaluate(frame, invoke("__wf.quiet", int(settle_s * 1000), action_ago_ms,
+                                                              news_ago_ms))
                 except (CDPError, WebfetchError):
-                    pass  # the document went away under us: a navigation, handled by the caller
+                    state = None  # the document went away under us: a navigation, handled by the caller
+                if state == "leaving":
+                    # the page began to navigate away; Chrome's report of it may still be on its way
+                    news_since = time.monotonic()
+                    with trio.move_on_after(NAVIGATION_NEWS_S):
+                        await self.wait_for(partial(self._left, frame, loader))
+                    continue
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
                     break
         return quiet.cancelled_caught
+
+    def _left(self, frame: str, loader: str) -> bool:
+        """Chrome told of the navigation `frame`'s document `loader` began (or of its end already), or a
+        dialog opened."""
+        now = self._frames.get(frame)
+        return self.loading or now is None or now.loader != loader or self.dialog_pending()
 
     async def title(self) -> str:
         return await self._page.title()

@@ -24,7 +24,7 @@ interface BrowseLibrary {
   get(ref: string): Element | null;
   describe(el: Element): string;
   hitOk(target: Element, hit: Element): boolean;
-  quiet(capMs: number): Promise<boolean>;
+  quiet(capMs: number, actionAgoMs: number, leftAgoMs: number): Promise<string>;
   waitText(text: string, gone: boolean, capMs: number): Promise<boolean>;
   roleOf(el: Element): string | null;
   deepActive(): Element | null;

@@ -13,8 +13,10 @@
  * actions ask of elements (describe, hitOk, quiet, waitText).
  * @param {number} collapseAt a run of this many similar siblings is collapsed...
  * @param {number} collapseKeep ...to its first few and one line that counts the rest
+ * @param {string} askPending the event that asks pending.js, in the page's own world, what work is pending...
+ * @param {string} pendingAnswer ...and the event of its answer
  */
-function installSnapshot(collapseAt, collapseKeep) {
+function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
   if (globalThis.__wf) return;
   const ids = new WeakMap(), refs = new Map();
   // What changed since the last whole snapshot, for the rows a collapsed run hides (their lines are in no
@@ -482,28 +484,75 @@ function installSnapshot(collapseAt, collapseKeep) {
     return !!(label && label.control === target);
   }
 
-  // Settled is a turn of the page's event loop in which the DOM did not change: the next animation frame
-  // (what the page had scheduled for it has run; a hidden tab has no frames, so at most FRAME_MS) and a
-  // task after it (what the frame's callbacks scheduled). The action's own changes happened before this is
-  // asked (its events were dispatched, their microtasks run); a page still changing keeps it waiting turn
-  // after turn, until `capMs`. No fixed quiet time: a page done at once is settled within a frame.
-  const FRAME_MS = 50;
-  /** @param {number} capMs @returns {Promise<boolean>} */
-  function quiet(capMs) {
-    const start = performance.now();
+  // Settled is a turn of the page's event loop in which the DOM did not change, and none of the work the
+  // action may have set off is pending: a task (what the action's events scheduled at once); the next
+  // animation frame and a task after it when the page can act in one (a hidden tab has no frames: at most
+  // FRAME_MS), that is when it asked for a frame or watches what a frame delivers (a resize, a scroll, an
+  // observer), and the next frame when that frame asked for one (two frames in a row is a common way to act
+  // after layout), up to FRAMES_MAX without a change (more is an animation, no reason to wait); and no fetch
+  // or XHR begun since the action still waiting for its response (or a fetch's body being read). The page's
+  // own world counts those (pending.js); a document without the counter (a pop-up's first one) waits out one
+  // frame, as if it had asked. A page still changing keeps it waiting turn after turn, until `capMs`. No
+  // fixed quiet time: a page done at once is settled within a task.
+  const FRAME_MS = 50, FRAMES_MAX = 2, POLL_MS = 5;
+  /**
+   * @param {number} since requests begun at or after this time (performance.now()) count
+   * @returns {{requests: number, frames: number, watches: boolean, leftAt: number} | null}
+   */
+  function pendingWork(since) {
+    /** @type {{requests: number, frames: number, watches: boolean, leftAt: number} | null} */
+    let answer = null;
+    const hear = (/** @type {Event} */ e) => { answer = /** @type {CustomEvent} */ (e).detail; };
+    document.addEventListener(pendingAnswer, hear);
+    try {
+      window.dispatchEvent(new CustomEvent(askPending, {detail: since}));
+    } finally {
+      document.removeEventListener(pendingAnswer, hear);
+    }
+    return answer;
+  }
+  /**
+   * "settled", "busy" (`capMs` ran out), or "leaving": the document began to navigate away since
+   * `leftAgoMs` (the rest is the navigation's, which the daemon follows).
+   * @param {number} capMs
+   * @param {number} actionAgoMs the action began this long ago
+   * @param {number} leftAgoMs a navigation begun since this long ago is news
+   * @returns {Promise<string>}
+   */
+  function quiet(capMs, actionAgoMs, leftAgoMs) {
+    const start = performance.now(), since = start - actionAgoMs, leftSince = start - leftAgoMs;
     const frame = () => new Promise((resolve) => {
       const timer = setTimeout(resolve, FRAME_MS);
       requestAnimationFrame(() => { clearTimeout(timer); resolve(undefined); });
     });
-    const task = () => new Promise((resolve) => setTimeout(resolve, 0));
+    const pause = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
     return (async () => {
+      let quietFrames = 0;  // frames waited for in a row in which the DOM did not change
       while (performance.now() - start < capMs) {
         const before = lastMutation;
-        await frame();
-        await task();
-        if (lastMutation === before) return true;
+        await pause(0);
+        let work = pendingWork(since);
+        if (work && work.leftAt >= leftSince) return "leaving";
+        const frameWork = !work || work.frames > 0 || (work.watches && quietFrames === 0);
+        if (frameWork && quietFrames < FRAMES_MAX) {
+          await frame();
+          await pause(0);
+          quietFrames++;
+          work = pendingWork(since);
+          if (work && work.leftAt >= leftSince) return "leaving";
+          if (work && work.frames > 0 && quietFrames < FRAMES_MAX && lastMutation === before) continue;
+        }
+        if (lastMutation !== before) {
+          quietFrames = 0;
+          continue;
+        }
+        if (work && work.requests > 0) {
+          await pause(POLL_MS);
+          continue;
+        }
+        return "settled";
       }
-      return false;
+      return "busy";
     })();
   }
 
