@@ -4,6 +4,11 @@
 root, a form in a cross-origin iframe, and the 3 000-row table (a change to row 1 500). Every action's time
 at the client (socket round trip included); p50/p95 per action kind, and the slowest action of all.
 
+Beside them, the physical limit of each (`limit_rows`): the same Chromium driven over a raw CDP connection with
+no daemon, no checks, no settle and no snapshot, only the round trips an action cannot do without (a click's
+three mouse events sent back to back, a fill's insertText, a select's one call into the page), each followed
+by one call that reads the page back; and the daemon's own floor, a `status` request over its socket.
+
 Standalone for A/B runs: `.venv/bin/python bin/bench_actions.py --rounds 5` starts a daemon of the code in
 this script's tree, so the same script copied into a checkout of another commit (with the app's file,
 tests/support/browse_app.py) measures that commit on the same flows."""
@@ -24,9 +29,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import trio  # noqa: E402
+
 from tests.support.browse_app import App  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
+from webfetch.cdp import open_cdp  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
+from webfetch.launch import find_chrome, launch_chrome  # noqa: E402
 
 TARGET_P50_MS = 30   # click, fill and select (issue 30: agent-browser's 29 ms)
 TARGET_MAX_MS = 500  # any action, on pages that settle
@@ -129,6 +138,67 @@ def flow_rows(sock: Path, rounds: int) -> None:
     print(f"{'11. browse flows: the slowest action':44} {took:8.1f}ms  ({what})", flush=True)
 
 
+LIMIT_SAMPLES = 60
+
+
+async def _limits(app: App) -> dict[str, list[float]]:
+    """The round trips an action cannot do without, on the app's pages in a Chromium of our own (module doc)."""
+    executable = find_chrome()
+    if executable is None:
+        raise SystemExit("no Chromium found for the limit rows")
+    times: dict[str, list[float]] = defaultdict(list)
+    async with launch_chrome(executable, []) as (ws_url, _proc), open_cdp(ws_url) as conn:
+        target = (await conn.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        sid = (await conn.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
+        await conn.call("Page.enable", None, sid)
+
+        async def load(path: str) -> None:
+            await conn.call("Page.navigate", {"url": app.url(path)}, sid)
+            await trio.sleep(0.5)
+
+        async def timed(kind: str, *commands: tuple[str, dict[str, Any]]) -> None:
+            started = time.perf_counter()
+            await conn.call_in_order(list(commands), sid)
+            # and one call that reads the page back: what any client needs to see the change
+            await conn.call("Runtime.evaluate", {"expression": "document.title", "returnByValue": True}, sid)
+            times[kind].append((time.perf_counter() - started) * 1000)
+
+        await load("/later")
+        mouse = {"x": 5, "y": 700, "button": "left", "clickCount": 1}  # an empty part of the page
+        for _ in range(LIMIT_SAMPLES):
+            await timed("click", *[("Input.dispatchMouseEvent", {"type": t, **mouse})
+                                   for t in ("mouseMoved", "mousePressed", "mouseReleased")])
+            await timed("select", ("Runtime.evaluate", {"expression": "document.body.dataset.picked = 'x'"}))
+        await load("/frame")  # a form with nothing over it: the input keeps the focus
+        await conn.call("Runtime.evaluate", {"expression": "document.querySelector('input').focus()"}, sid)
+        for _ in range(LIMIT_SAMPLES):
+            await timed("fill", ("Input.insertText", {"text": "a"}))
+        typed = await conn.call("Runtime.evaluate", {"expression": "document.querySelector('input').value.length",
+                                                     "returnByValue": True}, sid)
+        if typed["result"].get("value") != LIMIT_SAMPLES:
+            raise SystemExit(f"the fill limit typed nowhere: {typed}")
+    return times
+
+
+def limit_rows(sock: Path) -> None:
+    """The limit rows (module doc), and the daemon's floor at `sock`."""
+    app = App()
+    try:
+        times = trio.run(_limits, app)
+    finally:
+        app.stop()
+    with Client(sock, autostart=False) as c:
+        for _ in range(LIMIT_SAMPLES):
+            started = time.perf_counter()
+            list(c.request("status"))
+            times["daemon"].append((time.perf_counter() - started) * 1000)
+    names = {"click": "click: 3 mouse events + a read", "fill": "fill: insertText + a read",
+             "select": "select: one call + a read", "daemon": "the daemon's floor: status"}
+    for key, name in names.items():
+        med, p95 = percentiles(times[key])
+        print(f"{'11. limit, ' + name:44} {len(times[key]):4} {med:8.1f}ms {p95:8.1f}ms", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the six flows (default 5)")
@@ -138,6 +208,7 @@ def main() -> None:
     try:
         daemon.wait_ready(60)
         flow_rows(daemon.sock, args.rounds)
+        limit_rows(daemon.sock)
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -119,7 +119,8 @@ POPUP = """<!doctype html><html><head><title>Help</title></head><body><h1>Help</
 CONSOLE = """<!doctype html><html><head><title>Console</title></head><body><h1>Console</h1>
 <button onclick="save()">Throw</button>
 <button onclick="Promise.reject(new Error('quota exceeded'))">Reject</button>
-<button onclick="console.log('clicked %s %d times', 'Log', 2)">Log</button>
+<button onclick="console.log('clicked %s %d times', 'Log', 2)">Log</button><button onclick="fetch('http://%')">\
+Fetch badly</button>
 <script>
 console.log("loaded", {user: "ann", items: 3});
 console.info("info line");

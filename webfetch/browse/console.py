@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..protocol import ConsoleEntry, ConsoleLevel
+from .snapshot import PENDING_SCRIPT_URL
 
 RING = 500          # entries kept per tab; older ones are dropped and counted
 TEXT_CHARS = 2000   # one entry's text, cut: a page that logs a megabyte string costs a model no more
@@ -69,7 +70,7 @@ def from_console_api(p: dict[str, Any]) -> ConsoleEntry | None:
     text = _format_args(p.get("args") or [])
     if kind == "assert":
         text = "Assertion failed" + (f": {text}" if text else "")
-    frames = (p.get("stackTrace") or {}).get("callFrames") or []
+    frames = _page_frames((p.get("stackTrace") or {}).get("callFrames") or [])
     url, line = _where(frames[0] if frames else {})
     stack = _stack(frames) if kind in ("trace", "assert", "error") and len(frames) > 1 else None
     return ConsoleEntry(kind="console", level=_API_LEVELS.get(kind, "log"), text=_cut(text), url=url, line=line,
@@ -84,10 +85,10 @@ def from_exception(p: dict[str, Any]) -> ConsoleEntry:
     description = str(exc.get("description") or _value(exc) or "")
     # an Error's description is its message and then V8's stack, one "    at …" line a frame
     message, _, rest = description.partition("\n    at ")
-    frames = (d.get("stackTrace") or {}).get("callFrames") or []
-    stack = _stack(frames) if frames else (_cut_stack("    at " + rest) if rest else None)
+    frames = _page_frames((d.get("stackTrace") or {}).get("callFrames") or [])
+    stack = _stack(frames) if frames else (_cut_stack(_page_lines("    at " + rest)) if rest else None)
     url, line = _where(d)
-    if url is None and frames:
+    if url in (None, PENDING_SCRIPT_URL) and frames:
         url, line = _where(frames[0])
     return ConsoleEntry(kind="rejection" if "(in promise)" in lead else "exception", level="error",
                         text=_cut(f"{lead} {message}".strip() if message else lead), url=url, line=line, stack=stack)
@@ -101,6 +102,17 @@ def from_log_entry(p: dict[str, Any]) -> ConsoleEntry | None:
     return ConsoleEntry(kind=str(e.get("source") or "other"), level=_LOG_LEVELS.get(e.get("level", ""), "info"),
                         text=_cut(str(e.get("text") or "")), url=e.get("url") or None,
                         line=e["lineNumber"] + 1 if isinstance(e.get("lineNumber"), int) else None)
+
+
+def _page_frames(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page's own frames of a stack: webfetch's counter in the page (pending.js) wraps fetch and
+    requestAnimationFrame, so a failed fetch's stack begins in it."""
+    return [f for f in frames if f.get("url") != PENDING_SCRIPT_URL]
+
+
+def _page_lines(stack: str) -> str:
+    """_page_frames for a stack V8 wrote as text."""
+    return "\n".join(line for line in stack.split("\n") if f"({PENDING_SCRIPT_URL}:" not in line)
 
 
 def _where(node: dict[str, Any]) -> tuple[str | None, int | None]:

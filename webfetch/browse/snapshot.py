@@ -27,7 +27,10 @@ NODE_BUDGET = 40_000  # elements visited per frame and snapshot
 # before the page's scripts): the fetch/XHR begun since the action still pending, and the animation frames
 # the page asked for. Two events carry the question and the answer between the worlds.
 ASK_PENDING, PENDING_ANSWER = "webfetch-pending-ask", "webfetch-pending"
-PENDING_JS = page_scripts.load("pending").call(ASK_PENDING, PENDING_ANSWER)
+# named, so that the console can leave its frames out of the page's stacks (a fetch that failed passes
+# through its wrapper)
+PENDING_SCRIPT_URL = "webfetch-pending.js"
+PENDING_JS = page_scripts.load("pending").call(ASK_PENDING, PENDING_ANSWER) + f"\n//# sourceURL={PENDING_SCRIPT_URL}"
 # The walk and the ref map (webfetch/js/snapshot.js), installed once per document in the isolated world as
 # `__wf`, the world's own global.
 PAGE_JS = page_scripts.load("snapshot").call(COLLAPSE_AT, COLLAPSE_KEEP, ASK_PENDING, PENDING_ANSWER)

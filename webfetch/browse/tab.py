@@ -36,8 +36,9 @@ VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": Fals
 FETCH_PATTERNS = [GATE_FETCH_PATTERN, {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]
 # Console entries after which the page's console objects are let go (release_console)
 CONSOLE_RELEASE_EVERY = 100
-# The settle counts the page's requests begun up to this long before the action, as the daemon measures its
-# age: the clocks agree (both monotonic), but the question reaches the page a moment after it was measured.
+# The settle counts the page's requests begun up to this long before the action: the page's clock, as the
+# daemon maps its own to it (page_clock), is coarsened (0.1 ms) and the mapping is never late, so a little
+# slack is all the rounding needs.
 ACTION_CLOCK_SLACK_MS = 5
 # How long the settle waits for Chrome to report a navigation the page said it began, before it carries on
 # as if none had (one cancelled at once: a 204, a download); Chrome's report comes in milliseconds.
@@ -102,6 +103,9 @@ class BrowseTab:
         self._status: int | None = None     # the main document's HTTP status
         self._blocked: str | None = None    # why the address policy refused the last main-frame navigation
         self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
+        # frame -> (loader, ms to add to time.monotonic() * 1000 for that document's performance.now()), at
+        # most: the page's clock as of its latest answer (page_clock), so a time mapped to it is never late
+        self._clocks: dict[str, tuple[str, float]] = {}
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
         self._console = console.ConsoleLog()
@@ -366,6 +370,7 @@ class BrowseTab:
 
     def _on_frame_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._frames.pop(p["frameId"], None)
+        self._clocks.pop(p["frameId"], None)
         self._loading_frames.discard(p["frameId"])
 
     def _on_navigated_within_document(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
@@ -622,6 +627,8 @@ class BrowseTab:
         added to `inside`."""
         loader = self._frames[frame].loader
         got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
+        if got and "now" in got:
+            self._learn_clock(frame, loader, float(got["now"]))
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self._next_ref = got["next"]
@@ -721,7 +728,8 @@ class BrowseTab:
             return not self.loading and not any(seq > since.request_seq for seq in self._inflight.values())
 
         news_since = since.at  # a navigation the page began after this is news
-        with trio.move_on_after(settle_s) as quiet:
+        deadline = trio.current_time() + settle_s
+        with trio.move_on_at(deadline) as quiet:
             while True:
                 await self.wait_for(lambda: self.dialog_pending() or self.navigating() or idle())
                 if self.navigating() or self.dialog_pending():
@@ -730,12 +738,13 @@ class BrowseTab:
                 # new one counts from its start); else the page
                 frame = since.frame if since.frame in self._frames else self.target_id
                 loader = self._frames[frame].loader
-                now = time.monotonic()
-                action_ago_ms = (now - since.at) * 1000 + ACTION_CLOCK_SLACK_MS
-                news_ago_ms = (now - news_since) * 1000 + ACTION_CLOCK_SLACK_MS
                 try:
-                    state = await self.evaluate(frame, invoke("__wf.quiet", int(settle_s * 1000), action_ago_ms,
-                                                              news_ago_ms))
+                    offset = await self.page_clock(frame)
+                    # the page stops on its own when the daemon would: no turn goes on after its wait ended
+                    cap_ms = max(1, int((deadline - trio.current_time()) * 1000))
+                    state = await self.evaluate(frame, invoke(
+                        "__wf.quiet", cap_ms, since.at * 1000 + offset - ACTION_CLOCK_SLACK_MS,
+                        news_since * 1000 + offset - ACTION_CLOCK_SLACK_MS))
                 except (CDPError, WebfetchError):
                     state = None  # the document went away under us: a navigation, handled by the caller
                 if state == "leaving":
@@ -747,6 +756,24 @@ class BrowseTab:
                 if idle():  # else the quiet time let a request or a frame's load begin: wait for it
                     break
         return quiet.cancelled_caught
+
+    async def page_clock(self, frame: str) -> float:
+        """What to add to time.monotonic() * 1000 for the frame's document's performance.now(): both are
+        the system's monotonic clock, from different origins. Learned from the document's latest answer
+        that told its time (every snapshot does), or asked now; since the answer left the page a moment
+        before it arrived, the mapping is a little early, never late."""
+        loader = self._frames[frame].loader
+        known = self._clocks.get(frame)
+        if known is None or known[0] != loader:
+            self._learn_clock(frame, loader, float(await self.evaluate(frame, invoke("__wf.now"))))
+        return self._clocks[frame][1]
+
+    def _learn_clock(self, frame: str, loader: str, page_now: float) -> None:
+        offset = page_now - time.monotonic() * 1000
+        known = self._clocks.get(frame)
+        if known is not None and known[0] == loader:
+            offset = max(offset, known[1])  # each answer bounds it from below: the highest bound is the tightest
+        self._clocks[frame] = (loader, offset)
 
     def _left(self, frame: str, loader: str) -> bool:
         """Chrome told of the navigation `frame`'s document `loader` began (or of its end already), or a

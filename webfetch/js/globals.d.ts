@@ -15,7 +15,7 @@ interface SnapshotOptions {
 type SnapshotRow = [number, string, string | null];
 type SnapshotResult = {error: "stale"} | {
   lines: SnapshotRow[]; full: SnapshotRow[] | null; inside: SnapshotRow[] | null; created: string[]; next: number; truncated: boolean;
-  title: string;
+  title: string; now: number;
 };
 
 /** snapshot.js's library, in the browse's isolated world. */
@@ -24,11 +24,12 @@ interface BrowseLibrary {
   get(ref: string): Element | null;
   describe(el: Element): string;
   hitOk(target: Element, hit: Element): boolean;
-  quiet(capMs: number, actionAgoMs: number, leftAgoMs: number): Promise<string>;
+  quiet(capMs: number, since: number, leftSince: number): Promise<string>;
   waitText(text: string, gone: boolean, capMs: number): Promise<boolean>;
   roleOf(el: Element): string | null;
   deepActive(): Element | null;
   textOf(node: Node, skip?: Node): string;
+  now(): number;
 }
 
 declare var __wf: BrowseLibrary;

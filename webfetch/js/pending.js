@@ -1,25 +1,35 @@
 /**
- * Runs in every document of a browse tab, in the page's own world and before its scripts: counts the work
- * the page started that an action's settle must wait for and that the browse's isolated world cannot see
- * (it has its own `fetch` and `requestAnimationFrame`): fetch() requests until their response's headers,
- * then each read of a body (a body the page never reads is not waited for: it may never finish loading),
- * XMLHttpRequests until they end, the animation-frame callbacks the page asked for, and whether the page
- * watches what only the next frame delivers (resize and scroll events, media-query changes, resize and
- * intersection observers: an action's scroll or a new size reaches the page then, not at once), and when
- * the document last began to navigate away (the Navigation API's navigate event, at once, where Chrome's
- * own report of the navigation may reach the daemon after the settle's turn).
+ * Runs in every document of a browse tab, in the page's own world (before the page's scripts, but for the
+ * document a pop-up had before its tab was set up): counts the work the page started that an action's
+ * settle must wait for and that the browse's isolated world cannot see (it has its own `fetch` and
+ * `requestAnimationFrame`): fetch() requests until their response's headers, then each read of a body (a
+ * body the page never reads is not waited for: it may never finish loading), XMLHttpRequests until they
+ * end, the animation-frame callbacks the page asked for, whether the page watches what only the next frame
+ * delivers (resize and scroll events, media-query changes, resize and intersection observers: an action's
+ * scroll or a new size reaches the page then, not at once), and when the document last began to navigate
+ * away (the Navigation API's navigate event, at once, where Chrome's own report of the navigation may reach
+ * the daemon after the settle's turn).
  *
  * The isolated world asks by an `askName` event on window whose detail is a time (performance.now()), and
  * the answer comes back, within that dispatch, as an `answerName` event on document whose detail is
  * {requests, frames, watches, leftAt}: the requests begun since that time still pending, the frame
- * callbacks waiting, whether the page watches frames, and when it began a navigation to another document.
- * A CustomEvent's detail crosses worlds (as a copy), and dispatchEvent is synchronous: one call in the page
- * asks and hears. Why not the Network events the daemon already gets: they are not ordered with the answers
- * to its calls, so a request a click started can reach the daemon after the settle's turn came back quiet.
+ * callbacks waiting, whether the page watches frames, and when it began a navigation to another document
+ * that is still going (-1: none). A CustomEvent's detail crosses worlds (as a copy), and dispatchEvent is
+ * synchronous: one call in the page asks and hears. Why not the Network events the daemon already gets:
+ * they are not ordered with the answers to its calls, so a request a click started can reach the daemon
+ * after the settle's turn came back quiet.
+ *
+ * What it uses of the page's globals is taken as it installs, so a page that replaces them later (fake
+ * timers, a polyfill) neither breaks the answer nor sees an error of ours.
  * @param {string} askName
  * @param {string} answerName
  */
 function pending(askName, answerName) {
+  const installed = Symbol.for("webfetch.pending");
+  if (/** @type {any} */ (window)[installed]) return;
+  Object.defineProperty(window, installed, {value: true});
+  const now = performance.now.bind(performance);
+  const dispatch = EventTarget.prototype.dispatchEvent, Custom = CustomEvent;
   /** @type {Map<number, number>} */
   const requests = new Map();  // id -> when it began
   /** @type {Set<number>} */
@@ -28,11 +38,13 @@ function pending(askName, answerName) {
   /** @returns {() => void} the request's end */
   const begin = () => {
     const id = ++lastId;
-    requests.set(id, performance.now());
+    requests.set(id, now());
     return () => { requests.delete(id); };
   };
   /**
-   * `fn` made to count each call until the promise it returns settles.
+   * `fn` made to count each call until the promise it returns settles. The caller gets a promise that
+   * follows that one, not the one itself: a handler on it would make a rejection the page never handles
+   * (a fetch that failed) a handled one, and its "Uncaught (in promise)" would never reach the console.
    * @template {(...args: any[]) => Promise<unknown>} F
    * @param {F} fn
    * @returns {F}
@@ -42,9 +54,8 @@ function pending(askName, answerName) {
     function (...args) {
       const end = begin();
       try {
-        const p = fn.apply(this, args);
-        p.then(end, end);  // before the caller's own continuation: the count drops in the same task
-        return p;
+        // the count drops before the caller's own continuation runs, in the same task
+        return fn.apply(this, args).then((value) => { end(); return value; }, (error) => { end(); throw error; });
       } catch (e) {
         end();
         throw e;
@@ -68,6 +79,7 @@ function pending(askName, answerName) {
   };
   const request = window.requestAnimationFrame, cancel = window.cancelAnimationFrame;
   window.requestAnimationFrame = function (callback) {
+    if (typeof callback !== "function") return request.call(window, callback);  // Chrome's own TypeError
     const id = request.call(window, (time) => { frames.delete(id); callback(time); });
     frames.add(id);
     return id;
@@ -76,13 +88,32 @@ function pending(askName, answerName) {
     frames.delete(id);
     cancel.call(window, id);
   };
-  let leftAt = -Infinity;
-  const navigation = /** @type {EventTarget | undefined} */ (/** @type {any} */ (window).navigation);
+  // The last navigation to another document the page began, judged when asked: by then every listener of
+  // the page has had its say (one that cancelled it, or intercepted it as a same-document route, or a link
+  // that downloads, leaves nothing to wait for).
+  /** @type {{at: number, event: any} | null} */
+  let left = null;
+  const intercepted = new WeakSet();
+  const navigation = /** @type {any} */ (window).navigation;
   if (navigation) {
-    navigation.addEventListener("navigate", (event) => {
-      if (!(/** @type {any} */ (event)).destination.sameDocument) leftAt = performance.now();
+    navigation.addEventListener("navigate", (/** @type {any} */ event) => {
+      if (!event.destination.sameDocument) left = {at: now(), event};
     });
+    const proto = /** @type {Record<string, any>} */ (/** @type {any} */ (window).NavigateEvent.prototype);
+    for (const name of ["intercept", "transitionWhile"]) {
+      const original = proto[name];
+      if (typeof original !== "function") continue;
+      proto[name] = /** @this {object} @param {...unknown} args */ function (...args) {
+        intercepted.add(this);
+        return original.apply(this, args);
+      };
+    }
   }
+  const leftAt = () => {
+    if (!left) return -1;
+    const e = left.event;
+    return e.defaultPrevented || e.downloadRequest != null || intercepted.has(e) ? -1 : left.at;
+  };
   // Once watched, always: a listener taken off again is rare, and the cost of the mistake is one frame.
   let watched = false;
   const FRAME_EVENTS = new Set(["resize", "scroll", "scrollend"]);
@@ -105,11 +136,11 @@ function pending(askName, answerName) {
     };
   }
   const watches = () => watched || !!(window.onresize || window.onscroll || document.onscroll);
-  window.addEventListener(askName, (event) => {
+  listen.call(window, askName, (/** @type {Event} */ event) => {
     const since = Number(/** @type {CustomEvent} */ (event).detail);
     let begun = 0;
     for (const at of requests.values()) if (at >= since) begun++;
-    const detail = {requests: begun, frames: frames.size, watches: watches(), leftAt};
-    document.dispatchEvent(new CustomEvent(answerName, {detail}));
+    const detail = {requests: begun, frames: frames.size, watches: watches(), leftAt: leftAt()};
+    dispatch.call(document, new Custom(answerName, {detail}));
   }, true);
 }

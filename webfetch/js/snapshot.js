@@ -453,7 +453,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
       overflow = false;
     }
     return {lines: out, full, inside, created, next: globalThis.__wfNext, truncated: st.truncated,
-            title: document.title};
+            title: document.title, now: performance.now()};
   }
 
   /** @param {string} ref */
@@ -491,9 +491,9 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
   // observer), and the next frame when that frame asked for one (two frames in a row is a common way to act
   // after layout), up to FRAMES_MAX without a change (more is an animation, no reason to wait); and no fetch
   // or XHR begun since the action still waiting for its response (or a fetch's body being read). The page's
-  // own world counts those (pending.js); a document without the counter (a pop-up's first one) waits out one
-  // frame, as if it had asked. A page still changing keeps it waiting turn after turn, until `capMs`. No
-  // fixed quiet time: a page done at once is settled within a task.
+  // own world counts those (pending.js); a document without the counter (a page that stopped our events)
+  // waits out one frame, as if it had asked. A page still changing keeps it waiting turn after turn, until
+  // `capMs`. No fixed quiet time: a page done at once is settled within a task.
   const FRAME_MS = 50, FRAMES_MAX = 2, POLL_MS = 5;
   /**
    * @param {number} since requests begun at or after this time (performance.now()) count
@@ -513,14 +513,15 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
   }
   /**
    * "settled", "busy" (`capMs` ran out), or "leaving": the document began to navigate away since
-   * `leftAgoMs` (the rest is the navigation's, which the daemon follows).
+   * `leftSince` (the rest is the navigation's, which the daemon follows). Times are the page's own
+   * (performance.now()), which the daemon learns with each snapshot (`now`).
    * @param {number} capMs
-   * @param {number} actionAgoMs the action began this long ago
-   * @param {number} leftAgoMs a navigation begun since this long ago is news
+   * @param {number} since the action began then: what the page began since is the action's
+   * @param {number} leftSince a navigation begun since then is news
    * @returns {Promise<string>}
    */
-  function quiet(capMs, actionAgoMs, leftAgoMs) {
-    const start = performance.now(), since = start - actionAgoMs, leftSince = start - leftAgoMs;
+  function quiet(capMs, since, leftSince) {
+    const start = performance.now();
     const frame = () => new Promise((resolve) => {
       const timer = setTimeout(resolve, FRAME_MS);
       requestAnimationFrame(() => { clearTimeout(timer); resolve(undefined); });
@@ -547,6 +548,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
           continue;
         }
         if (work && work.requests > 0) {
+          quietFrames = 0;  // what the responses set off may ask for frames again
           await pause(POLL_MS);
           continue;
         }
@@ -570,5 +572,6 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
     });
   }
 
-  globalThis.__wf = {snapshot, get, describe, hitOk, quiet, waitText, roleOf, deepActive, textOf};
+  const now = () => performance.now();
+  globalThis.__wf = {snapshot, get, describe, hitOk, quiet, waitText, roleOf, deepActive, textOf, now};
 }
