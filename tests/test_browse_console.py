@@ -113,6 +113,10 @@ async def test_the_page_tells_the_settle_what_it_started_the_moment_it_starts_it
     assert "got the slow body" in (await b.ok("snapshot", mode="full"))["snapshot"]
     # a form's submission navigates a task later; Chrome holds our next call until the new document is in
     assert await quiet_after_click(2) == "leaving"
+    # in the document it led to, times before that document began (negative in its clock) are no news
+    await b.ok("wait", text="Arrived")
+    arrived = daemon.daemon.browse.sessions["s1"].tab(None)
+    assert await arrived.evaluate(arrived.target_id, invoke("__wf.quiet", 3000, -1000, -1000)) == "settled"
     page = (await b.ok("open", url=app.url("/later")))["snapshot"]
     away = await b.ok("click", ref=ref(page, '- link "Away"'))  # the daemon follows it to its end
     assert away["change"] == "navigation" and "Arrived" in away["snapshot"], away

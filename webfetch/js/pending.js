@@ -14,8 +14,8 @@
  * the answer comes back, within that dispatch, as an `answerName` event on document whose detail is
  * {requests, frames, watches, leftAt}: the requests begun since that time still pending, the frame
  * callbacks waiting, whether the page watches frames, and when it began a navigation to another document
- * that is still going (-1: none). A CustomEvent's detail crosses worlds (as a copy), and dispatchEvent is
- * synchronous: one call in the page asks and hears. Why not the Network events the daemon already gets:
+ * that is still going (-Infinity: none). A CustomEvent's detail crosses worlds (as a copy), and
+ * dispatchEvent is synchronous: one call in the page asks and hears. Why not the Network events the daemon already gets:
  * they are not ordered with the answers to its calls, so a request a click started can reach the daemon
  * after the settle's turn came back quiet.
  *
@@ -109,10 +109,11 @@ function pending(askName, answerName) {
       };
     }
   }
+  // -Infinity when none: the daemon's times can be before this document's origin (negative)
   const leftAt = () => {
-    if (!left) return -1;
+    if (!left) return -Infinity;
     const e = left.event;
-    return e.defaultPrevented || e.downloadRequest != null || intercepted.has(e) ? -1 : left.at;
+    return e.defaultPrevented || e.downloadRequest != null || intercepted.has(e) ? -Infinity : left.at;
   };
   // Once watched, always: a listener taken off again is rare, and the cost of the mistake is one frame.
   let watched = false;
