@@ -297,8 +297,9 @@ def main() -> None:
             batch_rows(daemon, server, aeb)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
-            from bench_actions import flow_rows
+            from bench_actions import flow_rows, limit_rows
             flow_rows(daemon.sock, max(2, args.browse_rounds // 4))
+            limit_rows(daemon.sock)
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:
