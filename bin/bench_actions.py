@@ -33,6 +33,7 @@ import trio  # noqa: E402
 
 from tests.support.browse_app import App  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
+from webfetch.browse.tab import VIEWPORT  # noqa: E402
 from webfetch.cdp import open_cdp  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
 from webfetch.launch import find_chrome, launch_chrome  # noqa: E402
@@ -151,6 +152,7 @@ async def _limits(app: App) -> dict[str, list[float]]:
         target = (await conn.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
         sid = (await conn.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
         await conn.call("Page.enable", None, sid)
+        await conn.call("Emulation.setDeviceMetricsOverride", VIEWPORT, sid)  # a browse tab's size
 
         async def load(path: str) -> None:
             await conn.call("Page.navigate", {"url": app.url(path)}, sid)
@@ -164,7 +166,7 @@ async def _limits(app: App) -> dict[str, list[float]]:
             times[kind].append((time.perf_counter() - started) * 1000)
 
         await load("/later")
-        mouse = {"x": 5, "y": 700, "button": "left", "clickCount": 1}  # an empty part of the page
+        mouse = {"x": 5, "y": 700, "button": "left", "clickCount": 1}  # an empty part of the page, inside it
         for _ in range(LIMIT_SAMPLES):
             await timed("click", *[("Input.dispatchMouseEvent", {"type": t, **mouse})
                                    for t in ("mouseMoved", "mousePressed", "mouseReleased")])

@@ -165,6 +165,7 @@ LATER = """<!doctype html><html><head><title>Later</title></head><body>
 <button onclick="requestAnimationFrame(() => requestAnimationFrame(() => {
   document.getElementById('drawn').textContent = 'drawn after two frames'; }))">Draw</button><p id="drawn"></p>
 <a href="/slow-page">Away</a><form action="/slow-page"><button>Go away</button></form>
+<form action="/nothing"><button>Go nowhere</button></form>
 <script>
 async function load() {
   const r = await fetch("/api/slow-body");
@@ -261,6 +262,10 @@ class App:
                                {"Cache-Control": "no-store"})
                 elif path == "/later":
                     self.reply(200, LATER)
+                elif path == "/nothing":  # a navigation Chrome drops: the page stays
+                    self.send_response(204)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                 elif path == "/slow-page":
                     time.sleep(SLOW_BODY_S)
                     self.reply(200, "<html><head><title>Slow</title></head><body><h1>Arrived</h1></body></html>")

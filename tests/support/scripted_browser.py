@@ -292,8 +292,8 @@ class ScriptedPage:
             await trio.sleep(self.quiet_s)
             answer = self.quiet_answers.pop(0) if self.quiet_answers else "settled"
             return {"result": {"type": "string", "value": answer}}
-        if name == "now":
-            return {"result": {"type": "number", "value": trio.current_time() * 1000}}
+        if name == "clock":
+            return {"result": {"type": "object", "value": [trio.current_time() * 1000, 1.0e12]}}
         if name == "snapshot":
             return {"result": {"type": "object", "value": self._snapshot(frame, loader, args[0])}}
         if name == "get":

@@ -88,8 +88,8 @@ def from_exception(p: dict[str, Any]) -> ConsoleEntry:
     frames = _page_frames((d.get("stackTrace") or {}).get("callFrames") or [])
     stack = _stack(frames) if frames else (_cut_stack(_page_lines("    at " + rest)) if rest else None)
     url, line = _where(d)
-    if url in (None, PENDING_SCRIPT_URL) and frames:
-        url, line = _where(frames[0])
+    if url in (None, PENDING_SCRIPT_URL):  # the page's own frame, if the stack has one
+        url, line = _where(frames[0]) if frames else (None, None)
     return ConsoleEntry(kind="rejection" if "(in promise)" in lead else "exception", level="error",
                         text=_cut(f"{lead} {message}".strip() if message else lead), url=url, line=line, stack=stack)
 
@@ -112,7 +112,7 @@ def _page_frames(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _page_lines(stack: str) -> str:
     """_page_frames for a stack V8 wrote as text."""
-    return "\n".join(line for line in stack.split("\n") if f"({PENDING_SCRIPT_URL}:" not in line)
+    return "\n".join(line for line in stack.split("\n") if f"{PENDING_SCRIPT_URL}:" not in line)
 
 
 def _where(node: dict[str, Any]) -> tuple[str | None, int | None]:

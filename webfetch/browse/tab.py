@@ -103,9 +103,10 @@ class BrowseTab:
         self._status: int | None = None     # the main document's HTTP status
         self._blocked: str | None = None    # why the address policy refused the last main-frame navigation
         self._worlds: dict[str, tuple[str, int]] = {}  # frame -> (loader, context id)
-        # frame -> (loader, ms to add to time.monotonic() * 1000 for that document's performance.now()), at
-        # most: the page's clock as of its latest answer (page_clock), so a time mapped to it is never late
-        self._clocks: dict[str, tuple[str, float]] = {}
+        # frame -> (loader, time origin, ms to add to time.monotonic() * 1000 for that document's
+        # performance.now()), at most: the page's clock as of its latest answer (page_clock), so a time
+        # mapped to it is never late. The origin tells documents apart where the loader may lag behind.
+        self._clocks: dict[str, tuple[str, float, float]] = {}
         self._last_lines: list[str] | None = None
         self._last_doc_gen = -1             # the document _last_lines shows
         self._console = console.ConsoleLog()
@@ -627,8 +628,8 @@ class BrowseTab:
         added to `inside`."""
         loader = self._frames[frame].loader
         got = await self.evaluate(frame, invoke("__wf.snapshot", opts | {"next": self._next_ref}))
-        if got and "now" in got:
-            self._learn_clock(frame, loader, float(got["now"]))
+        if got and "clock" in got:
+            self._learn_clock(frame, loader, got["clock"])
         if not got or got.get("error"):
             raise StaleRef(f"{opts['ref']} is no longer in the page; take a new snapshot")
         self._next_ref = got["next"]
@@ -727,7 +728,6 @@ class BrowseTab:
             # no frame loading (a form posted in an iframe), none of the action's requests pending
             return not self.loading and not any(seq > since.request_seq for seq in self._inflight.values())
 
-        news_since = since.at  # a navigation the page began after this is news
         deadline = trio.current_time() + settle_s
         with trio.move_on_at(deadline) as quiet:
             while True:
@@ -742,14 +742,13 @@ class BrowseTab:
                     offset = await self.page_clock(frame)
                     # the page stops on its own when the daemon would: no turn goes on after its wait ended
                     cap_ms = max(1, int((deadline - trio.current_time()) * 1000))
-                    state = await self.evaluate(frame, invoke(
-                        "__wf.quiet", cap_ms, since.at * 1000 + offset - ACTION_CLOCK_SLACK_MS,
-                        news_since * 1000 + offset - ACTION_CLOCK_SLACK_MS))
+                    # what the page began since the action is its: requests, and a navigation (told once)
+                    began = since.at * 1000 + offset - ACTION_CLOCK_SLACK_MS
+                    state = await self.evaluate(frame, invoke("__wf.quiet", cap_ms, began, began))
                 except (CDPError, WebfetchError):
                     state = None  # the document went away under us: a navigation, handled by the caller
                 if state == "leaving":
                     # the page began to navigate away; Chrome's report of it may still be on its way
-                    news_since = time.monotonic()
                     with trio.move_on_after(NAVIGATION_NEWS_S):
                         await self.wait_for(partial(self._left, frame, loader))
                     continue
@@ -765,15 +764,17 @@ class BrowseTab:
         loader = self._frames[frame].loader
         known = self._clocks.get(frame)
         if known is None or known[0] != loader:
-            self._learn_clock(frame, loader, float(await self.evaluate(frame, invoke("__wf.now"))))
-        return self._clocks[frame][1]
+            self._learn_clock(frame, loader, await self.evaluate(frame, invoke("__wf.clock")))
+        return self._clocks[frame][2]
 
-    def _learn_clock(self, frame: str, loader: str, page_now: float) -> None:
+    def _learn_clock(self, frame: str, loader: str, clock: Sequence[float]) -> None:
+        """Learn from the page's [performance.now(), performance.timeOrigin], just received."""
+        page_now, origin = float(clock[0]), float(clock[1])
         offset = page_now - time.monotonic() * 1000
         known = self._clocks.get(frame)
-        if known is not None and known[0] == loader:
-            offset = max(offset, known[1])  # each answer bounds it from below: the highest bound is the tightest
-        self._clocks[frame] = (loader, offset)
+        if known is not None and known[1] == origin:  # the same document
+            offset = max(offset, known[2])  # each answer bounds it from below: the highest is the tightest
+        self._clocks[frame] = (loader, origin, offset)
 
     def _left(self, frame: str, loader: str) -> bool:
         """Chrome told of the navigation `frame`'s document `loader` began (or of its end already), or a

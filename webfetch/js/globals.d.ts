@@ -15,7 +15,7 @@ interface SnapshotOptions {
 type SnapshotRow = [number, string, string | null];
 type SnapshotResult = {error: "stale"} | {
   lines: SnapshotRow[]; full: SnapshotRow[] | null; inside: SnapshotRow[] | null; created: string[]; next: number; truncated: boolean;
-  title: string; now: number;
+  title: string; clock: [number, number];
 };
 
 /** snapshot.js's library, in the browse's isolated world. */
@@ -29,7 +29,7 @@ interface BrowseLibrary {
   roleOf(el: Element): string | null;
   deepActive(): Element | null;
   textOf(node: Node, skip?: Node): string;
-  now(): number;
+  clock(): [number, number];
 }
 
 declare var __wf: BrowseLibrary;

@@ -10,12 +10,13 @@
  * away (the Navigation API's navigate event, at once, where Chrome's own report of the navigation may reach
  * the daemon after the settle's turn).
  *
- * The isolated world asks by an `askName` event on window whose detail is a time (performance.now()), and
- * the answer comes back, within that dispatch, as an `answerName` event on document whose detail is
- * {requests, frames, watches, leftAt}: the requests begun since that time still pending, the frame
- * callbacks waiting, whether the page watches frames, and when it began a navigation to another document
- * that is still going (-Infinity: none). A CustomEvent's detail crosses worlds (as a copy), and
- * dispatchEvent is synchronous: one call in the page asks and hears. Why not the Network events the daemon already gets:
+ * The isolated world asks by an `askName` event on window whose detail is {since, leftSince}, two times
+ * (performance.now()), and the answer comes back, within that dispatch, as an `answerName` event on
+ * document whose detail is {requests, frames, watches, leaving}: the requests begun since `since` still
+ * pending, the frame callbacks waiting, whether the page watches frames, and whether it began a navigation
+ * to another document since `leftSince` that it did not cancel, intercept or make a download, told once (a
+ * navigation Chrome then drops, a 204, is not news again). A CustomEvent's detail crosses worlds (as a
+ * copy), and dispatchEvent is synchronous: one call in the page asks and hears. Why not the Network events the daemon already gets:
  * they are not ordered with the answers to its calls, so a request a click started can reach the daemon
  * after the settle's turn came back quiet.
  *
@@ -109,11 +110,12 @@ function pending(askName, answerName) {
       };
     }
   }
-  // -Infinity when none: the daemon's times can be before this document's origin (negative)
-  const leftAt = () => {
-    if (!left) return -Infinity;
+  /** @param {number} since @returns {boolean} */
+  const leaving = (since) => {
+    if (!left || left.at < since) return false;
     const e = left.event;
-    return e.defaultPrevented || e.downloadRequest != null || intercepted.has(e) ? -Infinity : left.at;
+    left = null;  // told once
+    return !(e.defaultPrevented || e.downloadRequest != null || intercepted.has(e));
   };
   // Once watched, always: a listener taken off again is rare, and the cost of the mistake is one frame.
   let watched = false;
@@ -138,10 +140,11 @@ function pending(askName, answerName) {
   }
   const watches = () => watched || !!(window.onresize || window.onscroll || document.onscroll);
   listen.call(window, askName, (/** @type {Event} */ event) => {
-    const since = Number(/** @type {CustomEvent} */ (event).detail);
+    const asked = /** @type {CustomEvent} */ (event).detail || {};
+    const since = Number(asked.since), leftSince = Number(asked.leftSince);
     let begun = 0;
     for (const at of requests.values()) if (at >= since) begun++;
-    const detail = {requests: begun, frames: frames.size, watches: watches(), leftAt: leftAt()};
+    const detail = {requests: begun, frames: frames.size, watches: watches(), leaving: leaving(leftSince)};
     dispatch.call(document, new Custom(answerName, {detail}));
   }, true);
 }

@@ -453,7 +453,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
       overflow = false;
     }
     return {lines: out, full, inside, created, next: globalThis.__wfNext, truncated: st.truncated,
-            title: document.title, now: performance.now()};
+            title: document.title, clock: clock()};
   }
 
   /** @param {string} ref */
@@ -497,15 +497,16 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
   const FRAME_MS = 50, FRAMES_MAX = 2, POLL_MS = 5;
   /**
    * @param {number} since requests begun at or after this time (performance.now()) count
-   * @returns {{requests: number, frames: number, watches: boolean, leftAt: number} | null}
+   * @param {number} leftSince a navigation begun at or after this time is news
+   * @returns {{requests: number, frames: number, watches: boolean, leaving: boolean} | null}
    */
-  function pendingWork(since) {
-    /** @type {{requests: number, frames: number, watches: boolean, leftAt: number} | null} */
+  function pendingWork(since, leftSince) {
+    /** @type {{requests: number, frames: number, watches: boolean, leaving: boolean} | null} */
     let answer = null;
     const hear = (/** @type {Event} */ e) => { answer = /** @type {CustomEvent} */ (e).detail; };
     document.addEventListener(pendingAnswer, hear);
     try {
-      window.dispatchEvent(new CustomEvent(askPending, {detail: since}));
+      window.dispatchEvent(new CustomEvent(askPending, {detail: {since, leftSince}}));
     } finally {
       document.removeEventListener(pendingAnswer, hear);
     }
@@ -532,15 +533,15 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
       while (performance.now() - start < capMs) {
         const before = lastMutation;
         await pause(0);
-        let work = pendingWork(since);
-        if (work && work.leftAt >= leftSince) return "leaving";
+        let work = pendingWork(since, leftSince);
+        if (work && work.leaving) return "leaving";
         const frameWork = !work || work.frames > 0 || (work.watches && quietFrames === 0);
         if (frameWork && quietFrames < FRAMES_MAX) {
           await frame();
           await pause(0);
           quietFrames++;
-          work = pendingWork(since);
-          if (work && work.leftAt >= leftSince) return "leaving";
+          work = pendingWork(since, leftSince);
+          if (work && work.leaving) return "leaving";
           if (work && work.frames > 0 && quietFrames < FRAMES_MAX && lastMutation === before) continue;
         }
         if (lastMutation !== before) {
@@ -572,6 +573,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
     });
   }
 
-  const now = () => performance.now();
-  globalThis.__wf = {snapshot, get, describe, hitOk, quiet, waitText, roleOf, deepActive, textOf, now};
+  /** @returns {[number, number]} the document's performance.now() and its origin (which tells documents apart) */
+  const clock = () => [performance.now(), performance.timeOrigin];
+  globalThis.__wf = {snapshot, get, describe, hitOk, quiet, waitText, roleOf, deepActive, textOf, clock};
 }
