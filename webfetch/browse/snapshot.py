@@ -24,8 +24,9 @@ COLLAPSE_KEEP = 3     # ...to its first few and one line that counts the rest
 NODE_BUDGET = 40_000  # elements visited per frame and snapshot
 
 # What the settle asks of the page's own world (webfetch/js/pending.js, in every document of a browse tab
-# before the page's scripts): the fetch/XHR begun since the action still pending, and the animation frames
-# the page asked for. Two events carry the question and the answer between the worlds.
+# before the page's scripts): the fetch/XHR begun since the action still pending, the animation frames the
+# page asked for, whether it watches frame-time events, and a navigation it began. Two events carry the
+# question and the answer between the worlds.
 ASK_PENDING, PENDING_ANSWER = "webfetch-pending-ask", "webfetch-pending"
 # named, so that the console can leave its frames out of the page's stacks (a fetch that failed passes
 # through its wrapper)

@@ -95,12 +95,12 @@ function pending(askName, answerName) {
   /** @type {{at: number, event: any} | null} */
   let left = null;
   const intercepted = new WeakSet();
-  const navigation = /** @type {any} */ (window).navigation;
-  if (navigation) {
+  const navigation = /** @type {any} */ (window).navigation, NavigateEvent = /** @type {any} */ (window).NavigateEvent;
+  if (navigation && NavigateEvent) {
     navigation.addEventListener("navigate", (/** @type {any} */ event) => {
       if (!event.destination.sameDocument) left = {at: now(), event};
     });
-    const proto = /** @type {Record<string, any>} */ (/** @type {any} */ (window).NavigateEvent.prototype);
+    const proto = /** @type {Record<string, any>} */ (NavigateEvent.prototype);
     for (const name of ["intercept", "transitionWhile"]) {
       const original = proto[name];
       if (typeof original !== "function") continue;

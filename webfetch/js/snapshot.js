@@ -515,7 +515,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
   /**
    * "settled", "busy" (`capMs` ran out), or "leaving": the document began to navigate away since
    * `leftSince` (the rest is the navigation's, which the daemon follows). Times are the page's own
-   * (performance.now()), which the daemon learns with each snapshot (`now`).
+   * (performance.now()), which the daemon learns with each snapshot (`clock`).
    * @param {number} capMs
    * @param {number} since the action began then: what the page began since is the action's
    * @param {number} leftSince a navigation begun since then is news
