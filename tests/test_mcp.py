@@ -548,8 +548,9 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 f"{setup.config}); or set search.searxng_url in {setup.config} to an instance with JSON output, "
                 "then restart the daemon")
             assert await error("web_fetch", {"url": "http://169.254.169.254/latest/meta-data/"}) == (
-                "blocked_url: 169.254.169.254 is a link-local address (where a cloud's metadata service answers "
-                "with the machine's credentials), which webfetch does not fetch; it is not a web page to read")
+                "blocked_url: 169.254.169.254 is a cloud metadata address (the instance metadata service of AWS, "
+                "Google Cloud, Azure, Oracle Cloud, DigitalOcean, OpenStack and others, which answers with the "
+                "machine's credentials), which webfetch does not fetch; it is not a web page to read")
 
             # a browser action before open, and after close, says what to do
             session = re.escape("'mcp-") + r"\d+-[0-9a-f]{8}'"

@@ -74,8 +74,8 @@ async def test_a_blocked_address_is_refused_with_not_allowed(nursery, host):
         assert code == 2  # "connection not allowed by ruleset"
         assert await stream.receive_some(1) == b""  # and the connection is closed
     failure = proxy.failure(f"http://{f'[{host}]' if ':' in host else host}/")
-    assert failure.blocked and ("link-local address" if host.startswith("169.254.") else
-                                "loopback or private address") in failure.message
+    assert failure.blocked and ("cloud metadata address" if host.startswith("169.254.") else
+                                "is not a public address") in failure.message
 
 
 async def test_the_checked_address_is_the_one_connected_to(nursery, site):
