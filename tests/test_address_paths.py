@@ -72,7 +72,8 @@ async def test_fetch_and_its_redirects_refuse_each_address_before_connecting(sta
         r = await d.fetch(f"http://{name_of(address)}:{site.port}/page")
         assert r["type"] == "error" and r["code"] == "blocked_url", (address, r)
         assert_refused(address, r["message"])
-        site.route(f"/go/{i}", lambda h, to=f"http://{name_of(address)}:{site.port}/secret": h.redirect(302, to))
+        target = f"http://{name_of(address)}:{site.port}/secret"
+        site.route(f"/go/{i}", lambda h, to=target: h.redirect(302, to))
         r = await d.fetch(site.url(f"/go/{i}"))
         assert r["type"] == "error" and r["code"] == "blocked_url", (address, r)
         assert_refused(address, r["message"])
@@ -166,7 +167,8 @@ async def test_crawl_refuses_each_address_for_its_start_its_robots_txt_and_its_s
         assert r["type"] == "error" and r["code"] == "blocked_url", (address, r)
         assert_refused(address, r["message"])
         # robots.txt names a sitemap on the www. name: not read, and the note says why
-        site.route("/robots.txt", lambda h: h.reply(200, "text/plain", f"User-agent: *\nSitemap: {alias}/sitemap.xml\n"))
+        robots = f"User-agent: *\nSitemap: {alias}/sitemap.xml\n"
+        site.route("/robots.txt", lambda h, robots=robots: h.reply(200, "text/plain", robots))
         r = await crawl(start)
         assert r["type"] == "result" and [p["title"] for p in r["pages"]] == ["Docs"], (address, r)
         [note] = [n for n in r["notes"] if n.startswith(f"sitemap {alias}/sitemap.xml skipped: ")]

@@ -263,7 +263,8 @@ async def test_a_refused_main_document_is_reported_until_the_next_action(autojum
         pause(page, "main", f"{REFUSED}/secret")
         await handled()
         assert page.answers("Fetch.failRequest")[-1] == {"requestId": "main", "errorReason": "BlockedByClient"}
-        assert tab.blocked is not None and tab.blocked.startswith("127.0.0.2 is not a public address (127.0.0.0/8: loopback)")
+        assert tab.blocked is not None
+        assert tab.blocked.startswith("127.0.0.2 is not a public address (127.0.0.0/8: loopback)")
         tab.start_action()
         assert tab.blocked is None
 

@@ -142,14 +142,15 @@ def not_public(ip: IPAddress) -> NotPublic | None:
         return None if inner is None else replace(inner, via=via)
     special = next((s for s in (SPECIAL_V4 if ip.version == 4 else SPECIAL_V6) if ip in s.network), None)
     cloud = cloud_metadata(ip)
-    if cloud is None and (special is None or special.reachable):
-        return None
-    if special is None or special.reachable:  # a metadata service at a public address (Azure's WireServer)
-        special = Special(ipaddress.ip_network(ip), "cloud metadata", False)
+    if special is None or special.reachable:
+        if cloud is None:
+            return None
+        special = Special(ipaddress.ip_network(ip), "cloud metadata", False)  # at a public address: Azure's
     return NotPublic(ip, special, None, cloud)
 
 
 def is_public(ip: IPAddress) -> bool:
+    """Whether webfetch reaches `ip` by default (`not_public` says why not)."""
     return not_public(ip) is None
 
 

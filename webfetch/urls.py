@@ -150,8 +150,9 @@ def _strip_www(host: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-# How a host the policy lets through is reached: on the public internet, or on this machine or its private
-# network (allowed by fetch.allow_hosts or fetch.allow_private). Plain http stays http only for "local".
+# How a host the policy lets through is reached: on the public internet, or at an address that is not
+# public (addresses.py: this machine, its private network, carrier-grade NAT…; allowed by fetch.allow_hosts
+# or fetch.allow_private). Plain http stays http only for "local".
 Reach = Literal["public", "local"]
 
 

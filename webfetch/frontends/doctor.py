@@ -185,7 +185,8 @@ def check_address_policy(config: Config) -> Check:
 
     f = config.fetch
     allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
-               "loopback, private and link-local addresses refused"
+               "every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
+               "cloud metadata, …)"
                + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
     local = config.browse.allow_local
     if not f.allow_private:  # with it, every loopback port is open to fetch and browse alike
