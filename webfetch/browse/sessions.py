@@ -46,7 +46,8 @@ from . import actions, har, network, saving
 from .device import DESKTOP, Device, emulate, requested, wants_device
 from .downloads import Downloads, session_directory
 from .reply import Reply, after_action, console, snapshot
-from .tab import BrowseTab, Marks
+from .settle import Marks, settle
+from .tab import BrowseTab
 from .uploads import upload_path
 from .verbs import STEPS, Acted, checked_url, need
 
@@ -132,13 +133,13 @@ class Session:
         """The downloads the action started: those its document responses started have begun, and each
         has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still going is told as
         such, and again once it ends (an older one still going is not waited for again)."""
-        if tab.download_responses == marks.download_responses and len(tab.downloads) == marks.downloads:
+        if tab.downloads.responses == marks.download_responses and len(tab.downloads.records) == marks.downloads:
             return
         deadline = trio.current_time() + timeout_s
         with trio.move_on_at(deadline):
-            await tab.wait_for(lambda: len(tab.downloads) - marks.downloads
-                               >= tab.download_responses - marks.download_responses)
-        await self.downloads.wait_final(list(tab.downloads[marks.downloads:]),
+            await tab.wait_for(lambda: len(tab.downloads.records) - marks.downloads
+                               >= tab.downloads.responses - marks.download_responses)
+        await self.downloads.wait_final(list(tab.downloads.records[marks.downloads:]),
                                         max(0.0, deadline - trio.current_time()))
 
     async def adoptions_settled(self) -> None:
@@ -410,7 +411,7 @@ class Browse:
         step_done = time.monotonic()
         notes: list[str] = []
         if acted.settle:
-            notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
+            notes = await settle(tab, marks, self.config.nav_timeout_s, self.config.settle_s)
         log.debug("browse %s: acted in %d ms, settled in %d ms", reply.action, (step_done - reply.started) * 1000,
                   (time.monotonic() - step_done) * 1000)
         if tab.blocked is not None:
@@ -446,10 +447,10 @@ class Browse:
             await session.set_device(requested(session.device, req))
             fields["viewport"] = session.device.describe()
         session.opened = []
-        marks = tab.marks()
+        marks = Marks.of(tab)
         progress("browse", f"loading {url} in {tab.name}")
         await actions.navigate(tab, url)
-        notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
+        notes = await settle(tab, marks, self.config.nav_timeout_s, self.config.settle_s)
         if tab.status is not None and tab.status >= 400:
             notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
         return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status,
