@@ -1,4 +1,5 @@
-"""Layer 1: the browse tab's state machine (browse/tab.py) against a scripted page, on the mock clock.
+"""Layer 1: the browse tab's state machine (browse/tab.py, its worlds and its settle) against a scripted
+page, on the mock clock.
 
 Each test is one thing a page does to a tab and what the tab then reports, answers the page over CDP, or
 how long an action's settle waits: frames attached, navigated and detached (and the refs of a replaced

@@ -374,9 +374,10 @@ VERBS: dict[str, Verb] = {
     "dialog": Verb(step=dialog, past_dialog=True),
     "tabs": Verb(answer=tabs, needs_tab=False, session=SessionUse.STARTS),
     "read": Verb(answer=read),
-    "screenshot": Verb(answer=screenshot, past_dialog=True),  # it shows the dialog too
+    "screenshot": Verb(answer=screenshot, past_dialog=True),
     "console": Verb(answer=console),
-    "network": Verb(answer=network, needs_tab=False),  # the log of any tab, open or closed
+    # the network log's verbs read what the session recorded, a dialog open or not, and mark no tab
+    "network": Verb(answer=network, needs_tab=False),
     "request": Verb(answer=request, needs_tab=False),
     "har": Verb(answer=har, needs_tab=False),
     "viewport": Verb(step=viewport),
