@@ -27,7 +27,6 @@ from .config import (
     Config,
     ConfigSource,
     changed_keys,
-    default_socket_path,
     keep_running,
     load_config_and_source,
     needs_restart,
@@ -67,6 +66,7 @@ from .protocol import (
 from .render import FETCH_TAB
 from .search import Search
 from .server import Server
+from .socket_trust import UntrustedSocket, make_directory
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
 from .urls import AddressPolicy, PolicyHolder
@@ -81,21 +81,15 @@ class DaemonError(Exception):
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """A listening Unix socket at `path` (directory 0700, socket 0600). A stale socket file left by a dead
+    """A listening Unix socket at `path` (directory 0700 when made here; an existing one must be ours and
+    writable by no one else, socket_trust.check_directory; socket 0600). A stale socket file left by a dead
     daemon is replaced; a live daemon's is not."""
-    created = not path.parent.exists()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.parent.stat()
-    if info.st_uid != os.geteuid():
-        raise DaemonError(f"{path.parent} belongs to another user; webfetch will not put its socket there. "
-                          f"Remove it, or pass --socket with a path in a directory of your own")
-    if stat.S_IMODE(info.st_mode) & 0o022:
-        # Others could replace the socket (or put one there first) for clients to talk to.
-        raise DaemonError(f"{path.parent} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                          f"webfetch will not put its socket there. Use a directory of your own, e.g. the default "
-                          f"{default_socket_path().parent}, or `chmod go-w {path.parent}`")
-    if created:
-        os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask
+    try:
+        make_directory(path)  # socket_trust: the rule every client checks before it sends a byte
+    except UntrustedSocket as e:
+        raise DaemonError(e.for_daemon()) from None
+    except NotADirectoryError as e:
+        raise DaemonError(str(e)) from None
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise DaemonError(f"{path} exists and is not a socket; remove it or choose another --socket")

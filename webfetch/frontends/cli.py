@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..config import DEFAULTS, Config, ConfigSource, load_config_and_source, socket_path
 from ..errors import ConfigError
+from ..socket_trust import UntrustedSocket
 
 if TYPE_CHECKING:
     from .client import Client
@@ -150,6 +151,15 @@ def main(argv: list[str] | None = None) -> int:
         # the daemon reads its file itself and names what is wrong in it; here only the socket is needed
         config, source = Config(), DEFAULTS
     path = socket_path(config, args.socket)
+    try:
+        return _dispatch(args, config, source, path)
+    except UntrustedSocket as e:  # before a byte was sent: the message names the path, its owner, the fix
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace, config: Config, source: ConfigSource, path: Path) -> int:
+    """The commands that need the config and the socket path."""
     if args.command == "serve":
         return _serve(config, source, path, args)
     if args.command in ("stop", "restart", "reload", "logs", "cache"):

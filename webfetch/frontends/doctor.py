@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import trio
 
 from ..config import Config
 from ..errors import WebfetchError
+from ..socket_trust import UntrustedSocket, check_directory
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
@@ -139,22 +139,22 @@ def check_subagent_model(config: Config) -> Check:
 def check_socket_dir(path: Path) -> Check:
     directory = path.parent
     probe = directory
-    while not probe.exists():
+    while not os.path.lexists(probe):  # a dangling link is there: someone's, judged below
         probe = probe.parent
-    info = probe.stat()
     if probe != directory:
         if not os.access(probe, os.W_OK | os.X_OK):
             return Check(FAIL, "socket path", f"{directory} does not exist and {probe} is not writable",
                          "pass --socket or set WEBFETCH_SOCKET / server.socket to a path in a directory of yours")
         return Check(OK, "socket path", f"{path} (its directory will be created 0700)")
-    if info.st_uid != os.geteuid():
-        return Check(FAIL, "socket path", f"{directory} belongs to uid {info.st_uid}, not you",
-                     "remove it, or use --socket / WEBFETCH_SOCKET with a directory of your own")
+    try:
+        check_directory(path)  # the rule every client and the daemon apply
+    except UntrustedSocket as e:
+        return Check(FAIL, "socket path", e.problem, e.remedy)
+    except NotADirectoryError as e:
+        return Check(FAIL, "socket path", str(e), "remove it, or pass --socket with a path in a directory of yours")
     if not os.access(directory, os.W_OK | os.X_OK):
         return Check(FAIL, "socket path", f"{directory} is not writable", f"chmod u+rwx {directory}")
-    mode = stat.S_IMODE(info.st_mode)
-    note = f" (mode {mode:o}: the daemon will make it 0700)" if mode & 0o077 else ""
-    return Check(OK, "socket path", f"{path}{note}")
+    return Check(OK, "socket path", str(path))
 
 
 def check_daemon(path: Path) -> list[Check]:
@@ -163,6 +163,8 @@ def check_daemon(path: Path) -> list[Check]:
     try:
         with Client(path, autostart=False) as client:
             frames = list(client.request("status"))
+    except UntrustedSocket as e:
+        return [Check(FAIL, "daemon", e.problem, e.remedy)]
     except (ClientError, OSError):
         return [Check(WARN, "daemon", f"not running on {path}",
                       "`webfetch fetch`, the pi extension and the systemd socket start it "
