@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 from msgspec.structs import replace
 
-from . import PROTOCOL_VERSION, __version__, redact
+from . import PROTOCOL_VERSION, __version__, redact, shell
 from .batch import fetch_batch
 from .browse import Browse
 from .cache import Cache
@@ -93,7 +93,7 @@ def bind_socket(path: Path) -> socket.socket:
         # Others could replace the socket (or put one there first) for clients to talk to.
         raise DaemonError(f"{path.parent} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
                           f"webfetch will not put its socket there. Use a directory of your own, e.g. the default "
-                          f"{default_socket_path().parent}, or `chmod go-w {path.parent}`")
+                          f"{default_socket_path().parent}, or `{shell.command('chmod', 'go-w', str(path.parent))}`")
     if created:
         os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask
     if path.exists() or path.is_symlink():
