@@ -167,3 +167,4 @@ def test_a_browser_endpoints_token_and_password_never_show_in_status_errors_or_t
     assert f"cannot connect to ws://ann:{M}@127.0.0.1:{port}" in logged
     for secret in ("EPSECRET1", "EPSECRET2", "ERRSECRET1", "ERRSECRET2"):
         assert secret not in frames and secret not in logged, secret
+

@@ -40,8 +40,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 # name=value pairs of a query, a fragment or a form: the name after the start or a separator, the value up
 # to the next separator (a fragment may be a route with its own query: `#/cb?access_token=…`)
 _PAIR = re.compile(r"(?P<lead>^|[?&;#/])(?P<name>[^=&;?#/]+)=(?P<value>[^&;#]*)")
-# a URL in free text: a scheme, then anything up to a space, a quote or an angle bracket
-_URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>`]+")
+# a URL in free text: a scheme, then anything up to a space, a quote or an angle bracket. The scheme's length
+# is bounded so that each start is tried in a few steps: a long run of `a.a.a…` stays linear.
+_URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/?#@]*)@")
 # in JSON that could not be parsed (cut by a size limit): `"name": value`, the value a string or a scalar,
 # or the opening of an object or array (then everything after it is masked: its end may not be there)
