@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 from msgspec.structs import replace
 
-from . import PROTOCOL_VERSION, __version__
+from . import PROTOCOL_VERSION, __version__, redact
 from .batch import fetch_batch
 from .browse import Browse
 from .cache import Cache
@@ -251,13 +251,16 @@ class Daemon:
                           log=str(self.log_path) if self.log_path else None, needs_restart=self.needs_restart)
 
     def status(self, rid: RequestId) -> StatusResult:
+        """The daemon's state; the browser endpoint's token or password, and any secret a problem's URL
+        carries, masked (redact.py: status is shown to whoever asks, and pasted into bug reports)."""
         c = self.chrome
+        endpoint = self.config.browser.endpoint
         return StatusResult(
             id=rid, version=__version__, protocol=PROTOCOL_VERSION,
             uptime_s=round(time.monotonic() - self.started, 3),
             browser=BrowserStatus(state=c.state, version=c.version,
-                                  executable=None if self.config.browser.endpoint else c.executable,
-                                  endpoint=self.config.browser.endpoint),
+                                  executable=None if endpoint else c.executable,
+                                  endpoint=redact.url(endpoint) if endpoint else None),
             cache=CacheStatus(**self.cache.statistics(), **self.disk.statistics(),
                               disk_dir=str(self.disk.directory) if self.disk.enabled else None,
                               disk_max_bytes=self.disk.max_bytes),
@@ -265,7 +268,7 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
+            search=self.search.configured, problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems]],
             browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
             browse_allow_local=self.config.browse.allow_local, daemon=self.identity())
 
@@ -318,7 +321,7 @@ class Daemon:
         """One line for `systemctl status`: the state, or the first problem."""
         problems = self.chrome.problems
         if problems:
-            return f"serving, but: {problems[0]}"
+            return f"serving, but: {redact.text(problems[0])}"
         entries = self.cache.statistics()["entries"]
         return (f"{'ready' if self.chrome.state == 'ready' else 'browser ' + self.chrome.state}, "
                 f"{entries} cached page{'' if entries == 1 else 's'}, {self.server.in_flight} in flight")

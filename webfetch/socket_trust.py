@@ -28,6 +28,8 @@ from typing import Protocol
 
 import trio
 
+from .shell import command
+
 # group and others write: either could put a socket of theirs in the directory, or replace ours
 OTHERS_WRITE = 0o022
 ADVICE = ("or point webfetch at a directory of your own: set XDG_RUNTIME_DIR, or pass --socket (or set "
@@ -67,20 +69,20 @@ def check_directory(socket_path: Path) -> None:
         raise UntrustedSocket(
             f"the socket directory {directory}{kind} belongs to another user ({user(entry.st_uid)}), not to you "
             f"({user(me)}); its mode is {stat.S_IMODE(entry.st_mode):o}",
-            f"Have it removed (its owner or root can: `rm -r {directory}`), {ADVICE}")
+            f"Have it removed (its owner or root can: `{command('rm', '-r', str(directory))}`), {ADVICE}")
     info = os.stat(directory) if stat.S_ISLNK(entry.st_mode) else entry
     if stat.S_ISLNK(entry.st_mode) and info.st_uid != me:
         raise UntrustedSocket(
             f"the socket directory {directory} is a link to {os.path.realpath(directory)}, which belongs to "
             f"another user ({user(info.st_uid)}), not to you ({user(me)}); its mode is {stat.S_IMODE(info.st_mode):o}",
-            f"Remove the link (`rm {directory}`), {ADVICE}")
+            f"Remove the link (`{command('rm', str(directory))}`), {ADVICE}")
     if not stat.S_ISDIR(info.st_mode):
         raise NotADirectoryError(f"{directory} is not a directory; remove it or choose another --socket")
     if stat.S_IMODE(info.st_mode) & OTHERS_WRITE:
         raise UntrustedSocket(
             f"the socket directory {directory}, yours ({user(me)}), can be written by other users "
             f"(mode {stat.S_IMODE(info.st_mode):o}), so a socket in it may be theirs",
-            f"Make it private (`chmod 700 {directory}`) or remove it, {ADVICE}")
+            f"Make it private (`{command('chmod', '700', str(directory))}`) or remove it, {ADVICE}")
 
 
 def make_directory(socket_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 import sys
 from pathlib import Path
@@ -198,14 +197,14 @@ def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Name
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
-    from .logs import FORMAT, log_to_file
+    from .logs import log_to_file, log_to_stderr
 
     limit_malloc_arenas()  # before any thread exists
     log_path = Path(args.log_file).absolute() if args.log_file else None
     if log_path is not None:
         log_to_file(log_path, args.log_level)
     else:
-        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format=FORMAT)
+        log_to_stderr(args.log_level)
     try:
         trio.run(lambda: serve(config, path, exit_when_idle=args.exit_when_idle, source=source, log_path=log_path))
     except DaemonError as e:

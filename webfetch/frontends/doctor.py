@@ -14,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from .. import redact, shell
 from ..config import Config
 from ..errors import WebfetchError
 from ..socket_trust import UntrustedSocket, check_directory
@@ -70,7 +71,7 @@ async def _browser_version(config: Config) -> str:
 def check_chrome(config: Config) -> Check:
     from ..launch import INSTALL_HINT, find_chrome
 
-    where = config.browser.endpoint
+    where = redact.url(config.browser.endpoint) if config.browser.endpoint else None  # its token: masked
     if not where:
         where = find_chrome(config.browser.executable)
         if where is None:
@@ -80,7 +81,7 @@ def check_chrome(config: Config) -> Check:
     try:
         version = trio.run(_browser_version, config)
     except Exception as e:
-        return Check(FAIL, "chrome", f"{where} does not start: {e}",
+        return Check(FAIL, "chrome", f"{where} does not start: {redact.text(str(e))}",
                      "run it by hand with --headless to see why, or point browser.executable / browser.endpoint "
                      "in the config at a working Chrome")
     return Check(OK, "chrome", f"{version} ({where}, started headless and answered)")
@@ -107,7 +108,7 @@ def check_subagent(config: Config) -> Check:
     command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
     if command is None:
-        return Check(FAIL, "sub-agent", f"`{config.subagent.command}` not found", fix)
+        return Check(FAIL, "sub-agent", f"`{shell.command(config.subagent.command)}` not found", fix)
     try:
         done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=30,
                               stdin=subprocess.DEVNULL)

@@ -15,7 +15,6 @@ import logging
 import os
 import secrets
 import signal
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,8 +398,9 @@ def main(path: Path, config: str | None, log_level: str = "warning", config_erro
     """Serve until stdin ends. `config_error`: the config could not be read; every call answers with it."""
     import anyio
 
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .logs import log_to_stderr
+
+    log_to_stderr(log_level)
     if config_error is not None:
         log.error("%s", config_error)
     try:

@@ -470,6 +470,14 @@ interface ExtensionAPI {
 type Settings = { command: string[]; socket: string; log: string; version: string | null };
 
 /**
+ * A command line that is safe to paste (webfetch/shell.py's twin): each argument single-quoted for a POSIX
+ * shell unless it is made only of characters no shell treats specially, a quote inside as '"'"'.
+ */
+export function shellCommand(argv: string[]): string {
+	return argv.map((a) => (/^[A-Za-z0-9@%+=:,./_-]+$/.test(a) ? a : `'${a.replaceAll("'", `'"'"'`)}'`)).join(" ");
+}
+
+/**
  * Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install`
  * recorded, then the webfetch this file belongs to, then `webfetch` on PATH.
  */
@@ -707,7 +715,7 @@ function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 			fs.closeSync(log);
 			reject(
 				new Error(
-					`the webfetch daemon is not running and \`${s.command.join(" ")}\` could not be started (${e.code}). ` +
+					`the webfetch daemon is not running and \`${shellCommand(s.command)}\` could not be started (${e.code}). ` +
 						"Install webfetch and run `webfetch pi install`, or set WEBFETCH_BIN to the webfetch executable.",
 				),
 			);
@@ -742,13 +750,13 @@ async function connect(s: Settings, signal?: AbortSignal, start = true): Promise
 				// (another client's daemon winning the race for the socket would have let us connect)
 				throw new Error(
 					`the webfetch daemon exited at start (${child.exitCode ?? child.signalCode}): ${logTail(s.log)} ` +
-						`— see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+						`— see ${s.log}, or run \`${shellCommand([...s.command, "serve"])}\` in a terminal to see why`,
 				);
 			}
 			if (Date.now() > deadline) {
 				throw new Error(
 					`the webfetch daemon did not start listening on ${s.socket} within ${START_TIMEOUT_MS / 1000} s; ` +
-						`see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+						`see ${s.log}, or run \`${shellCommand([...s.command, "serve"])}\` in a terminal to see why`,
 				);
 			}
 		}
@@ -1339,7 +1347,7 @@ function statusProblems(s: StatusResultFrame): string[] {
 	const problems = [...(s.problems ?? [])];
 	if (s.subagent && s.subagent.available === false) {
 		problems.push(
-			`the sub-agent CLI \`${s.subagent.command}\` was not found, so web_fetch prompts return raw pages; ` +
+			`the sub-agent CLI \`${shellCommand([s.subagent.command])}\` was not found, so web_fetch prompts return raw pages; ` +
 				"install pi (npm install -g @earendil-works/pi-coding-agent, Node.js 22.19 or newer) " +
 				"or set subagent.command in ~/.config/webfetch/config.toml",
 		);
