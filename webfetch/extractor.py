@@ -16,6 +16,7 @@ from typing import Any
 import lxml.html
 import trio
 
+from .crawl_patterns import admitted
 from .errors import ExtractionFailed
 from .find import Found, Pattern, search
 from .flags import Flag
@@ -518,6 +519,11 @@ class Extractor:
     async def links(self, html: str | bytes, base: str, charset: str | None) -> list[str]:
         """The page's links, absolute and normalized (webfetch/links.py), for a crawl."""
         return await self.workers.call(links_of, html, base, charset)
+
+    async def matching(self, include: tuple[str, ...], exclude: tuple[str, ...], targets: list[str]) -> list[int]:
+        """webfetch/crawl_patterns.py's `admitted` in a worker process: a crawl's regular expression that
+        backtracks without end costs a worker, killed at the crawl's deadline, never the event loop."""
+        return await self.workers.call(admitted, include, exclude, targets)
 
     async def find(self, markdown: str, pattern: Pattern) -> Found:
         """webfetch/find.py's search in a worker process: a regular expression that backtracks without end
