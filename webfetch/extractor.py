@@ -469,9 +469,14 @@ def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted
 
 
 def markdown_title(text: str) -> str | None:
-    """A markdown document's title: its first `# ` heading (within its first 20 000 characters)."""
-    m = re.search(r"^# +(.+?)\s*#*\s*$", text[:20_000], re.MULTILINE)
-    return m.group(1).strip() if m else None
+    """A markdown document's title: its first `# ` heading (within its first 20 000 characters), its closing
+    `#`s and spaces off. Line by line with str methods: the regular expression it was (`^# +(.+?)\\s*#*\\s*$`)
+    backtracked in cubic time on a heading line of many spaces (2 000 took 9 s)."""
+    for line in text[:20_000].split("\n"):
+        body = line[1:].strip()
+        if line.startswith("# ") and body:
+            return body.rstrip("#").rstrip() or body[0]
+    return None
 
 
 # The longest markdown judged in the daemon's own process (webfetch/flags.py on the text alone: a few
