@@ -119,7 +119,7 @@ class _Run:
     sitemaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     disallowed: int = 0
-    matching_cut: int = 0     # URLs whose include/exclude matching the deadline stopped
+    matching_cut: int = 0     # URLs whose include/exclude matching was cancelled (the deadline, or the limit)
     stopped: StopReason | None = None
     changed: trio.Event = field(default_factory=trio.Event)
 
@@ -183,7 +183,7 @@ class Crawler:
 
     def _notes(self, run: _Run) -> list[str]:
         notes = list(run.notes)
-        if run.matching_cut:
+        if run.matching_cut and run.stopped == "deadline":  # not a match the limit's end cut short
             notes.append(f"the deadline passed while the include/exclude patterns were matched against "
                          f"{run.matching_cut} URLs: a regular expression that backtracks (nested repeats such as "
                          f"(a+)+ or (.*)*) can take for ever; simplify it, or write a glob")
