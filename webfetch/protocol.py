@@ -63,7 +63,10 @@ class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
 
 
 class CacheClearRequest(Struct, tag_field="op", tag="cache_clear", kw_only=True):
-    """Forget every cached page, in memory and on disk (`webfetch cache clear`)."""
+    """Forget every cached page, in memory and on disk (`webfetch cache clear`); with `profile`, only the
+    pages read with that profile (`webfetch profile delete`)."""
+
+    profile: Annotated[str, Meta(max_length=200)] | None = None
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):

@@ -148,24 +148,31 @@ class Session:
                 while self._adopting:
                     await self._adopted.wait()
 
-    async def save(self) -> None:
+    async def save(self) -> list[str]:
         """Write the cookies the session's pages changed, and the localStorage of the origins its tabs show,
-        to its profile (ProfileError: the profile is as it was)."""
-        if self.profile is not None:
-            origins = []
-            for tab in list(self.tabs.values()):
-                if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
-                    origin = await self.profiles.read_storage(tab)
-                    if origin is not None and origin.origin.startswith(("http://", "https://")):
-                        origins.append(origin)
-            kept = await self.profiles.write_back(self.profile, self.context, self.given, origins)
-            if kept is not None:
-                self.given = kept
+        to its profile (ProfileError: the profile is as it was); the notes on it (cookies refused for
+        domains the profile is not bound to)."""
+        if self.profile is None:
+            return []
+        origins = []
+        for tab in list(self.tabs.values()):
+            if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
+                origin = await self.profiles.read_storage(tab)
+                if origin is not None and origin.origin.startswith(("http://", "https://")):
+                    origins.append(origin)
+        done = await self.profiles.write_back(self.profile, self.context, self.given, origins)
+        if done is None:
+            return []
+        self.given = done.cookies
+        note = done.note(self.profile)
+        return [] if note is None else [note]
 
-    async def aclose(self) -> None:
-        """End the session: its profile written back, then its tabs, its tasks and its browser context."""
+    async def aclose(self) -> list[str]:
+        """End the session: its profile written back, then its tabs, its tasks and its browser context; the
+        write-back's notes."""
+        notes: list[str] = []
         try:
-            await self.save()
+            notes = await self.save()
         except ProfileError as e:  # a full disk: the session ends all the same; the profile is as it was
             log.warning("browse session %r: %s", self.name, e)
         for tab in self.tabs.values():
@@ -176,6 +183,7 @@ class Session:
         # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
+        return notes
 
     async def _add(self, page: PageTarget) -> BrowseTab:
         tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads)
@@ -317,11 +325,12 @@ class Browse:
         self.sessions[req.session] = session
         return session
 
-    async def _close(self, session: Session) -> None:
+    async def _close(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
             del self.sessions[session.name]
-        await session.aclose()
+        notes = await session.aclose()
         self._wake.set()
+        return notes
 
     # --- requests ---------------------------------------------------------------------------------
 
@@ -332,9 +341,8 @@ class Browse:
         reply = Reply(rid, req.action, req.session, time.monotonic())
         session = self.sessions.get(req.session)
         if req.action == "close":
-            if session is not None:
-                await self._close(session)
-            return reply.result(None)
+            notes = [] if session is None else await self._close(session)
+            return reply.result(None, notes=notes or None)
         if session is None and req.profile is not None and req.action != "open":
             raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
                              f"is not open")
@@ -480,9 +488,9 @@ class Browse:
         if session.profile is None:
             raise BadRequest(f"browse session {session.name!r} has no profile to save to: open it with a "
                              f"profile (open with profile NAME) to keep its logins")
-        await session.save()
+        notes = await session.save()
         return reply.result(None, notes=[f"saved the session's cookies to profile {session.profile!r}; a fetch "
-                                         f"with that profile uses them now"])
+                                         f"with that profile uses them now", *notes])
 
     async def _read(self, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
         html = await actions.shown_html(tab, req.ref)
