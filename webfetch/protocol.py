@@ -115,6 +115,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     mobile: bool | None = None
     scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
+    overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -38,6 +40,7 @@ from ..errors import (
 )
 from ..extractor import Extractor
 from ..paging import paginate
+from ..procs import private_tempdir
 from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
@@ -47,7 +50,7 @@ from .device import DESKTOP, Device, emulate, requested, wants_device
 from .downloads import Downloads, session_directory
 from .reply import Reply, after_action, console, snapshot
 from .tab import BrowseTab, Marks
-from .uploads import upload_path
+from .uploads import PrivateCopies, checked_upload
 from .verbs import STEPS, Acted, checked_url, need
 
 log = logging.getLogger("webfetch.browse")
@@ -70,6 +73,7 @@ class Session:
         self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
         self.context = context
         self.downloads = downloads           # where its pages' downloads are saved, and how each went
+        self.uploads: PrivateCopies | None = None  # copies of the files it uploaded (made at the first upload)
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
         self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
@@ -180,10 +184,19 @@ class Session:
         self._scope.cancel()
         await self.context.aclose()
         self.downloads.aclose()
+        if self.uploads is not None:
+            self.uploads.remove()
         # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
         return notes
+
+    def private_copies(self, checked: list[tuple[str, os.stat_result]]) -> list[str]:
+        """The files the upload rule let through, each as a private copy of the very file it checked
+        (uploads.PrivateCopies): what Chrome is handed. Blocking: run in a thread."""
+        if self.uploads is None:
+            self.uploads = PrivateCopies(Path(private_tempdir("upload")))
+        return [self.uploads.private_copy(path, st) for path, st in checked]
 
     async def _add(self, page: PageTarget) -> BrowseTab:
         tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads)
@@ -400,9 +413,9 @@ class Browse:
             return await self._answer(session, tab, reply, marks, snapshot=False,
                                       image=image, width=width, height=height)
         if a == "pdf":
-            destination = saving.target(session.name, tab.name, req.path, ".pdf")
+            destination = saving.target(session.name, tab.name, req.path, ".pdf", req.overwrite)
             data = await actions.pdf(tab)
-            await trio.to_thread.run_sync(saving.save, session.name, destination, data)
+            await trio.to_thread.run_sync(saving.save, session.name, destination, data, req.overwrite)
             return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
         own_step = {"viewport": self._viewport, "upload": self._upload}.get(a)  # steps that need the session
         if own_step is not None:
@@ -476,12 +489,14 @@ class Browse:
         return Acted(fields={"viewport": device.describe()}, full=True)
 
     async def _upload(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
-        """Every path through the upload rule first (uploads.py), so a refused one sets nothing."""
+        """Every path through the upload rule first (uploads.py), so a refused one sets nothing; Chrome gets
+        private copies of the files checked, so a file swapped before the form is sent is not what it sends."""
         files = need(req.files, "upload", "files")
         if not files:
             raise BadRequest("upload needs at least one path in `files`")
-        paths = [upload_path(f, req.cwd, self.config) for f in files]
-        names = await actions.upload(tab, need(req.ref, "upload", "ref"), paths)
+        checked = [checked_upload(f, req.cwd, self.config) for f in files]
+        copies = await trio.to_thread.run_sync(session.private_copies, checked)
+        names = await actions.upload(tab, need(req.ref, "upload", "ref"), copies)
         return Acted(fields={"files": names})
 
     async def _save(self, session: Session, reply: Reply) -> BrowseResult:
@@ -541,13 +556,13 @@ class Browse:
 
     async def _har(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
         tab_name = session.active if session.active in session.tabs else "t0"
-        path = saving.target(session.name, tab_name, req.path, ".har")
+        path = saving.target(session.name, tab_name, req.path, ".har", req.overwrite)
         records = self._log(session).entries()
         open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
         titles = {name: await t.title() for name, t in open_tabs.items()}
         document = await har.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
                                    self.config.redact_secrets)
-        size = await har.write(path, document)
+        size = await har.write(session.name, path, document, req.overwrite)
         secrets = "with cookie and authorization values redacted" if self.config.redact_secrets else \
             "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
         return reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
