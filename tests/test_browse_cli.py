@@ -89,7 +89,8 @@ def test_a_screenshot_without_a_file_never_replaces_the_last_one(tmp_path, monke
     from webfetch.frontends.browse_cli import _print_result
 
     monkeypatch.chdir(tmp_path)
-    frame = {"image": base64.b64encode(b"\x89PNG first").decode(), "width": 10, "height": 20, "page": {"tab": "t1"}}
+    frame = {"action": "screenshot", "image": base64.b64encode(b"\x89PNG first").decode(), "width": 10, "height": 20,
+             "page": {"tab": "t1", "url": "http://127.0.0.1/", "title": ""}}
     args = argparse.Namespace(output=None, overwrite=False)
     _print_result(frame, args)
     _print_result({**frame, "image": base64.b64encode(b"\x89PNG second").decode()}, args)

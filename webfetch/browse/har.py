@@ -2,7 +2,7 @@
 Chrome DevTools, Firefox and HAR viewers open: one page per tab, one entry per request (each redirect hop
 its own), header values through the network log's one redaction rule, text bodies Chrome still holds.
 
-The file is written whole or not at all, 0600 (`saving.write_file`): it holds headers and bodies."""
+The file is written whole or not at all, 0600 (`private_files.write_file`): it holds headers and bodies."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import trio
 
 from .. import __version__
 from ..errors import BadRequest
+from ..private_files import write_file
 from . import saving
 from .network import Call, Recorded, body_bytes, headers, is_text
 
@@ -119,11 +120,11 @@ def _iso(wall: float) -> str:
 
 async def write(session: str, path: Path, har: dict[str, Any], overwrite: bool = False) -> int:
     """Write the document to `path` whole or not at all, 0600, never over a file that is there unless
-    `overwrite` (saving.write_file); its size in bytes. A path that cannot be written is bad_request naming
+    `overwrite` (private_files.write_file); its size in bytes. A path that cannot be written is bad_request naming
     why (file_exists when a file is there), and leaves no file behind."""
     def encode_and_write() -> int:  # in a thread: tens of MB of bodies would hold the event loop
         data = json.dumps(har, ensure_ascii=False, indent=1).encode()
-        saving.write_file(path, data, overwrite)
+        write_file(path, data, overwrite)
         return len(data)
 
     try:

@@ -6,18 +6,15 @@ replace the user's file with page text, nor race one made meanwhile)."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
 from ..config import cache_home
 from ..errors import BadRequest, FileExists
-from ..profiles import write_private
+from ..private_files import write_file
 
 
 def session_dir(session: str) -> Path:
@@ -61,45 +58,6 @@ def target(session: str, tab: str, path: str | None, suffix: str, overwrite: boo
 def exists(path: Path, where: str) -> FileExists:
     return FileExists(f"{path} exists already; pass `overwrite: true` to replace it (CLI: --overwrite), or give "
                       f"another path, or {where}")
-
-
-def write_file(destination: Path, data: bytes, overwrite: bool) -> None:
-    """Write `data` to `destination` whole or not at all, 0600: a temporary file in its directory (O_EXCL),
-    fsynced, then renamed over it when `overwrite`, else linked to its name, which fails when a file got
-    there meanwhile (FileExistsError; the check before is for the message, this is the rule). OSError
-    when it cannot; no temporary file is left."""
-    if overwrite:
-        write_private(destination, data)
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)  # 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, destination)
-        except OSError as e:
-            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                raise
-            _write_exclusive(destination, data)  # a file system without hard links
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def _write_exclusive(destination: Path, data: bytes) -> None:
-    """`destination` made with O_EXCL (never over a file that is there) and written; removed if that fails."""
-    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(destination)
-        raise
 
 
 def save(session: str, destination: Path, data: bytes, overwrite: bool = False) -> None:
