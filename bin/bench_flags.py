@@ -156,7 +156,7 @@ def main() -> None:
     if ap.parse_args().direct:
         test_set_direct()
         return
-    from bench import start_daemon  # bin/ is on sys.path when this file is run
+    from bench_common import start_daemon  # bin/ is on sys.path when this file is run
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-bench-flags-"))
     daemon = start_daemon(tmp)
     try:

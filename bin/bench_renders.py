@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bin"))
 
-from bench import CorpusServer, f1, load_corpus, start_daemon  # noqa: E402
+from bench_common import CorpusServer, f1, load_corpus, start_daemon  # noqa: E402
 
 from tests.support.daemon import ServedDaemon  # noqa: E402
 from tests.support.script_pages import SCRIPT_PAGES, serve  # noqa: E402

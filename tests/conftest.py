@@ -6,10 +6,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import trio
 
 from webfetch.config import Config
 from webfetch.dns import Resolver
 
+from .support.addresses import NoPacketLeaves
 from .support.daemon import Harness
 from .support.fake_llm import FakeLLM
 from .support.site import Site
@@ -103,3 +105,12 @@ def start_daemon(nursery, short_tmp):
 @pytest.fixture
 async def daemon(start_daemon):
     return await start_daemon()
+
+
+@pytest.fixture
+def no_packet_leaves(monkeypatch):
+    """The policy proxy's connections (and so every page's, libcurl's and the crawl's, which all go through
+    it) reach loopback only: any other is recorded and fails before a socket exists (support/addresses.py)."""
+    guard = NoPacketLeaves()
+    monkeypatch.setattr(trio, "open_tcp_stream", guard)
+    return guard

@@ -107,19 +107,19 @@ async def test_the_page_tells_the_settle_what_it_started_the_moment_it_starts_it
 
     async def quiet_after_click(button: int) -> str:  # the click and the settle's turn in one call
         click = f"document.querySelectorAll('button')[{button}].click()"
-        return await tab.evaluate(tab.target_id, f"({click}, {invoke('__wf.quiet', 3000, 0, 0)})")
+        return await tab.worlds.evaluate(tab.target_id, f"({click}, {invoke('__wf.quiet', 3000, 0, 0)})")
 
     assert await quiet_after_click(0) == "settled"
     assert "got the slow body" in (await b.ok("snapshot", mode="full"))["snapshot"]
     # a navigation Chrome drops (a 204): told once, then no news, though it began after the same time
     assert await quiet_after_click(3) == "leaving"
-    assert await tab.evaluate(tab.target_id, invoke("__wf.quiet", 3000, 0, 0)) == "settled"
+    assert await tab.worlds.evaluate(tab.target_id, invoke("__wf.quiet", 3000, 0, 0)) == "settled"
     # a form's submission navigates a task later; Chrome holds our next call until the new document is in
     assert await quiet_after_click(2) == "leaving"
     # in the document it led to, times before that document began (negative in its clock) are no news
     await b.ok("wait", text="Arrived")
     arrived = daemon.daemon.browse.sessions["s1"].tab(None)
-    assert await arrived.evaluate(arrived.target_id, invoke("__wf.quiet", 3000, -1000, -1000)) == "settled"
+    assert await arrived.worlds.evaluate(arrived.target_id, invoke("__wf.quiet", 3000, -1000, -1000)) == "settled"
     page = (await b.ok("open", url=app.url("/later")))["snapshot"]
     away = await b.ok("click", ref=ref(page, '- link "Away"'))  # the daemon follows it to its end
     assert away["change"] == "navigation" and "Arrived" in away["snapshot"], away

@@ -1,4 +1,5 @@
-"""Layer 1: the browse tab's state machine (browse/tab.py) against a scripted page, on the mock clock.
+"""Layer 1: the browse tab's state machine (browse/tab.py, its worlds and its settle) against a scripted
+page, on the mock clock.
 
 Each test is one thing a page does to a tab and what the tab then reports, answers the page over CDP, or
 how long an action's settle waits: frames attached, navigated and detached (and the refs of a replaced
@@ -20,7 +21,8 @@ import trio
 import trio.testing
 
 from webfetch.browse.downloads import SESSION_CAPS, Downloads
-from webfetch.browse.tab import NAVIGATION_NEWS_S, BrowseTab, Marks
+from webfetch.browse.settle import NAVIGATION_NEWS_S, Marks, settle
+from webfetch.browse.tab import BrowseTab
 from webfetch.cdp import CDPClosed
 from webfetch.dns import IPAddress
 from webfetch.errors import DialogOpen, StaleRef, UnknownRef
@@ -86,7 +88,7 @@ async def handled() -> None:
 
 async def timed_settle(tab: BrowseTab, marks: Marks) -> tuple[list[str], float]:
     start = trio.current_time()
-    notes = await tab.settle(marks, NAV_TIMEOUT_S, SETTLE_S)
+    notes = await settle(tab, marks, NAV_TIMEOUT_S, SETTLE_S)
     return notes, trio.current_time() - start
 
 
@@ -111,29 +113,29 @@ async def test_setup_learns_the_frame_tree_and_has_every_request_paused(autojump
 async def test_a_snapshot_inlines_child_frames_and_gives_refs_to_act_on(autojump_clock):
     page = page_with(F2=Frame(f"{ALLOWED}/inner", parent=TARGET, buttons=["Inner"]))
     async with open_tab(page) as tab:
-        snap = await tab.snapshot("interactive", None, None)
+        snap = await tab.worlds.snapshot("interactive", None, None)
         assert snap.lines == ['- button "Go" [ref=e1]', '- button "Stop" [ref=e2]', "- iframe [ref=e3]",
                               '  - button "Inner" [ref=e4]']
-        assert tab.ref_frame("e4") == "F2" and tab.ref_frame("e1") == TARGET
-        assert await tab.on_ref("e4", CLICK) == "clicked Inner"
+        assert tab.worlds.ref_frame("e4") == "F2" and tab.worlds.ref_frame("e1") == TARGET
+        assert await tab.worlds.on_ref("e4", CLICK) == "clicked Inner"
         with pytest.raises(UnknownRef, match="e9 was never given out on tab t1"):
-            tab.ref_frame("e9")
+            tab.worlds.ref_frame("e9")
         # a second snapshot of the same documents keeps the refs
-        assert (await tab.snapshot("interactive", None, None)).lines == snap.lines
+        assert (await tab.worlds.snapshot("interactive", None, None)).lines == snap.lines
 
 
 async def test_a_child_frame_that_navigates_makes_its_refs_stale_and_leaves_the_others(autojump_clock):
     page = page_with(F2=Frame(f"{ALLOWED}/inner", parent=TARGET, buttons=["Inner"]))
     async with open_tab(page) as tab:
-        await tab.snapshot("interactive", None, None)
+        await tab.worlds.snapshot("interactive", None, None)
         page.navigate("F2", f"{ALLOWED}/other")
         await handled()
         with pytest.raises(StaleRef, match="e4 belongs to a document that is gone"):
-            await tab.on_ref("e4", CLICK)
-        assert await tab.on_ref("e1", CLICK) == "clicked Go"
+            await tab.worlds.on_ref("e4", CLICK)
+        assert await tab.worlds.on_ref("e1", CLICK) == "clicked Go"
         assert tab.doc_gen == 0, "a child frame's document is not a new page"
         # the next snapshot gives the new document's button a new ref
-        assert (await tab.snapshot("interactive", None, None)).lines[-1] == '  - button "Inner" [ref=e5]'
+        assert (await tab.worlds.snapshot("interactive", None, None)).lines[-1] == '  - button "Inner" [ref=e5]'
 
 
 async def test_frames_attached_and_detached_are_tracked_and_a_detached_frames_refs_are_stale(autojump_clock):
@@ -143,33 +145,33 @@ async def test_frames_attached_and_detached_are_tracked_and_a_detached_frames_re
         page.frames["F9"].buttons.append("Close ad")
         await handled()
         assert tab.has_frame("F9") and not tab.loading
-        snap = await tab.snapshot("interactive", None, None)
+        snap = await tab.worlds.snapshot("interactive", None, None)
         assert snap.lines[-1] == '  - button "Close ad" [ref=e4]'
         page.detach("F9")
         await handled()
         assert not tab.has_frame("F9")
         with pytest.raises(StaleRef):
-            tab.ref_frame("e4")
+            tab.worlds.ref_frame("e4")
         with pytest.raises(StaleRef, match="that frame is gone"):
-            await tab.evaluate("F9", "1")
+            await tab.worlds.evaluate("F9", "1")
 
 
 async def test_a_new_main_document_counts_and_stales_every_ref_but_a_fragment_change_does_not(autojump_clock):
     page = page_with()
     async with open_tab(page) as tab:
-        snap = await tab.snapshot("interactive", None, None)
-        tab.remember_lines(snap.lines)
+        snap = await tab.worlds.snapshot("interactive", None, None)
+        tab.worlds.remember_lines(snap.lines)
         page.emit("Page.navigatedWithinDocument", frameId=TARGET, url=f"{ALLOWED}/#part2")
         await handled()
         assert (tab.url, tab.doc_gen, tab.same_doc) == (f"{ALLOWED}/#part2", 0, 1)
-        assert tab.previous_lines() == snap.lines and tab.ref_frame("e1") == TARGET
+        assert tab.worlds.previous_lines() == snap.lines and tab.worlds.ref_frame("e1") == TARGET
 
         page.navigate(TARGET, f"{ALLOWED}/next")
         await handled()
         assert (tab.url, tab.doc_gen, tab.same_doc) == (f"{ALLOWED}/next", 1, 1)
-        assert tab.previous_lines() is None
+        assert tab.worlds.previous_lines() is None
         with pytest.raises(StaleRef, match="the page navigated"):
-            await tab.on_ref("e1", CLICK)
+            await tab.worlds.on_ref("e1", CLICK)
 
 
 # --- requests in flight and the settle ------------------------------------------------------------------
@@ -263,7 +265,8 @@ async def test_a_refused_main_document_is_reported_until_the_next_action(autojum
         pause(page, "main", f"{REFUSED}/secret")
         await handled()
         assert page.answers("Fetch.failRequest")[-1] == {"requestId": "main", "errorReason": "BlockedByClient"}
-        assert tab.blocked is not None and tab.blocked.startswith("127.0.0.2 is a loopback or private address")
+        assert tab.blocked is not None
+        assert tab.blocked.startswith("127.0.0.2 is not a public address (127.0.0.0/8: loopback)")
         tab.start_action()
         assert tab.blocked is None
 
@@ -303,7 +306,7 @@ async def test_a_download_goes_to_the_download_manager_and_is_saved_or_stopped(a
                   {"name": "Content-Disposition", "value": "attachment"}]
         assert page.answers("Fetch.continueResponse") == [{"requestId": "d2", "responseCode": 200,
                                                            "responseHeaders": forced}]
-        assert tab.download_responses - marks.download_responses == 2
+        assert tab.downloads.responses - marks.download_responses == 2
         # Chrome saves each under its guid and tells the page how it goes
         (downloads.directory / "g1").write_bytes(b"a,b\n")
         page.emit("Page.downloadWillBegin", frameId=TARGET, guid="g1", url=f"{ALLOWED}/export?id=3",
@@ -322,13 +325,13 @@ async def test_a_download_goes_to_the_download_manager_and_is_saved_or_stopped(a
         (downloads.directory / "g3").write_bytes(b"y" * (DOWNLOAD_CAP + 5))
         page.emit("Page.downloadProgress", guid="g3", totalBytes=0, receivedBytes=DOWNLOAD_CAP + 5, state="completed")
         await handled()
-        saved, stopped, fast = tab.take_downloads()
+        saved, stopped, fast = tab.downloads.take()
         assert (fast.state, fast.size, fast.path) == ("too_large", DOWNLOAD_CAP + 5, None)
         assert (saved.state, saved.filename, saved.size, saved.mime) == ("saved", "report.csv", 4, "text/csv")
         assert saved.path == str(downloads.directory / "report.csv")
         assert (stopped.state, stopped.size, stopped.mime) == ("too_large", DOWNLOAD_CAP + 1, "application/zip")
         assert sorted(p.name for p in downloads.directory.iterdir()) == ["report.csv"], "no partial file is left"
-        assert tab.take_downloads() == [], "each is told once"
+        assert tab.downloads.take() == [], "each is told once"
         assert tab.status is None and tab.url == f"{ALLOWED}/", "the tab stays on its page"
 
 
@@ -346,7 +349,7 @@ async def test_a_sessions_downloads_together_stay_under_their_bound(autojump_clo
             page.emit("Page.downloadProgress", guid=guid, totalBytes=DOWNLOAD_CAP, receivedBytes=DOWNLOAD_CAP,
                       state="completed")
             await handled()
-        results = tab.take_downloads()
+        results = tab.downloads.take()
         assert [d.state for d in results] == ["saved"] * SESSION_CAPS + ["too_large"]
         assert "the session's downloads would pass their bound" in results[-1].message
         assert len(list(downloads.directory.iterdir())) == SESSION_CAPS, "the last one's file is removed"
@@ -362,7 +365,7 @@ async def test_an_alert_is_accepted_at_once_and_recorded(autojump_clock):
         assert page.answers("Page.handleJavaScriptDialog") == [{"accept": True}]
         assert list(tab.dialogs) == [{"type": "alert", "message": "Saved"}]
         assert tab.dialog is None and not tab.dialog_pending()
-        assert await tab.evaluate(TARGET, "__wf.quiet(25, 2000, 2000)") == "settled", "script runs again"
+        assert await tab.worlds.evaluate(TARGET, "__wf.quiet(25, 2000, 2000)") == "settled", "script runs again"
 
 
 async def test_a_confirm_stays_open_ends_the_settle_at_once_and_blocks_script(autojump_clock):
@@ -377,19 +380,19 @@ async def test_a_confirm_stays_open_ends_the_settle_at_once_and_blocks_script(au
         assert notes == [] and waited == 0
         assert page.answers("Page.handleJavaScriptDialog") == [], "a confirm is the agent's to answer"
         with pytest.raises(DialogOpen, match="a confirm dialog is open on t1"):
-            await tab.evaluate(TARGET, "1")
+            await tab.worlds.evaluate(TARGET, "1")
 
 
 async def test_a_prompt_opening_under_a_script_call_ends_the_call_with_dialog_open(autojump_clock):
     page = page_with()
     async with open_tab(page) as tab:
-        await tab.snapshot("interactive", None, None)  # the world exists: the call goes straight to the page
+        await tab.worlds.snapshot("interactive", None, None)  # the world exists: the call goes straight to the page
         async with trio.open_nursery() as nursery:
             nursery.start_soon(later, 0.5, partial(page.open_dialog, "prompt", "Your name?", "anon"))
             page.quiet_s = 10  # the page's script is busy when the prompt opens
             start = trio.current_time()
             with pytest.raises(DialogOpen):
-                await tab.evaluate(TARGET, "__wf.quiet(25, 2000)")
+                await tab.worlds.evaluate(TARGET, "__wf.quiet(25, 2000)")
             assert trio.current_time() - start == pytest.approx(0.5)
         assert tab.dialog == {"type": "prompt", "message": "Your name?", "default_prompt": "anon"}
         await tab.call("Page.handleJavaScriptDialog", {"accept": False})
@@ -474,7 +477,7 @@ async def test_a_crash_ends_a_pending_settle_at_once(autojump_clock, event):
             nursery.start_soon(later, 0.5, partial(page.emit, event))
             start = trio.current_time()
             with pytest.raises(CDPClosed, match="the tab is gone"):
-                await tab.settle(marks, NAV_TIMEOUT_S, SETTLE_S)
+                await settle(tab, marks, NAV_TIMEOUT_S, SETTLE_S)
             assert trio.current_time() - start == pytest.approx(0.5)
         with pytest.raises(CDPClosed):
             await tab.wait_for(lambda: False)
@@ -491,7 +494,7 @@ async def test_a_target_gone_closes_the_tab_and_ends_its_pump(autojump_clock):
             page.navigate(TARGET, f"{ALLOWED}/slow", load=False)
             nursery.start_soon(later, 1.0, page.close)
             with pytest.raises(CDPClosed):
-                await tab.settle(marks, NAV_TIMEOUT_S, SETTLE_S)
+                await settle(tab, marks, NAV_TIMEOUT_S, SETTLE_S)
         # the nursery exited: the pump ended by itself
         assert tab.closed
 
@@ -514,7 +517,7 @@ async def test_a_tab_marked_closed_ends_its_waits(autojump_clock):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(later, 0.25, tab.mark_closed)
             with pytest.raises(CDPClosed):
-                await tab.settle(marks, NAV_TIMEOUT_S, SETTLE_S)
+                await settle(tab, marks, NAV_TIMEOUT_S, SETTLE_S)
         assert tab.closed
 
 
@@ -546,8 +549,8 @@ async def test_console_entries_read_once_newest_last_and_errors_counted_once(aut
         page.emit("Log.entryAdded", entry={"source": "security", "level": "warning", "url": f"{ALLOWED}/",
                                            "lineNumber": 0, "text": "Mixed content"})
         await handled()
-        assert tab.take_console_errors() == 2 and tab.take_console_errors() == 0
-        entries, dropped = tab.take_console()
+        assert tab.console.take_error_count() == 2 and tab.console.take_error_count() == 0
+        entries, dropped = tab.console.take_new()
         assert dropped == 0 and [(e.kind, e.level, e.text, e.url, e.line, e.stack) for e in entries] == [
             ("console", "log", 'cart has 3 items {id: 7, name: "ann", …}', f"{ALLOWED}/app.js", 10, None),
             ("console", "error", "undefined null", f"{ALLOWED}/app.js", 10,
@@ -555,7 +558,7 @@ async def test_console_entries_read_once_newest_last_and_errors_counted_once(aut
             ("rejection", "error", "Uncaught (in promise) Error: nope", None, None,
              "    at g (http://127.0.0.1:8000/a.js:2:3)"),
             ("security", "warning", "Mixed content", f"{ALLOWED}/", 1, None)]
-        assert tab.take_console() == ([], 0), "read once"
+        assert tab.console.take_new() == ([], 0), "read once"
 
 
 async def test_the_console_keeps_the_newest_500_and_counts_those_dropped_unread(autojump_clock):
@@ -565,10 +568,10 @@ async def test_the_console_keeps_the_newest_500_and_counts_those_dropped_unread(
             console_call(page, "warning", {"type": "string", "value": f"m{i}"})
         console_call(page, "error", {"type": "string", "value": "last"})
         await handled()
-        entries, dropped = tab.take_console()
+        entries, dropped = tab.console.take_new()
         assert len(entries) == 500 and dropped == 4
         assert (entries[0].text, entries[-1].text) == ("m4", "last")
-        assert tab.take_console_errors() == 0, "the console action reported the error"
+        assert tab.console.take_error_count() == 0, "the console action reported the error"
 
 
 async def test_the_pages_console_objects_are_let_go_every_100_events(autojump_clock):
@@ -580,4 +583,4 @@ async def test_the_pages_console_objects_are_let_go_every_100_events(autojump_cl
         await handled()
         assert page.answers("Runtime.releaseObjectGroup") == [{"objectGroup": "console"}] * 2
         assert len(page.answers("Runtime.discardConsoleEntries")) == 2
-        assert len(tab.take_console()[0]) == 250, "the entries themselves are kept"
+        assert len(tab.console.take_new()[0]) == 250, "the entries themselves are kept"

@@ -89,7 +89,7 @@ async def test_the_gate_itself(policy):
         if row in ("data", "blob"):
             assert f"{row}: URLs" in why, (row, why)
         elif row == "metadata":
-            assert "link-local address" in why and "allow" not in why, why
+            assert "cloud metadata address" in why and "allow" not in why, why
         else:
             assert "fetch.allow_private" in why, (row, why)
 

@@ -1,7 +1,8 @@
 """The layers of webfetch/, read from its imports (ast, every import in a module, function-level ones too):
 the daemon (everything outside webfetch/frontends/) imports no frontend; the browse package has one door,
 `from .browse import Browse` in daemon.py, and nothing outside it imports its modules; nothing imports the
-CLI but `python -m webfetch`. A failure names each offending file and line."""
+CLI but `python -m webfetch`. Inside browse/, the shape issue 35 gave it: no class over 400 lines, and no
+module touching another's private (underscore) names. A failure names each offending file and line."""
 
 from __future__ import annotations
 
@@ -92,3 +93,39 @@ def test_in_the_daemon_only_daemon_py_enters_the_browse_package():
 def test_nothing_imports_the_cli():
     offences = _offences(lambda name: name in (ENTRY, CLI), lambda target: target == CLI)
     assert not offences, "nothing imports the CLI (webfetch/frontends/cli.py):\n" + "\n".join(offences)
+
+
+# A class in browse/ holds one idea; past this it held several (BrowseTab had six in 710 lines).
+CLASS_MAX_LINES = 400
+
+
+def _browse_modules() -> dict[str, ast.Module]:
+    return {name: ast.parse(path.read_text(), str(path)) for name, path in MODULES.items() if _within(name, BROWSE)}
+
+
+def test_no_class_in_browse_is_over_400_lines():
+    over = [f"{MODULES[name].relative_to(PACKAGE.parent)}:{node.lineno} class {node.name} is "
+            f"{node.end_lineno - node.lineno + 1} lines"
+            for name, tree in _browse_modules().items() for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > CLASS_MAX_LINES]
+    assert not over, f"split these by idea (at most {CLASS_MAX_LINES} lines a class):\n" + "\n".join(over)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_browse_module_touches_another_ones_private_names():
+    """`x._name` only on self, cls or a class of the same module; no `from .m import _name`: one module's
+    parts talk to another's through its public names (the tab's parts read the tab through properties)."""
+    offences = []
+    for name, tree in _browse_modules().items():
+        own = {"self", "cls"} | {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and not (
+                    isinstance(node.value, ast.Name) and node.value.id in own):
+                offences.append(f"{MODULES[name].relative_to(PACKAGE.parent)}:{node.lineno} reads .{node.attr}")
+            elif isinstance(node, ast.ImportFrom):
+                offences += [f"{MODULES[name].relative_to(PACKAGE.parent)}:{node.lineno} imports {a.name}"
+                             for a in node.names if _private(a.name)]
+    assert not offences, "another module's private names:\n" + "\n".join(offences)

@@ -305,11 +305,11 @@ def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site)
 
 
 async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
-    # the daemon refuses a socket directory other users can write: it exits at start
-    open_dir = short_tmp / "open"
-    open_dir.mkdir()
-    open_dir.chmod(0o777)
-    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(open_dir / "wf.sock")}
+    # the daemon refuses a socket path that is a file of another kind: it exits at start (a socket directory
+    # other users can write is refused before a daemon is started: tests/test_socket_trust.py)
+    taken = short_tmp / "wf.sock"
+    taken.write_text("not a socket")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(taken)}
     with trio.fail_after(90):
         async with Client(StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp"], env=env),
                           mode="legacy") as client:
@@ -318,7 +318,7 @@ async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
     assert tools == ["web_fetch", "web_search", "agent_browser"]  # the daemon could not say what it serves
     assert r.is_error is True and r.structured_content["code"] == "daemon_unreachable"
     assert _text(r).startswith("daemon_unreachable: the daemon exited at start (code 1); see ")
-    assert "can be written by other users (mode 777); webfetch will not put its socket there" in _text(r)
+    assert f"{taken} exists and is not a socket; remove it or choose another --socket" in _text(r)
 
 
 def test_a_screenshot_in_a_result_is_image_content():
@@ -548,8 +548,9 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 f"{setup.config}); or set search.searxng_url in {setup.config} to an instance with JSON output, "
                 "then restart the daemon")
             assert await error("web_fetch", {"url": "http://169.254.169.254/latest/meta-data/"}) == (
-                "blocked_url: 169.254.169.254 is a link-local address (where a cloud's metadata service answers "
-                "with the machine's credentials), which webfetch does not fetch; it is not a web page to read")
+                "blocked_url: 169.254.169.254 is a cloud metadata address (the instance metadata service of AWS, "
+                "Google Cloud, Azure, Oracle Cloud, DigitalOcean, OpenStack and others, which answers with the "
+                "machine's credentials), which webfetch does not fetch; it is not a web page to read")
 
             # a browser action before open, and after close, says what to do
             session = re.escape("'mcp-") + r"\d+-[0-9a-f]{8}'"

@@ -10,6 +10,7 @@ from webfetch.dns import resolve
 from webfetch.proxy import PolicyProxy
 from webfetch.urls import AddressPolicy
 
+from .support.addresses import TABLE, name_of, resolver
 from .support.site import ARTICLE_TEXT
 
 
@@ -29,6 +30,19 @@ async def socks_connect(proxy: PolicyProxy, host: str, port: int, command: int =
     assert await receive_exactly(stream, 2) == b"\x05\x00"
     name = host.encode()
     await stream.send_all(bytes([5, command, 0, 3, len(name)]) + name + port.to_bytes(2, "big"))
+    reply = await receive_exactly(stream, 10)
+    assert reply[0] == 5
+    return stream, reply[1]
+
+
+async def socks_connect_address(proxy: PolicyProxy, address: str, port: int) -> tuple[trio.SocketStream, int]:
+    """Ask to connect to an address given as one (SOCKS5 address type 1 or 4), as a client that resolved
+    the name itself would; the stream and the reply code."""
+    ip = ipaddress.ip_address(address)
+    stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+    await stream.send_all(b"\x05\x01\x00")
+    assert await receive_exactly(stream, 2) == b"\x05\x00"
+    await stream.send_all(bytes([5, 1, 0, 1 if ip.version == 4 else 4]) + ip.packed + port.to_bytes(2, "big"))
     reply = await receive_exactly(stream, 10)
     assert reply[0] == 5
     return stream, reply[1]
@@ -74,8 +88,8 @@ async def test_a_blocked_address_is_refused_with_not_allowed(nursery, host):
         assert code == 2  # "connection not allowed by ruleset"
         assert await stream.receive_some(1) == b""  # and the connection is closed
     failure = proxy.failure(f"http://{f'[{host}]' if ':' in host else host}/")
-    assert failure.blocked and ("link-local address" if host.startswith("169.254.") else
-                                "loopback or private address") in failure.message
+    assert failure.blocked and ("cloud metadata address" if host.startswith("169.254.") else
+                                "is not a public address") in failure.message
 
 
 async def test_the_checked_address_is_the_one_connected_to(nursery, site):
@@ -165,3 +179,24 @@ async def test_browse_contexts_port_reaches_allow_local_and_fetchs_port_does_not
     _, code = await socks_connect(proxy, "localhost", site.port, via=proxy.browse_port)
     assert code == 2
     assert f'"localhost:{site.port}"' in proxy.failure(f"http://localhost:{site.port}/").message
+
+
+@pytest.mark.parametrize("address,says", TABLE)
+async def test_every_address_that_is_not_public_is_refused_before_any_connection(nursery, no_packet_leaves,
+                                                                                  address, says):
+    """The whole table (tests/support/addresses.py), asked for by a name that resolves there and by the
+    address itself: a refused one is answered "not allowed" without a connection tried; a public one is
+    let through, and its connection (to the address checked) is the one the guard sees and fails."""
+    proxy = await start_proxy(nursery, allow_hosts=[], resolver=resolver)
+    ip = ipaddress.ip_address(address)
+    for host, ask in ((name_of(address), lambda: socks_connect(proxy, name_of(address), 8080)),
+                      (f"[{ip}]" if ip.version == 6 else str(ip), lambda: socks_connect_address(proxy, address, 8080))):
+        stream, code = await ask()
+        await stream.aclose()
+        failure = proxy.failure(f"http://{host}:8080/")
+        if says is None:
+            assert code == 5 and failure.message == "net::ERR_ADDRESS_UNREACHABLE", (host, code, failure)
+            assert no_packet_leaves.attempts.pop() == (str(ip), 8080)
+        else:
+            assert code == 2 and failure.blocked and says in failure.message, (host, code, failure)
+        assert no_packet_leaves.attempts == []

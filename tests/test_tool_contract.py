@@ -30,6 +30,15 @@ def test_the_browser_tools_actions_are_the_daemons():
     assert len(set(contract.BROWSER_ACTIONS)) == len(contract.BROWSER_ACTIONS)
 
 
+def test_the_browse_verb_table_is_the_action_list_the_tools_and_the_wire_give():
+    # the daemon's one table of verbs (browse/verbs.py): tools.json's enum (what every front end offers, in
+    # its order) and protocol.BrowseAction (what the wire takes) are written apart only because JSON and a
+    # module that may not import browse/ need them; this is where they are held to it
+    from webfetch.browse.verbs import VERBS
+    assert list(VERBS) == list(contract.BROWSER_ACTIONS)
+    assert sorted(VERBS) == sorted(get_args(protocol.BrowseAction))
+
+
 def test_every_parameter_a_model_may_send_is_a_field_of_the_daemons_request():
     for name, request in REQUEST.items():
         fields = set(request.__struct_fields__)

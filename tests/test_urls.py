@@ -5,8 +5,11 @@ import re
 
 import pytest
 
+from webfetch.addresses import is_public
 from webfetch.errors import BlockedUrl, InvalidUrl
-from webfetch.urls import AddressPolicy, HostGate, parse_local, prepare_url, same_host
+from webfetch.urls import AddressPolicy, HostGate, likely_key, parse_local, prepare_url, same_host
+
+from .support.addresses import LINK_LOCAL, METADATA, TABLE, name_of, resolver
 
 DEFAULT = AddressPolicy()
 PRIVATE_OK = AddressPolicy(allow_private=True)
@@ -45,20 +48,39 @@ async def test_private_addresses_are_blocked_by_default(url):
     with pytest.raises(BlockedUrl) as info:
         await prepare_url(url, DEFAULT)
     assert info.value.code == "blocked_url"
+    assert "is not a public address (" in info.value.message
     assert "fetch.allow_private" in info.value.message and "fetch.allow_hosts" in info.value.message
 
 
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/",
-                                 "http://[::ffff:169.254.169.254]/"])
+@pytest.mark.parametrize("url", ["http://[fe80::1]/", "http://169.254.1.1/", "http://[2002:a9fe:101::]/"])
 async def test_a_link_local_address_is_blocked_without_a_hint_to_open_it(url):
-    # the cloud metadata service: a model must not be told which setting would let it read the credentials
+    # where some cloud may serve its metadata: a model must not be told which setting would open it
     with pytest.raises(BlockedUrl) as info:
         await prepare_url(url, DEFAULT)
     host = url.split("/")[2].strip("[]")
-    assert info.value.message.startswith(host) and info.value.message.endswith(
-        " is a link-local address (where a cloud's metadata service answers with the machine's credentials), "
+    assert info.value.message == (
+        f"{host} is a link-local address (where a cloud's metadata service answers with the machine's credentials), "
         "which webfetch does not fetch; it is not a web page to read")
-    assert "allow" not in info.value.message
+
+
+@pytest.mark.parametrize("url,service", [
+    ("http://169.254.169.254/latest/meta-data/", "the instance metadata service of AWS, Google Cloud, Azure, "
+                                                 "Oracle Cloud, DigitalOcean, OpenStack and others"),
+    ("http://[::ffff:169.254.169.254]/", "the instance metadata service of AWS, Google Cloud, Azure, Oracle Cloud, "
+                                         "DigitalOcean, OpenStack and others"),
+    ("http://100.100.100.200/latest/meta-data/", "Alibaba Cloud's instance metadata service"),
+    ("http://192.0.0.192/latest/", "Oracle Cloud Classic's instance metadata service"),
+    ("http://[fd00:ec2::254]/latest/", "AWS EC2's instance metadata service over IPv6"),
+    ("http://169.254.170.2/v2/credentials", "AWS ECS's task metadata and credentials endpoint"),
+])
+async def test_a_cloud_metadata_address_is_named_as_such_without_a_hint_to_open_it(url, service):
+    # the machine's credentials: a model must not be told which setting would let it read them
+    with pytest.raises(BlockedUrl) as info:
+        await prepare_url(url, DEFAULT)
+    host = url.split("/")[2].strip("[]")
+    assert info.value.message == (
+        f"{host} is a cloud metadata address ({service}, which answers with the machine's credentials), which "
+        "webfetch does not fetch; it is not a web page to read")
 
 
 async def test_allowed_local_hosts_keep_plain_http():
@@ -164,3 +186,51 @@ async def test_the_gate_judges_a_host_by_port_too():
     assert await gate.check("http://localhost:3000/a") is None
     assert "browse.allow_local" in (await gate.check("http://localhost:3001/a") or "")
     assert await gate.check("ws://localhost:3000/socket") is None
+
+
+# --- the boundary: every special-purpose range of IANA's registries ---------------------------------------
+
+def url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+@pytest.mark.parametrize("address,says", TABLE)
+async def test_every_special_purpose_address_is_refused_and_public_ones_pass(address, says):
+    """The one function's decision, and the policy's on a name that resolves there and on the address."""
+    assert is_public(ipaddress.ip_address(address)) is (says is None)
+    policy = AddressPolicy(resolver=resolver)
+    name = name_of(address)
+    if says is None:  # public: let through, and upgraded to https as a public host is
+        assert await prepare_url(f"http://{name}/page", policy) == f"https://{name}/page"
+        assert await prepare_url(f"http://{url_host(address)}/page", policy) == f"https://{url_host(address)}/page"
+        return
+    with pytest.raises(BlockedUrl) as info:
+        await prepare_url(f"http://{name}/page", policy)
+    message = info.value.message
+    assert message.startswith(f"{name} ({ipaddress.ip_address(address)}) is "), message
+    assert says in message, message
+    # a metadata or link-local address is never told how it could be allowed; every other one is
+    assert ("fetch.allow_private" in message) is not says.startswith((METADATA, LINK_LOCAL)), message
+    with pytest.raises(BlockedUrl) as info:
+        await prepare_url(f"http://{url_host(address)}/page", policy)
+    assert says in info.value.message
+
+
+@pytest.mark.parametrize("address", [a for a, says in TABLE if says is not None])
+async def test_the_allow_lists_let_a_refused_address_through_as_a_local_host(address):
+    # as a host on this machine or its network: plain http stays http, and the cache key says so without DNS
+    url = f"http://{url_host(address)}:8080/x"
+    for policy in (PRIVATE_OK, AddressPolicy.from_config(False, [address])):
+        assert await prepare_url(url, policy) == url
+        assert likely_key(url, policy) == url
+    name = name_of(address)
+    listed = AddressPolicy.from_config(False, [name], resolver)
+    assert await prepare_url(f"http://{name}:8080/x", listed) == f"http://{name}:8080/x"
+
+
+async def test_a_tailscale_network_is_reached_once_listed():
+    tailnet = AddressPolicy.from_config(False, ["100.64.0.0/10"], scripted({"box.tailnet.test": ["100.101.102.103"]}))
+    assert await prepare_url("http://box.tailnet.test:3000/", tailnet) == "http://box.tailnet.test:3000/"
+    with pytest.raises(BlockedUrl) as info:  # Alibaba Cloud's metadata address is in that range too
+        await prepare_url("http://box.tailnet.test:3000/", AddressPolicy(resolver=tailnet.resolver))
+    assert "100.64.0.0/10: shared address space" in info.value.message

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from .addresses import is_public, not_public
 from .dns import HostCache, IPAddress, Resolver
 from .errors import BlockedUrl, InvalidUrl
 
@@ -149,16 +150,9 @@ def _strip_www(host: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-def ip_is_blocked(ip: IPAddress) -> bool:
-    """Loopback, private, link-local (cloud metadata), unique-local, unspecified, multicast, reserved."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast
-            or ip.is_reserved)
-
-
-# How a host the policy lets through is reached: on the public internet, or on this machine or its private
-# network (allowed by fetch.allow_hosts or fetch.allow_private). Plain http stays http only for "local".
+# How a host the policy lets through is reached: on the public internet, or at an address that is not
+# public (addresses.py: this machine, its private network, carrier-grade NAT…; allowed by fetch.allow_hosts
+# or fetch.allow_private). Plain http stays http only for "local".
 Reach = Literal["public", "local"]
 
 
@@ -168,14 +162,16 @@ def _unmapped(ip: IPAddress) -> IPAddress:
 
 async def vet_host(host: str, policy: AddressPolicy, port: int | None = None) -> tuple[list[IPAddress], Reach]:
     """The addresses `host` may be reached at (on `port`, when the caller knows it), and how it is reached.
-    Raises BlockedUrl when the policy refuses the host: when any address it resolves to is loopback,
-    private, link-local, … and neither fetch.allow_hosts nor fetch.allow_private allows it, nor (a browse
-    session's policy) browse.allow_local lists the host as typed with this port and every such address is
-    loopback. So a name that resolves to 127.0.0.1 is not `localhost` unless it is listed by that name."""
+    Raises BlockedUrl when the policy refuses the host: when any address it resolves to is not public
+    (addresses.py: loopback, private, link-local, shared, documentation, a cloud metadata address, a
+    6to4 or NAT64 form of one, …) and neither fetch.allow_hosts nor fetch.allow_private allows it, nor (a
+    browse session's policy) browse.allow_local lists the host as typed with this port and every such
+    address is loopback. So a name that resolves to 127.0.0.1 is not `localhost` unless it is listed by
+    that name."""
     addrs = await policy.resolver(host)
     if host in policy.allow_hosts:
         return addrs, "local"
-    local = [a for a in addrs if ip_is_blocked(a)]
+    local = [a for a in addrs if not is_public(a)]
     if not local:
         return addrs, "public"
     blocked = [a for a in local if not policy.allows_address(a)]
@@ -187,24 +183,38 @@ async def vet_host(host: str, policy: AddressPolicy, port: int | None = None) ->
 
 
 def blocked_message(host: str, ip: IPAddress, policy: AddressPolicy | None = None, port: int | None = None) -> str:
-    """Why the policy refuses `host` at `ip`, and how to allow it, except for a link-local address: that
-    is where clouds serve their metadata (169.254.169.254: the machine's credentials), which no message of
-    ours may talk a model into opening. A browse session refused a loopback port is told the exact
-    browse.allow_local line that lets it through."""
-    shown = host if str(ip) == host else f"{host} ({ip})"
-    ip = _unmapped(ip)
-    if ip.is_link_local:
+    """Why the policy refuses `host` at `ip`, and how to allow it, except for a cloud metadata address
+    (169.254.169.254 and the others addresses.py lists: the machine's credentials) or any other link-local
+    one (where some cloud may serve its own), which no message of ours may talk a model into opening. A
+    browse session refused a loopback port is told the exact browse.allow_local line that lets it through."""
+    literal = _is_address(host, ip)
+    shown = host if literal else f"{host} ({ip})"
+    why = not_public(ip)
+    if why is not None and why.cloud is not None:
+        return (f"{shown} is a cloud metadata address ({why.cloud}, which answers with the machine's "
+                f"credentials), which webfetch does not fetch; it is not a web page to read")
+    judged = ip if why is None else why.address
+    if judged.is_link_local:
         return (f"{shown} is a link-local address (where a cloud's metadata service answers with the machine's "
                 f"credentials), which webfetch does not fetch; it is not a web page to read")
-    if policy is not None and policy.browse and port is not None and ip.is_loopback:
+    if policy is not None and policy.browse and port is not None and _unmapped(ip).is_loopback:
         entries = dict.fromkeys([*(local_entry(h, p) for h, p in policy.allow_local), local_entry(host, port)])
         line = ", ".join(f'"{e}"' for e in entries)
-        return (f"{local_entry(host, port)}{'' if str(ip) == host else f' ({ip})'} is a loopback address, which "
+        return (f"{local_entry(host, port)}{'' if literal else f' ({ip})'} is a loopback address, which "
                 f"browse sessions reach only when the config lists it: to let them reach this dev server, put "
                 f"`browse.allow_local = [{line}]` in the [browse] table of the config, then run `webfetch reload` "
                 f"(fetch still refuses it)")
-    return (f"{shown} is a loopback or private address, which webfetch does not fetch by default; set "
+    what = "" if why is None else f" ({why.describe()})"
+    return (f"{shown} is not a public address{what}, which webfetch does not fetch by default; set "
             f"fetch.allow_private = true or add the host to fetch.allow_hosts in the config to allow it")
+
+
+def _is_address(host: str, ip: IPAddress) -> bool:
+    """Whether `host` is `ip` written out (in whichever of its forms), not a name that resolved to it."""
+    try:
+        return ipaddress.ip_address(host) == ip
+    except ValueError:
+        return False
 
 
 async def admit_host(host: str, policy: AddressPolicy, port: int | None = None) -> Reach:
@@ -243,7 +253,7 @@ def _likely_reach(host: str, policy: AddressPolicy) -> Reach:
         ip = ipaddress.ip_address(host)
     except ValueError:
         return "public"
-    return "local" if ip_is_blocked(ip) else "public"
+    return "public" if is_public(ip) else "local"
 
 
 async def prepare_url(url: str, policy: AddressPolicy) -> str:

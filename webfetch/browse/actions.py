@@ -104,15 +104,15 @@ async def type_text(tab: BrowseTab, text: str) -> None:
 
 
 async def focus(tab: BrowseTab, ref: str) -> None:
-    await tab.on_ref(ref, FOCUS)
+    await tab.worlds.on_ref(ref, FOCUS)
 
 
 async def _point(tab: BrowseTab, ref: str) -> dict[str, Any]:
     """Scroll the ref's element into view; its click point in the tab's viewport, its box, whether that
     point hits it (`ok`, else `by` names what covers it), `visible`, `disabled` and a description."""
-    frame = tab.ref_frame(ref)
+    frame = tab.worlds.ref_frame(ref)
     if frame == tab.target_id:
-        state: dict[str, Any] = await tab.on_ref(ref, POINT)
+        state: dict[str, Any] = await tab.worlds.on_ref(ref, POINT)
     else:
         state = await _point_in_frame(tab, ref)
     if not state["visible"]:
@@ -124,12 +124,12 @@ async def _point(tab: BrowseTab, ref: str) -> dict[str, Any]:
 async def _point_in_frame(tab: BrowseTab, ref: str) -> dict[str, Any]:
     """The same for an element in an iframe: the browser's own geometry and hit test, which see across
     frames (an overlay in the parent page covers a frame's button too)."""
-    frame, obj = await tab.element(ref)
+    frame, obj = await tab.worlds.element(ref)
     try:
         await tab.call("DOM.scrollIntoViewIfNeeded", {"objectId": obj})
     except CDPError:
         pass  # not rendered: the check below says so
-    state: dict[str, Any] = await tab.on_element(obj, PREPARE_CLICK)
+    state: dict[str, Any] = await tab.worlds.on_element(obj, PREPARE_CLICK)
     if not state["visible"]:
         return state
     try:
@@ -159,12 +159,12 @@ async def _hit_test(tab: BrowseTab, frame: str, obj: str, x: float, y: float) ->
     hit_frame = hit.get("frameId") or tab.target_id
     if not tab.has_frame(hit_frame):
         return {"ok": True}
-    ctx = await tab.world(hit_frame)
+    ctx = await tab.worlds.world(hit_frame)
     hit_obj = (await tab.call("DOM.resolveNode", {"backendNodeId": hit["backendNodeId"],
                                                    "executionContextId": ctx}))["object"]["objectId"]
-    if hit_frame == frame and await tab.on_element(obj, HIT_OK, objects=(hit_obj,)):
+    if hit_frame == frame and await tab.worlds.on_element(obj, HIT_OK, objects=(hit_obj,)):
         return {"ok": True}
-    return {"ok": False, "by": await tab.on_element(hit_obj, DESCRIBE)}
+    return {"ok": False, "by": await tab.worlds.on_element(hit_obj, DESCRIBE)}
 
 
 async def click(tab: BrowseTab, ref: str, button: str = "left", double: bool = False) -> None:
@@ -209,7 +209,7 @@ async def scroll(tab: BrowseTab, ref: str | None, direction: str | None, px: int
 async def fill(tab: BrowseTab, ref: str, text: str) -> str:
     """Focus, select the old text, insert the new (as typing would, so controlled inputs see it); the value
     read back."""
-    state = await tab.on_ref(ref, PREPARE_FILL)
+    state = await tab.worlds.on_ref(ref, PREPARE_FILL)
     error = state.get("error")
     if error == "disabled":
         raise Disabled(f"{ref} ({state['what']}) is disabled")
@@ -221,11 +221,11 @@ async def fill(tab: BrowseTab, ref: str, text: str) -> str:
         await tab.unless_dialog(lambda: tab.call("Input.insertText", {"text": text}))
     else:
         await press(tab, "Delete")
-    return str(await tab.on_ref(ref, READ_VALUE))
+    return str(await tab.worlds.on_ref(ref, READ_VALUE))
 
 
 async def select(tab: BrowseTab, ref: str, values: list[str]) -> str:
-    got = await tab.on_ref(ref, SELECT, values)
+    got = await tab.worlds.on_ref(ref, SELECT, values)
     error = got.get("error")
     if error == "not_native":
         raise NotNativeSelect(f"{ref} ({got['what']}) is not a native <select>: click it to open its list, take a "
@@ -240,36 +240,36 @@ async def select(tab: BrowseTab, ref: str, values: list[str]) -> str:
 
 
 async def check(tab: BrowseTab, ref: str, checked: bool) -> str:
-    state = await tab.on_ref(ref, CHECKED_STATE)
+    state = await tab.worlds.on_ref(ref, CHECKED_STATE)
     if state["kind"] is None:
         raise NotEditable(f"{ref} ({state['what']}) is not a checkbox, radio button or switch; use click for it")
     if state["checked"] != checked:
         if state["kind"] == "radio" and not checked:
             raise BadRequest(f"{ref} is a radio button: check another one of its group to uncheck it")
         await click(tab, ref)
-    return str(await tab.on_ref(ref, READ_VALUE))
+    return str(await tab.worlds.on_ref(ref, READ_VALUE))
 
 
 async def upload(tab: BrowseTab, ref: str, paths: list[str]) -> list[str]:
     """Set the files (real paths the upload rule let through) on the ref's file input, as choosing them in
     the file chooser would (the page sees input and change events); the names the input holds then."""
-    _, obj = await tab.element(ref)
+    _, obj = await tab.worlds.element(ref)
     found = await tab.unless_dialog(lambda: tab.call("Runtime.callFunctionOn", {
         "objectId": obj, "functionDeclaration": FILE_INPUT.source, "returnByValue": False}))
     if found is None:
         raise tab.dialog_open()
-    input_obj = (await tab.check(found))["result"].get("objectId")
+    input_obj = (await tab.worlds.check(found))["result"].get("objectId")
     if input_obj is None:
-        what = await tab.on_element(obj, DESCRIBE)
+        what = await tab.worlds.on_element(obj, DESCRIBE)
         raise NotFileInput(f"{ref} ({what}) is not a file input; upload needs the ref of an <input type=file> "
                            f"(a snapshot shows it as a button, often named \"Choose File\") or of its label")
-    state = await tab.on_element(input_obj, FILE_STATE)
+    state = await tab.worlds.on_element(input_obj, FILE_STATE)
     if state["disabled"]:
         raise Disabled(f"{ref} ({state['what']}) is disabled")
     if len(paths) > 1 and not state["multiple"]:
         raise BadRequest(f"{ref} ({state['what']}) takes one file, not {len(paths)}")
     await tab.unless_dialog(lambda: tab.call("DOM.setFileInputFiles", {"files": paths, "objectId": input_obj}))
-    return list((await tab.on_element(input_obj, FILE_STATE))["names"])
+    return list((await tab.worlds.on_element(input_obj, FILE_STATE))["names"])
 
 
 async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str | None, ms: int | None,
@@ -286,7 +286,8 @@ async def wait(tab: BrowseTab, text: str | None, text_gone: str | None, url: str
     if needle is None:
         raise BadRequest("wait needs one of text, text_gone, url or ms")
     with trio.move_on_after(timeout_s + 1):
-        if await tab.evaluate(tab.target_id, page_scripts.invoke("__wf.waitText", needle, gone, int(timeout_s * 1000))):
+        if await tab.worlds.evaluate(tab.target_id, page_scripts.invoke("__wf.waitText", needle, gone,
+                                                                        int(timeout_s * 1000))):
             return f"text {needle!r} {'gone' if gone else 'shown'}"
     raise Timeout(f"the text {needle!r} was {'still there' if gone else 'not shown'} after {timeout_s:g} s; "
                   f"take a snapshot to see what the page shows")
@@ -324,12 +325,12 @@ async def pdf(tab: BrowseTab) -> bytes:
 async def navigate(tab: BrowseTab, url: str) -> None:
     """Page.navigate, with Chrome's failures told apart: the address policy, a download, the network."""
     tab.start_navigation()
-    downloads = tab.download_responses
+    downloads = tab.downloads.responses
     before = tab.doc_gen
     reply = await tab.call("Page.navigate", {"url": url})
     error = reply.get("errorText")
     if error:
-        if tab.download_responses > downloads:  # the address was a download: saved, the tab stays
+        if tab.downloads.responses > downloads:  # the address was a download: saved, the tab stays
             return
         if tab.status in NO_CONTENT:  # Chrome aborts a navigation answered so: the tab shows what it showed
             raise NoContent(url, tab.status, f"; the tab still shows {tab.url or 'a blank page'}")
@@ -345,11 +346,11 @@ async def navigate(tab: BrowseTab, url: str) -> None:
 
 async def shown_html(tab: BrowseTab, ref: str | None) -> str:
     """What the tab shows, as HTML for the extractor: the page, a ref's element, or an iframe ref's document."""
-    child = await tab.child_frame(tab.ref_frame(ref), ref) if ref is not None else None
+    child = await tab.worlds.child_frame(tab.worlds.ref_frame(ref), ref) if ref is not None else None
     if child is not None and tab.has_frame(child):  # an iframe's ref: the frame's own document
-        html = await tab.evaluate(child, SHOWN_HTML.call())
+        html = await tab.worlds.evaluate(child, SHOWN_HTML.call())
     elif ref is not None:
-        html = await tab.on_ref(ref, SHOWN_HTML)
+        html = await tab.worlds.on_ref(ref, SHOWN_HTML)
     else:
-        html = await tab.evaluate(tab.target_id, SHOWN_HTML.call())
+        html = await tab.worlds.evaluate(tab.target_id, SHOWN_HTML.call())
     return str(html or "")

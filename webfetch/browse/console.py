@@ -9,15 +9,21 @@ included when the page prints them: they go to the client, never to the daemon's
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import trio
+
+from ..cdp import CDPClosed, CDPError
 from ..protocol import ConsoleEntry, ConsoleLevel
 from .snapshot import PENDING_SCRIPT_URL
 
 RING = 500          # entries kept per tab; older ones are dropped and counted
 TEXT_CHARS = 2000   # one entry's text, cut: a page that logs a megabyte string costs a model no more
 STACK_FRAMES = 10   # frames of a stack shown; the rest are counted
+# Console entries after which the page's console objects are let go (TabConsole.release)
+CONSOLE_RELEASE_EVERY = 100
 
 # console.<type> -> the level a model reads (Chrome's console groups them the same way)
 _API_LEVELS: dict[str, ConsoleLevel] = {
@@ -60,6 +66,35 @@ class ConsoleLog:
         """Errors since the last call (or the last console action): the count every action's result carries."""
         new, self._errors_counted = self._errors - self._errors_counted, self._errors
         return new
+
+
+class TabConsole(ConsoleLog):
+    """A tab's console log, which also lets the renderer go of what it holds for the events read."""
+
+    def __init__(self, call: Callable[[str, dict[str, Any] | None], Awaitable[Any]], ring: int = RING) -> None:
+        super().__init__(ring)
+        self._call = call               # the tab's CDP call
+        self._held = 0                  # console events since their objects were last let go
+
+    def add_held(self, entry: ConsoleEntry | None, nursery: trio.Nursery) -> None:
+        """An entry from an event whose objects the renderer keeps (console.*, an exception)."""
+        self.add(entry)
+        self._held += 1
+        if self._held == CONSOLE_RELEASE_EVERY:
+            nursery.start_soon(self.release)
+
+    async def release(self) -> None:
+        """Let the renderer drop what it keeps for the console events we have read: each logged object's
+        handle (the "console" object group) and its own store of messages with their arguments. Entries are
+        made from the events' previews and text at once, so nothing is lost; without this a page that logs
+        objects in a loop grows the renderer by everything it ever logged."""
+        try:
+            await self._call("Runtime.releaseObjectGroup", {"objectGroup": "console"})
+            await self._call("Runtime.discardConsoleEntries", None)
+        except (CDPError, CDPClosed):
+            pass  # the page went away: so did what it held
+        finally:
+            self._held = 0
 
 
 def from_console_api(p: dict[str, Any]) -> ConsoleEntry | None:

@@ -20,6 +20,7 @@ import os
 import stat
 import tempfile
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -239,3 +240,51 @@ class Downloads:
         self._changed.set()
         self._changed = trio.Event()
 
+
+class TabDownloads:
+    """One tab's downloads: the document responses its pump handed to Chrome's download manager, and each
+    download Chrome then reported, saved by the session's `Downloads`."""
+
+    def __init__(self, saver: Downloads | None) -> None:
+        self._saver = saver             # the session's: where the page's downloads go, and the size cap
+        self._records: list[DownloadRecord] = []
+        self._types: dict[str, str] = {}    # a download's URL -> its Content-Type, seen at the response
+        self._responses = 0                 # document responses handed to the download manager
+
+    @property
+    def records(self) -> Sequence[DownloadRecord]:
+        """Every download the page started, in order."""
+        return self._records
+
+    @property
+    def responses(self) -> int:
+        """Document responses turned into downloads so far (each becomes one of `records` when Chrome
+        reports it began)."""
+        return self._responses
+
+    def handed_over(self, url: str, ctype: str) -> None:
+        """The pump handed a document response for `url` (of Content-Type `ctype`) to the download manager."""
+        self._types[url] = ctype
+        self._responses += 1
+
+    def began(self, p: dict[str, Any]) -> None:
+        """Page.downloadWillBegin."""
+        if self._saver is not None:  # else the context denies downloads and none begins
+            self._records.append(self._saver.began(p, self._types.get(p.get("url", ""))))
+
+    def progress(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        """Page.downloadProgress."""
+        if self._saver is not None:
+            self._saver.progress(p, nursery)
+
+    def unreported(self) -> list[DownloadRecord]:
+        """The downloads no result has told in their final state yet (one may begin after the result of the
+        action that started it went out: a link with `download`, a file a script made)."""
+        return [d for d in self._records if not d.reported]
+
+    def take(self) -> list[Download]:
+        """The downloads for a result: those not told yet, each counted as told once it has ended."""
+        told = self.unreported()
+        for d in told:
+            d.reported = d.final
+        return [d.public() for d in told]

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..protocol import BrowseRequest, BrowseResult, PageInfo
+from .settle import Marks
 from .snapshot import diff
-from .tab import BrowseTab, Marks, now_ms
+from .tab import BrowseTab, now_ms
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Reply:
         them without asking."""
         common: dict[str, Any] = {"change": "none", "refs_reset": False, "snapshot": "", "snapshot_kind": "none"}
         if tab is not None:
-            common["console_errors"] = tab.take_console_errors() or None
+            common["console_errors"] = tab.console.take_error_count() or None
         return BrowseResult(id=self.rid, op="browse", action=self.action, session=self.session, page=page,
                             elapsed_ms=now_ms(self.started), **(common | fields))
 
@@ -62,9 +63,9 @@ async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Seque
 async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: int) -> BrowseResult:
     """The snapshot action's result: the tab (or a ref's subtree, or what matches `find`) as text, a page of it."""
     whole = req.ref is None and req.find is None
-    snap = await tab.snapshot(req.mode, req.ref, req.find, both=whole)
+    snap = await tab.worlds.snapshot(req.mode, req.ref, req.find, both=whole)
     if whole and snap.full is not None:
-        tab.remember_lines(snap.full)
+        tab.worlds.remember_lines(snap.full)
     title = snap.title
     text = header(tab, title) + "\n" + snap.text
     if snap.truncated:
@@ -77,7 +78,7 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
 async def console(reply: Reply, tab: BrowseTab, max_chars: int) -> BrowseResult:
     """The console action's result: the tab's console entries since its previous console action (or since it
     opened), newest last; the oldest are left out (and counted) when they would not fit `max_chars`."""
-    entries, dropped = tab.take_console()
+    entries, dropped = tab.console.take_new()
     kept, size = 0, 0
     for entry in reversed(entries):
         size += len(entry.text) + len(entry.stack or "") + len(entry.url or "") + 24  # its line(s) as read
@@ -100,10 +101,10 @@ class _Shown(NamedTuple):
 
 async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
     """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
-    snap = await tab.snapshot("interactive", None, None, both=True)
-    old = tab.previous_lines()
+    snap = await tab.worlds.snapshot("interactive", None, None, both=True)
+    old = tab.worlds.previous_lines()
     assert snap.full is not None
-    tab.remember_lines(snap.full)
+    tab.worlds.remember_lines(snap.full)
     if whole or old is None:
         return _Shown(snap.title, "full", snap.text)
     # what changed is told from every line, text included ("Profile saved"), not only controls
@@ -130,7 +131,7 @@ def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
     dialogs = tab.dialogs[marks.dialogs:]
     if dialogs:
         events["dialog"] = dialogs[-1]
-    downloads = tab.take_downloads()
+    downloads = tab.downloads.take()
     if downloads:
         events["downloads"] = downloads
     return events

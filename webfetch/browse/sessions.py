@@ -8,10 +8,8 @@ profile when it ends (each of those ways) and on `save` (profile_use.py says how
 share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
-An action is dispatched here: a verb's step (verbs.py), then the wait for what it set off (the tab's
-`settle`), then its result (reply.py); open, tabs, snapshot, read, screenshot, pdf, console, network,
-request and har answer on their own; viewport changes the session's device (device.py) and then settles as
-a step does.
+An action is dispatched here by its entry in verbs.VERBS: on the tab it needs, its step, then the wait for
+what it set off (settle.py) and its result (reply.py); or its handler's own answer.
 """
 
 from __future__ import annotations
@@ -20,12 +18,12 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from .. import redact
 from ..cdp import CDPClosed, CDPError
 from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
@@ -36,22 +34,21 @@ from ..errors import (
     BrowserCrashed,
     BrowserUnavailable,
     NoSuchTab,
-    UnknownRequest,
 )
 from ..extractor import Extractor
-from ..paging import paginate
 from ..procs import private_tempdir
 from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
-from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, PageInfo, ReportProgress, TabInfo
+from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
-from . import actions, har, network, saving
-from .device import DESKTOP, Device, emulate, requested, wants_device
+from . import network
+from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
-from .reply import Reply, after_action, console, snapshot
-from .tab import BrowseTab, Marks
-from .uploads import PrivateCopies, checked_upload
-from .verbs import STEPS, Acted, checked_url, need
+from .reply import Reply, after_action
+from .settle import Marks, settle
+from .tab import BrowseTab
+from .uploads import PrivateCopies
+from .verbs import VERBS, Acted, Call, SessionUse, Verb, need
 
 log = logging.getLogger("webfetch.browse")
 
@@ -136,13 +133,13 @@ class Session:
         """The downloads the action started: those its document responses started have begun, and each
         has ended (saved, stopped at the cap, failed), for at most `timeout_s`; one still going is told as
         such, and again once it ends (an older one still going is not waited for again)."""
-        if tab.download_responses == marks.download_responses and len(tab.downloads) == marks.downloads:
+        if tab.downloads.responses == marks.download_responses and len(tab.downloads.records) == marks.downloads:
             return
         deadline = trio.current_time() + timeout_s
         with trio.move_on_at(deadline):
-            await tab.wait_for(lambda: len(tab.downloads) - marks.downloads
-                               >= tab.download_responses - marks.download_responses)
-        await self.downloads.wait_final(list(tab.downloads[marks.downloads:]),
+            await tab.wait_for(lambda: len(tab.downloads.records) - marks.downloads
+                               >= tab.downloads.responses - marks.download_responses)
+        await self.downloads.wait_final(list(tab.downloads.records[marks.downloads:]),
                                         max(0.0, deadline - trio.current_time()))
 
     async def adoptions_settled(self) -> None:
@@ -260,9 +257,11 @@ class Browse:
         self._wake.set()
 
     def statistics(self) -> list[BrowseSessionStatus]:
+        """The sessions as `status` shows them: their URLs' secrets masked whatever browse.redact_secrets says
+        (status is read by anyone who asks the daemon, not by the one reading their own app's traffic)."""
         now = trio.current_time()
         return [BrowseSessionStatus(session=s.name, tabs=len(s.tabs),
-                                    url=s.tabs[s.active].url if s.active in s.tabs else "",
+                                    url=redact.url(s.tabs[s.active].url) if s.active in s.tabs else "",
                                     idle_s=round(now - s.last_used, 1), profile=s.profile)
                 for s in self.sessions.values()]
 
@@ -304,7 +303,7 @@ class Browse:
                 if not s.lock.locked() and now - s.last_used >= idle_s:
                     log.info("browse session %r %s; closing it", s.name, f"idle for {idle_s:g} s" if idle_s
                              else "open when browse was switched off")
-                    await self._close(s)
+                    await self.close_session(s)
 
     async def _open_session(self, req: BrowseRequest, progress: ReportProgress) -> Session:
         if len(self.sessions) >= self.config.max_sessions:
@@ -338,7 +337,7 @@ class Browse:
         self.sessions[req.session] = session
         return session
 
-    async def _close(self, session: Session) -> list[str]:
+    async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
             del self.sessions[session.name]
         notes = await session.aclose()
@@ -351,15 +350,17 @@ class Browse:
         if not self.config.enabled:
             raise BrowseDisabled("browser automation is switched off (browse.enabled = false in the config); "
                                  "read pages with web_fetch (`webfetch fetch` on the command line)")
+        verb = VERBS[req.action]
         reply = Reply(rid, req.action, req.session, time.monotonic())
         session = self.sessions.get(req.session)
-        if req.action == "close":
-            notes = [] if session is None else await self._close(session)
-            return reply.result(None, notes=notes or None)
+        if verb.session is SessionUse.ENDS:  # close: at once, not queued behind the action the session runs
+            if session is None:
+                return reply.result(None)  # closed already
+            return await self._act(verb, Call(self, session, req, reply, progress))
         if session is None and req.profile is not None and req.action != "open":
             raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
                              f"is not open")
-        if session is None and req.action not in ("open", "tabs"):
+        if session is None and verb.session is not SessionUse.STARTS:
             raise no_page(req.session)  # no browser context is made for an action that cannot run in it
         if session is None:
             async with self._opening:
@@ -376,217 +377,48 @@ class Browse:
             session.last_used = trio.current_time()
             self._wake.set()
             try:
-                return await self._act(session, req, reply, progress)
+                return await self._act(verb, Call(self, session, req, reply, progress))
             except (CDPClosed, BrowserCrashed) as e:
-                await self._close(session)
+                await self.close_session(session)
                 raise BrowserUnavailable(f"the browser went away during the action ({e}); the session is closed: "
                                          f"open the page again") from None
             finally:
                 session.last_used = trio.current_time()
                 self._wake.set()
 
-    async def _act(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
-        a = req.action
-        if a == "tabs":
-            return await self._tabs(session, req, reply)
-        if a == "open":
-            return await self._open(session, req, reply, progress)
-        if a == "save":
-            return await self._save(session, reply)
-        log_action = self._LOG_ACTIONS.get(a)
-        if log_action is not None:
-            return await log_action(self, session, req, reply)
-        tab = session.tab(req.tab)
-        if tab.dialog is not None and a not in ("dialog", "screenshot"):
-            raise tab.dialog_open()
-        session.opened = []
-        marks = tab.start_action(req.ref)
-        progress("browse", f"{a} on {tab.name}")
-        if a == "snapshot":
-            return await snapshot(reply, tab, req, self.config.snapshot_chars)
-        if a == "read":
-            return await self._read(tab, req, reply)
-        if a == "console":
-            return await console(reply, tab, req.max_chars or self.config.snapshot_chars)
-        if a == "screenshot":
-            image, width, height = await actions.screenshot(tab, req.ref, req.full_page)
-            return await self._answer(session, tab, reply, marks, snapshot=False,
-                                      image=image, width=width, height=height)
-        if a == "pdf":
-            destination = saving.target(session.name, tab.name, req.path, ".pdf", req.overwrite)
-            data = await actions.pdf(tab)
-            await trio.to_thread.run_sync(saving.save, session.name, destination, data, req.overwrite)
-            return await self._answer(session, tab, reply, marks, snapshot=False, path=str(destination), size=len(data))
-        own_step = {"viewport": self._viewport, "upload": self._upload}.get(a)  # steps that need the session
-        if own_step is not None:
-            acted = await own_step(session, tab, req)
-        else:
-            step = STEPS.get(a)
-            acted = await step(tab, req) if step is not None else Acted()
-        return await self._settled(session, tab, reply, marks, acted)
+    async def _act(self, verb: Verb, call: Call) -> BrowseResult:
+        """The verb, as its entry in verbs.VERBS says: on its tab, then its step settled, or its own answer."""
+        if verb.needs_tab:
+            session, req = call.session, call.req
+            tab = session.tab(req.tab)
+            if tab.dialog is not None and not verb.past_dialog:
+                raise tab.dialog_open()
+            session.opened = []
+            call.on = (tab, tab.start_action(req.ref))
+            call.progress("browse", f"{req.action} on {tab.name}")
+        if verb.answer is not None:
+            return await verb.answer(call)
+        assert verb.step is not None
+        return await self._settled(call, verb, await verb.step(call))
 
-    async def _settled(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
-                       acted: Acted) -> BrowseResult:
+    async def _settled(self, call: Call, verb: Verb, acted: Acted) -> BrowseResult:
         """After an action's step: wait for what it set off to settle, then tell what it changed."""
+        tab, reply = call.tab, call.reply
         step_done = time.monotonic()
         notes: list[str] = []
-        if acted.settle:
-            notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
+        if verb.settles:
+            notes = await settle(tab, call.marks, self.config.nav_timeout_s, self.config.settle_s)
         log.debug("browse %s: acted in %d ms, settled in %d ms", reply.action, (step_done - reply.started) * 1000,
                   (time.monotonic() - step_done) * 1000)
         if tab.blocked is not None:
             raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
                              f"shows an error page now (nav back returns to the page before)")
-        return await self._answer(session, tab, reply, marks, full=acted.full, notes=notes or None, **acted.fields)
+        return await self.answer(call.session, tab, reply, call.marks, full=acted.full, notes=notes or None,
+                                 **acted.fields)
 
-    async def _answer(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
-                      **options: Any) -> BrowseResult:
+    async def answer(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
+                     **options: Any) -> BrowseResult:
         """The result of an action on `tab`, once the tabs it opened joined the session."""
         await session.adoptions_settled()
         await session.downloads_settled(tab, marks, self.config.nav_timeout_s)
         return await after_action(reply, tab, marks, session.opened, self.config.snapshot_chars, **options)
-
-    # --- the verbs that answer on their own (the others are verbs.STEPS) ---------------------------
-
-    async def _open(self, session: Session, req: BrowseRequest, reply: Reply, progress: ReportProgress) -> BrowseResult:
-        url = await checked_url(need(req.url, "open", "url"), self.policy.current)
-        if req.profile is not None and req.profile != session.profile:
-            raise BadRequest(f"browse session {session.name!r} was started "
-                             f"{f'with profile {session.profile!r}' if session.profile else 'without a profile'}; "
-                             f"a session keeps the profile it started with: close it first, or use another session")
-        if session.profile is not None:  # the host list as it is now (the user may have widened it)
-            await self.profiles.load(session.profile, parse_url(url)[1])
-        if req.new_tab or not session.tabs:
-            tab = await session.new_tab()
-        else:
-            tab = session.tab(req.tab)
-            if tab.dialog is not None:
-                raise tab.dialog_open()
-        fields: dict[str, Any] = {}
-        if wants_device(req):  # before the document starts: touch and the user agent are its from the start
-            await session.set_device(requested(session.device, req))
-            fields["viewport"] = session.device.describe()
-        session.opened = []
-        marks = tab.marks()
-        progress("browse", f"loading {url} in {tab.name}")
-        await actions.navigate(tab, url)
-        notes = await tab.settle(marks, self.config.nav_timeout_s, self.config.settle_s)
-        if tab.status is not None and tab.status >= 400:
-            notes.append(f"the page answered HTTP {tab.status}; the tab shows the server's error page")
-        return await self._answer(session, tab, reply, marks, full=True, notes=notes or None, status=tab.status,
-                                  **fields)
-
-    async def _viewport(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
-        """The session's device changed: sizes apply at once (the page gets a resize); a switch between
-        mobile and desktop reloads the tab, since touch and the user agent are a document's from its start."""
-        before = session.device
-        device = requested(before, req)
-        await session.set_device(device)
-        if device.mobile == before.mobile:
-            return Acted(fields={"viewport": device.describe()})
-        await tab.call("Page.reload")
-        await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
-        return Acted(fields={"viewport": device.describe()}, full=True)
-
-    async def _upload(self, session: Session, tab: BrowseTab, req: BrowseRequest) -> Acted:
-        """Every path through the upload rule first (uploads.py), so a refused one sets nothing; Chrome gets
-        private copies of the files checked, so a file swapped before the form is sent is not what it sends."""
-        files = need(req.files, "upload", "files")
-        if not files:
-            raise BadRequest("upload needs at least one path in `files`")
-        checked = [checked_upload(f, req.cwd, self.config) for f in files]
-        copies = await trio.to_thread.run_sync(session.private_copies, checked)
-        names = await actions.upload(tab, need(req.ref, "upload", "ref"), copies)
-        return Acted(fields={"files": names})
-
-    async def _save(self, session: Session, reply: Reply) -> BrowseResult:
-        if session.profile is None:
-            raise BadRequest(f"browse session {session.name!r} has no profile to save to: open it with a "
-                             f"profile (open with profile NAME) to keep its logins")
-        notes = await session.save()
-        return reply.result(None, notes=[f"saved the session's cookies to profile {session.profile!r}; a fetch "
-                                         f"with that profile uses them now", *notes])
-
-    async def _read(self, tab: BrowseTab, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        html = await actions.shown_html(tab, req.ref)
-        extracted = await self.extractor.html(html, tab.url)
-        content, next_offset = paginate(extracted.markdown, req.offset, req.max_chars or self.fetch_config.page_chars,
-                                        self.fetch_config.page_lines)
-        title = await tab.title()
-        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=title), tab, content=content,
-                            next_offset=next_offset)
-
-    # --- the network log's actions (network.py, har.py) -------------------------------------------
-
-    def _log(self, session: Session) -> network.NetworkLog:
-        if not session.network.enabled:
-            raise BadRequest("this session keeps no network log (browse.network_log = false in the config when it "
-                             "opened); set it to true, reload, and open a new session")
-        return session.network
-
-    async def _network(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        tab = session.tab(req.tab)
-        log = self._log(session)
-        records = network.matching(log.entries(tab.name), req.find, req.status_class, req.resource_type)
-        shown, text, next_offset = network.listing(records, req.offset, req.max_chars or self.config.snapshot_chars)
-        filters = ", ".join(f"{k} {v}" for k, v in (("URL containing", req.find), ("status", req.status_class),
-                                                       ("type", req.resource_type)) if v)
-        head = (f"network: {len(records)} request{'s' if len(records) != 1 else ''} of {tab.name}"
-                f"{f' ({filters})' if filters else ''}, oldest first"
-                + (f"; from #{req.offset + 1}" if req.offset else "")
-                + (f"; the session's {log.dropped} oldest are no longer kept" if log.dropped else "")
-                + ("; `request` with a request_id shows one's headers and bodies" if records else ""))
-        return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
-                            requests=[r.entry() for r in shown], content=head + ("\n" + text if text else ""),
-                            next_offset=next_offset)
-
-    async def _request(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        rid = need(req.request_id, "request", "request_id")
-        record = self._log(session).get(rid)
-        if record is None:
-            raise UnknownRequest(f"no request {rid} in browse session {session.name!r} (the log keeps its newest "
-                                 f"{network.RING}); the network action lists the ids there are")
-        tab = session.tabs.get(record.tab)
-        call = tab.call if tab is not None and not tab.closed else None
-        detail = await network.detail(record, call, self.config.redact_secrets,
-                                      req.max_chars or self.config.snapshot_chars)
-        shown = PageInfo(tab=tab.name, url=tab.url, title=await tab.title()) if call is not None and tab else None
-        return reply.result(shown, tab if call is not None else None, request=detail,
-                            content=network.detail_text(detail))
-
-    async def _har(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        tab_name = session.active if session.active in session.tabs else "t0"
-        path = saving.target(session.name, tab_name, req.path, ".har", req.overwrite)
-        records = self._log(session).entries()
-        open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
-        titles = {name: await t.title() for name, t in open_tabs.items()}
-        document = await har.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
-                                   self.config.redact_secrets)
-        size = await har.write(session.name, path, document, req.overwrite)
-        secrets = "with cookie and authorization values redacted" if self.config.redact_secrets else \
-            "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
-        return reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
-                                          f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
-
-    # the network log's actions: they read what the session recorded and change nothing in a page
-    _LOG_ACTIONS: dict[str, Callable[[Browse, Session, BrowseRequest, Reply], Awaitable[BrowseResult]]] = {
-        "network": _network, "request": _request, "har": _har}
-
-    async def _tabs(self, session: Session, req: BrowseRequest, reply: Reply) -> BrowseResult:
-        if req.do == "select":
-            tab = session.tab(need(req.tab, "tabs select", "tab"))
-            session.active = tab.name
-            await tab.call("Page.bringToFront")
-        elif req.do == "close":
-            tab = session.tab(need(req.tab, "tabs close", "tab"))
-            if len([t for t in session.tabs.values() if not t.closed]) == 1:
-                raise BadRequest(f"{tab.name} is the session's last tab; close the session instead (action close)")
-            await session.close_tab(tab)
-        infos = []
-        for t in list(session.tabs.values()):
-            if t.closed:
-                continue
-            infos.append(TabInfo(tab=t.name, url=t.url, title=await t.title(), active=t.name == session.active))
-        active = session.tabs.get(session.active or "")
-        shown = PageInfo(tab=active.name, url=active.url, title=await active.title()) if active else None
-        return reply.result(shown, active, tabs=infos)

@@ -6,7 +6,7 @@ see or change it), because Chrome's accessibility tree is too slow for big pages
 follow the accessibility rules closely enough for an agent (explicit role, then the element's own role;
 aria-labelledby, aria-label, label, placeholder, title, then text content). Refs live in the world as a
 ref -> element map, so the same element keeps its ref; a new document starts an empty world, and the
-daemon knows every ref's document (tab.py), so an old ref is `stale_ref`, never a guess.
+daemon knows every ref's document (worlds.py), so an old ref is `stale_ref`, never a guess.
 Long runs of similar siblings are collapsed (`find` reaches them) and the walk has a node budget; a change
 inside a collapsed run (a click that marks row 1 500 of a table) is followed by a MutationObserver in the
 world and reported with the changed rows' own lines (`Snapshot.inside`).

@@ -13,7 +13,6 @@ by `--hosts` when given, else by the hosts of the cookies imported.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .. import shell
 from ..errors import WebfetchError
 from ..profiles import (
     Profile,
@@ -247,9 +247,9 @@ def _other_hosts(name: str, others: list[str], hosts: list[str] | None) -> None:
     if hosts:
         again = ",".join([*hosts, *others])
         print(f"webfetch: the login also set cookies for {', '.join(others)}, which --hosts does not list, so they "
-              f"were not kept; to keep them, log in again with --hosts {shlex.quote(again)}", file=sys.stderr)
+              f"were not kept; to keep them, log in again with {shell.command('--hosts', again)}", file=sys.stderr)
         return
-    commands = "".join(f"\n  webfetch profile allow {shlex.quote(name)} {shlex.quote(h)}" for h in others)
+    commands = "".join(f"\n  {shell.command('webfetch', 'profile', 'allow', name, h)}" for h in others)
     print(f"webfetch: the login also set cookies for {', '.join(others)} (a sign-on provider, a tracker, or the "
           f"site's parent domain); the profile keeps them, but no page gets them until the profile may be used "
           f"there. To allow one:{commands}\n(or log in with --hosts naming every host the profile is for)",
