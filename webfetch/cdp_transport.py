@@ -32,7 +32,7 @@ class Transport(Protocol):
         """One whole message (UTF-8 JSON) on its way; TransportClosed when the browser is gone. The caller
         sends one message at a time and never cancels a send half-way (cdp.py shields it)."""
 
-    async def receive(self) -> bytes | str:
+    async def receive(self) -> bytes | bytearray | str:
         """The next whole message; TransportClosed when there will be none."""
 
     async def aclose(self) -> None:
@@ -62,7 +62,7 @@ class PipeTransport:
             except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
                 raise TransportClosed(f"the browser's DevTools pipe is closed ({e or 'broken pipe'})") from None
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> bytearray:
         while (end := self._buf.find(b"\0", self._scanned)) < 0:
             self._scanned = len(self._buf)
             if self._scanned > self._max:
@@ -78,7 +78,7 @@ class PipeTransport:
         if end > self._max:
             await self.aclose()
             raise TransportClosed(f"the browser sent a message over {self._max} bytes")
-        message = bytes(self._buf[:end])
+        message = self._buf[:end]  # the one copy (the JSON decoder takes a bytearray as it is)
         del self._buf[:end + 1]  # bytearray drops a prefix without moving the rest
         self._scanned = 0
         return message
