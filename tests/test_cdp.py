@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 import trio
+import trio.testing
 import trio_websocket
 
 from webfetch.cdp import CDPClosed, CDPError, open_cdp, open_cdp_pipe
@@ -307,6 +308,17 @@ async def test_the_pipe_gives_whole_messages_however_the_bytes_arrive():
                 assert await transport.receive() == b'{"id":1,"result":{}}'  # split across two reads
                 assert await transport.receive() == b'{"id":2,"result":{}}'  # one read held two messages' bytes
                 assert await transport.receive() == big  # four chunks of at most READ_CHUNK, then its NUL
+
+
+async def test_each_message_is_a_checkpoint_even_when_one_read_brought_many():
+    """As trio's receive calls are, and as the websocket's is: a reader routing a read's worth of events
+    at once would run ahead of the tasks that take them in order."""
+    async with pipes() as (transport, _, browser):
+        await browser.send_all(b'{"id":1}\0{"id":2}\0{"id":3}\0')
+        assert await transport.receive() == b'{"id":1}'  # the read
+        for expected in (b'{"id":2}', b'{"id":3}'):  # already in the buffer
+            with trio.testing.assert_checkpoints():
+                assert await transport.receive() == expected
 
 
 @pytest.mark.parametrize("ended", [True, False], ids=["with-its-NUL", "never-ended"])

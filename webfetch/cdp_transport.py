@@ -63,6 +63,7 @@ class PipeTransport:
                 raise TransportClosed(f"the browser's DevTools pipe is closed ({e or 'broken pipe'})") from None
 
     async def receive(self) -> bytearray:
+        read = False
         while (end := self._buf.find(b"\0", self._scanned)) < 0:
             self._scanned = len(self._buf)
             if self._scanned > self._max:
@@ -75,12 +76,19 @@ class PipeTransport:
             if not chunk:
                 raise TransportClosed("the browser closed its DevTools pipe (it exited)")
             self._buf += chunk
+            read = True
         if end > self._max:
             await self.aclose()
             raise TransportClosed(f"the browser sent a message over {self._max} bytes")
         message = self._buf[:end]  # the one copy (the JSON decoder takes a bytearray as it is)
         del self._buf[:end + 1]  # bytearray drops a prefix without moving the rest
         self._scanned = 0
+        if not read:
+            # One read can hold dozens of messages. Yield before each, as the websocket does: the reader
+            # would otherwise route them all at once, ahead of the tasks that take them in order (a browse
+            # action woken by one event acted on the tab's frames before the tab had applied the next, a
+            # document restored from the back-forward cache, and evaluated in the wrong world).
+            await trio.lowlevel.checkpoint()
         return message
 
     async def aclose(self) -> None:
