@@ -51,10 +51,10 @@ from bench_limit import SocketFloor, Throughput, lean_request, static_limit_thro
 
 from tests.support import procs  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
+from webfetch.chrome.launch import find_chrome  # noqa: E402
 from webfetch.errors import ExtractionFailed  # noqa: E402
-from webfetch.extractor import extract_html, trafilatura_markdown  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
-from webfetch.launch import find_chrome  # noqa: E402
+from webfetch.parse.extractor import extract_html, trafilatura_markdown  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -475,7 +475,7 @@ def static_limit(server: CorpusServer, pages: list[dict]) -> tuple[list[float], 
     import http.client
     from urllib.parse import urlsplit
 
-    from webfetch.extractor import extract_html
+    from webfetch.parse.extractor import extract_html
 
     host = urlsplit(server.url(pages[0]))
     conn = http.client.HTTPConnection(host.hostname or "127.0.0.1", host.port)
@@ -507,9 +507,9 @@ def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]
     daemon keeps between fetches, which starts a renderer process per page). The times."""
     import trio
 
-    from webfetch.cdp import CDPConnection
+    from webfetch.chrome.cdp import CDPConnection
+    from webfetch.chrome.launch import launch_chrome
     from webfetch.config import BrowserConfig
-    from webfetch.launch import launch_chrome
 
     chrome = find_chrome()
     assert chrome is not None

@@ -34,8 +34,8 @@ import trio  # noqa: E402
 from tests.support.browse_app import App  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
 from webfetch.browse.tab import VIEWPORT  # noqa: E402
+from webfetch.chrome.launch import find_chrome, launch_chrome  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
-from webfetch.launch import find_chrome, launch_chrome  # noqa: E402
 
 TARGET_P50_MS = 30   # click, fill and select (issue 30: agent-browser's 29 ms)
 TARGET_MAX_MS = 500  # any action, on pages that settle

@@ -5,7 +5,7 @@
    whose flag was checked by hand against the corpus's own ground truth and found right is counted apart,
    every other flag is a false flag (the goal: none).
 Alone: `.venv/bin/python bin/bench_flags.py` (the test set through a daemon, about a minute) or with `--direct`
-(webfetch/flags.py on the pages, seconds)."""
+(webfetch/parse/flags.py on the pages, seconds)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 from tests.support.flag_pages import CASES  # noqa: E402
 from tests.support.site import Site  # noqa: E402
 from webfetch.errors import ExtractionFailed  # noqa: E402
-from webfetch.extractor import extract_html  # noqa: E402
-from webfetch.flags import FLAG_NAMES, detect  # noqa: E402
+from webfetch.parse.extractor import extract_html  # noqa: E402
+from webfetch.parse.flags import FLAG_NAMES, detect  # noqa: E402
 
 # Corpus pages whose flag is right, checked by hand against the corpus's ground truth (the stored page
 # IS the wall): not false flags, but listed so anyone can check again.
@@ -77,7 +77,7 @@ def test_set(daemon: Any) -> None:
 
 
 def test_set_direct() -> None:
-    """The same rows from webfetch/flags.py's `detect` on each page's HTML (its DOM after scripts, when the
+    """The same rows from webfetch/parse/flags.py's `detect` on each page's HTML (its DOM after scripts, when the
     case gives one), as tests/test_flags.py runs it: no daemon, no Chrome, a second or two."""
     got = {}
     for case in CASES:
@@ -90,7 +90,7 @@ def test_set_direct() -> None:
         got[case.name] = {f.name for f in detect(status=case.status, title=title, html=case.dom, markdown=markdown,
                                                  url=base + case.url_path,
                                                  final_url=base + (case.final_path or case.url_path))}
-    print("\nflags: tests/support/flag_pages.py, webfetch/flags.py on each page directly")
+    print("\nflags: tests/support/flag_pages.py, webfetch/parse/flags.py on each page directly")
     score(got, [])
 
 
@@ -152,7 +152,7 @@ def on_corpora(daemon: Any, server: Any, corpus_root: Path | None, corpora: dict
 def main() -> None:
     ap = argparse.ArgumentParser(description="the flag rows on tests/support/flag_pages.py alone (bin/bench runs "
                                              "them with the corpora's)")
-    ap.add_argument("--direct", action="store_true", help="webfetch/flags.py on each page, no daemon, no Chrome")
+    ap.add_argument("--direct", action="store_true", help="webfetch/parse/flags.py on each page, no daemon, no Chrome")
     if ap.parse_args().direct:
         test_set_direct()
         return

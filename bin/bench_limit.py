@@ -181,7 +181,7 @@ class SocketFloor:
 def _worker() -> None:
     sys.path.insert(0, str(ROOT))
     from webfetch.errors import ExtractionFailed
-    from webfetch.extractor import extract_html
+    from webfetch.parse.extractor import extract_html
 
     urls = json.loads(sys.stdin.readline())
     where = urlsplit(urls[0])

@@ -16,7 +16,7 @@ its own, so that what the other rows left behind (cache, tabs) is not counted:
 
 A Chrome process is a descendant of the daemon whose executable's name contains "chrom" (the browser, its
 zygotes, renderers and utility processes, the crash handler); every other descendant is a parser worker
-(webfetch/workers.py) or multiprocessing's resource tracker that spawning them starts, on the daemon's side
+(webfetch/parse/workers.py) or multiprocessing's resource tracker that spawning them starts, on the daemon's side
 of the sums."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import trio
 
 from tests.support.procs import descendants, devtools_url, is_chrome, open_fds, pss_kb, status_field
 from tests.support.site import Site
-from webfetch.cdp import open_cdp
+from webfetch.chrome.cdp import open_cdp
 from webfetch.frontends.client import Client, connect
 
 SETTLE_S = 5.0          # quiet seconds before each reading, once nothing is in flight

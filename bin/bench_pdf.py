@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import pdfs
-from webfetch.pdf import extract_pdf
+from webfetch.parse.pdf import extract_pdf
 
 WORD = re.compile(r"\w+")
 
@@ -49,7 +49,7 @@ def _pdfium_plain(data: bytes) -> str:
 
 
 def _candidates() -> list[tuple[str, Callable[[bytes], str]]]:
-    libs: list[tuple[str, Callable[[bytes], str]]] = [("webfetch.pdf (pypdfium2)", _webfetch),
+    libs: list[tuple[str, Callable[[bytes], str]]] = [("webfetch.parse.pdf (pypdfium2)", _webfetch),
                                                       ("pypdfium2 plain text", _pdfium_plain)]
     try:
         from pdfminer.high_level import extract_text

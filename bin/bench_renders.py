@@ -1,6 +1,6 @@
 """bin/bench's render rows (issue 28 item 4): which pages are rendered, under the old rule (render unless
 trafilatura or readability find 1 000 characters in the server's HTML) and the new one
-(webfetch/render_need.py: render when the server's HTML shows signs of client rendering), side by side.
+(webfetch/parse/render_need.py: render when the server's HTML shows signs of client rendering), side by side.
 
 - The script-built test set (tests/support/script_pages.py), per kind: the share of pages each rule renders
   and the word F1 of what each rule returns against the page's ground truth.
@@ -31,9 +31,9 @@ from bench_common import CorpusServer, f1, load_corpus, start_daemon  # noqa: E4
 from tests.support.daemon import ServedDaemon  # noqa: E402
 from tests.support.script_pages import SCRIPT_PAGES, serve  # noqa: E402
 from tests.support.site import Site  # noqa: E402
-from webfetch.extractor import Extracted, ServerReading, read_server_html  # noqa: E402
+from webfetch.parse.extractor import Extracted, ServerReading, read_server_html  # noqa: E402
 
-OLD_ENOUGH_TEXT_CHARS = 1000  # the old rule's threshold (webfetch/pipeline.py before issue 28 item 4)
+OLD_ENOUGH_TEXT_CHARS = 1000  # the old rule's threshold (webfetch/fetch/pipeline.py before issue 28 item 4)
 
 
 def old_rule_renders(extracted: Extracted | None) -> bool:

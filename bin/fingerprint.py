@@ -1,4 +1,4 @@
-"""bin/fingerprint: record curl_cffi (impersonating webfetch.http_fetch.IMPERSONATE) and the system Chromium
+"""bin/fingerprint: record curl_cffi (impersonating webfetch.fetch.over_http.IMPERSONATE) and the system Chromium
 against tests/support/tls_recorder.py and print the fields side by side (tests/support/fingerprints.py), then
 the JA4 of each over --connections fresh connections, to show it does not move while the extension order does.
 Alone: `.venv/bin/python bin/fingerprint.py [--connections N]`."""
@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.fingerprints import MAY_DIFFER, differing, record_chromium, record_curl, side_by_side  # noqa: E402
 from tests.support.tls_recorder import FingerprintRecorder  # noqa: E402
-from webfetch.http_fetch import IMPERSONATE  # noqa: E402
+from webfetch.fetch.over_http import IMPERSONATE  # noqa: E402
 
 
 async def main(connections: int) -> int:

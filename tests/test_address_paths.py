@@ -30,7 +30,7 @@ from .test_hostile import CHROME_LNA_OFF
 @pytest.fixture(autouse=True)
 def no_outbound_proxy(monkeypatch):
     """A proxy set in the machine's environment would switch webfetch's address-policy proxy off."""
-    from webfetch.chrome import PROXY_ENV
+    from webfetch.chrome.browser import PROXY_ENV
     for name in PROXY_ENV:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)

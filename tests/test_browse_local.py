@@ -224,7 +224,7 @@ async def test_pdf_and_har_never_replace_a_file_unless_told_to(daemon, dev, tmp_
 
 def test_a_file_made_between_the_check_and_the_write_is_not_replaced(tmp_path):
     """`overwrite` false: the file is linked into its name, which fails when one got there meanwhile."""
-    from webfetch.private_files import write_file
+    from webfetch.trust.private_files import write_file
 
     raced = tmp_path / "page.pdf"
     raced.write_bytes(b"made meanwhile\n")

@@ -23,7 +23,7 @@ import trio.testing
 from webfetch.browse.downloads import SESSION_CAPS, Downloads
 from webfetch.browse.settle import NAVIGATION_NEWS_S, Marks, settle
 from webfetch.browse.tab import BrowseTab
-from webfetch.cdp import CDPClosed
+from webfetch.chrome.cdp import CDPClosed
 from webfetch.dns import IPAddress
 from webfetch.errors import DialogOpen, StaleRef, UnknownRef
 from webfetch.page_scripts import load

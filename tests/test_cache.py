@@ -202,7 +202,7 @@ def test_cached_pages_are_packed_and_sized_as_they_are_held():
     # pickled or encoded): the cache holds pages packed, so its byte count is what they really cost.
     import sys
 
-    from webfetch.pipeline import Page, pack_page, page_size, unpack_page
+    from webfetch.fetch.pipeline import Page, pack_page, page_size, unpack_page
 
     page = Page(url="https://a.test/", final_url="https://a.test/", status=200, content_type="text/html",
                 title="It’s", markdown="Quotes’ and an emoji 😀\n" * 500, extractor="trafilatura",

@@ -11,13 +11,13 @@ import trio
 import trio.testing
 import trio_websocket
 
-from webfetch.cdp import CDPClosed, CDPError, open_cdp, open_cdp_pipe
-from webfetch.cdp_transport import READ_CHUNK, PipeTransport
+from webfetch.chrome.cdp import CDPClosed, CDPError, open_cdp, open_cdp_pipe
+from webfetch.chrome.transport import READ_CHUNK, PipeTransport
 
 
 class BrowserPipeEnd:
     """The browser's end of a DevTools pipe pair, as Chrome speaks it: JSON texts each ended by a NUL byte.
-    Written apart from cdp_transport.py, so that the two sides are not one implementation agreeing with
+    Written apart from chrome/transport.py, so that the two sides are not one implementation agreeing with
     itself."""
 
     def __init__(self, reads: int, writes: int) -> None:
@@ -223,7 +223,7 @@ async def test_connecting_to_nothing_is_a_clear_error():
 
 
 def test_feature_flags_are_merged_because_chrome_honours_only_the_last():
-    from webfetch.launch import chrome_command
+    from webfetch.chrome.launch import chrome_command
     cmd = chrome_command("/usr/bin/chromium", "/tmp/p", ["--disable-features=Foo,Translate", "--enable-features=Bar",
                                                          "--proxy-server=x"])
     disabled = [a for a in cmd if a.startswith("--disable-features=")]

@@ -14,16 +14,16 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webfetch import crawl_patterns
-from webfetch.crawl import Scope
-from webfetch.crawl_patterns import admitted
+from webfetch.crawl.crawler import Scope
+from webfetch.crawl.politeness import Politeness, retry_after_s
+from webfetch.crawl.robots import MAX_RULES, parse_robots
+from webfetch.crawl.sitemap import SitemapError, SitemapParser, parse_sitemap
 from webfetch.errors import BadRequest
 from webfetch.frontends.crawl_cli import INDEX_JSON, INDEX_MD, page_file, write_crawl
 from webfetch.http_body import STEP, BodyRefused, Inflater
-from webfetch.links import html_links, markdown_links, normalize_link
-from webfetch.politeness import Politeness, retry_after_s
-from webfetch.robots import MAX_RULES, parse_robots
-from webfetch.sitemap import SitemapError, SitemapParser, parse_sitemap
+from webfetch.parse import crawl_patterns
+from webfetch.parse.crawl_patterns import admitted
+from webfetch.parse.links import html_links, markdown_links, normalize_link
 
 from .support.client import run_cli
 from .support.docs_site import LAUGHS
@@ -343,7 +343,7 @@ def test_crawl_to_a_path_under_a_file_fails_before_any_request(short_tmp):
 
 async def test_bad_start_urls_and_patterns_are_refused_before_anything_is_loaded():
     from webfetch.config import Config
-    from webfetch.crawl import Crawler
+    from webfetch.crawl.crawler import Crawler
     from webfetch.errors import InvalidUrl
     from webfetch.protocol import CrawlRequest
     from webfetch.urls import AddressPolicy, PolicyHolder

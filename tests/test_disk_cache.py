@@ -20,7 +20,7 @@ import trio
 
 from webfetch.config import CacheConfig
 from webfetch.disk_cache import MAGIC, DiskCache, StoredPage, decode_entry, encode_entry, file_name
-from webfetch.pipeline import cache_key
+from webfetch.fetch.pipeline import cache_key
 
 from .support.client import run_cli
 from .support.daemon import Harness, make_config
@@ -280,7 +280,7 @@ def app():
 @pytest.mark.chromium
 async def test_a_profiled_page_and_an_anonymous_one_are_never_served_to_each_other(app, short_tmp, cache_home,
                                                                                     tmp_path, monkeypatch):
-    from webfetch.profiles import Cookie, Profile, ProfileStore, StorageState
+    from webfetch.profiles.store import Cookie, Profile, ProfileStore, StorageState
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     token = app.login("ann")

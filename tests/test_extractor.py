@@ -3,7 +3,7 @@
 import pytest
 
 from webfetch.errors import ExtractionFailed
-from webfetch.extractor import extract_html, extract_raw
+from webfetch.parse.extractor import extract_html, extract_raw
 
 from .support.site import ARTICLE_TEXT, NOISY_ARTICLE
 

@@ -8,7 +8,7 @@ import signal
 import pytest
 import trio
 
-from webfetch.cdp import CDPError
+from webfetch.chrome.cdp import CDPError
 from webfetch.config import FetchConfig
 from webfetch.daemon import Daemon, bind_socket
 

@@ -387,7 +387,7 @@ async def _ticks(daemon, target_id: str) -> int:
 
 async def test_a_rendered_page_stops_at_its_answer_and_its_context_goes_once_no_fetch_loads(start_daemon, site,
                                                                                              monkeypatch):
-    monkeypatch.setattr("webfetch.chrome.BACKGROUND_DEFER_S", 30.0)  # only "no fetch loads" disposes of it
+    monkeypatch.setattr("webfetch.chrome.browser.BACKGROUND_DEFER_S", 30.0)  # only "no fetch loads" disposes of it
     # A fetch loading in Chrome is what holds the disposal back: over the http transport the slow article's
     # GET would hold no tab while it waits, so both pages load in Chrome here whatever the suite's transport.
     daemon = await start_daemon(make_config(transport="chrome"))

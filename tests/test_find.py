@@ -1,4 +1,4 @@
-"""Find in a page (`fetch` with `find`): the passages webfetch/find.py picks from a page's markdown, with their
+"""Find in a page (`fetch` with `find`): the passages webfetch/parse/find.py picks from a page's markdown, with their
 heading paths and offsets that `offset` reads on from, the outline when nothing matches, clear errors for
 empty and malformed patterns (with where), a 2 MB page searched fast; then through the real daemon: a large
 page and a PDF searched from the cache (the server sees one download), the regular expression that
@@ -15,11 +15,11 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webfetch import find
-from webfetch.extractor import markdown_title
-from webfetch.find import BadPattern, parse, search
 from webfetch.frontends.tool_text import fetch_text
 from webfetch.paging import paginate
+from webfetch.parse import find
+from webfetch.parse.extractor import markdown_title
+from webfetch.parse.find import BadPattern, parse, search
 
 from .support import pdfs
 

@@ -1,5 +1,5 @@
 """Issue 28 item 2: the main document fetched in our own process (curl_cffi impersonating
-webfetch.http_fetch.IMPERSONATE) shows a site the TLS and HTTP/2 fingerprint of the Chromium the daemon runs,
+webfetch.fetch.over_http.IMPERSONATE) shows a site the TLS and HTTP/2 fingerprint of the Chromium the daemon runs,
 proved on loopback: tests/support/tls_recorder.py records both clients' ClientHello and HTTP/2 preface, and
 tests/support/fingerprints.py lays them side by side (bin/fingerprint prints the same table)."""
 
@@ -11,8 +11,8 @@ import ssl
 import pytest
 import trio
 
-from webfetch.http_fetch import IMPERSONATE, HttpFetcher, Identity
-from webfetch.render import MAIN_ACCEPT, ServerRead
+from webfetch.fetch.in_chrome import MAIN_ACCEPT, ServerRead
+from webfetch.fetch.over_http import IMPERSONATE, HttpFetcher, Identity
 from webfetch.urls import AddressPolicy
 
 from .support.fingerprints import MAY_DIFFER, differing, record_chromium, record_curl, side_by_side

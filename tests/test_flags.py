@@ -9,8 +9,8 @@ import trio
 
 from webfetch.config import FetchConfig
 from webfetch.errors import ExtractionFailed
-from webfetch.extractor import extract_html
-from webfetch.flags import FLAG_NAMES, detect, detect_on_text
+from webfetch.parse.extractor import extract_html
+from webfetch.parse.flags import FLAG_NAMES, detect, detect_on_text
 
 from .support.client import run_cli
 from .support.daemon import TRANSPORT_NOTES, make_config

@@ -5,7 +5,7 @@ and from a browsed page.
 A page's requests are observed where they leave the browser: Chrome is given an outbound HTTP proxy of
 the test's own (loopback included), which records every request that reaches it and answers it itself,
 so a request to any address can be seen arriving, 169.254.169.254 and a name that does not resolve
-included. Chrome having a proxy of its own also switches webfetch's address-policy proxy off (chrome.py):
+included. Chrome having a proxy of its own also switches webfetch's address-policy proxy off (chrome/browser.py):
 the gate is then the only check between a page and the network, which is what is measured."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import threading
 import pytest
 import trio
 
-from webfetch.chrome import PROXY_ENV
+from webfetch.chrome.browser import PROXY_ENV
 from webfetch.config import BrowserConfig, FetchConfig
 from webfetch.dns import resolve
 
@@ -118,7 +118,7 @@ async def test_control_with_private_addresses_allowed_the_requests_do_arrive(sta
     arrived = {p.rsplit("/", 1)[1] for p in blocked.hits}
     # Images, stylesheets, fonts and frames are never loaded at all (block_resources, frames): the rest
     # are what the policy must stop.
-    # (The page's own WebSocket and service worker are switched off in every page: chrome.py.)
+    # (The page's own WebSocket and service worker are switched off in every page: chrome/browser.py.)
     assert {"script", "fetch", "xhr", "beacon", "worker", "worker-websocket"} <= arrived, blocked.hits
 
 

@@ -1,4 +1,4 @@
-"""The http transport (webfetch/http_fetch.py): the main document by libcurl with Chrome's fingerprint, in
+"""The http transport (webfetch/fetch/over_http.py): the main document by libcurl with Chrome's fingerprint, in
 the daemon's process, through the address-policy proxy. What the server sees (Chrome's own headers, one
 connection for two pages, one GET for a page Chrome then renders), the policy per redirect hop, the size cap,
 and a request's deadline ending the call without leaving its thread behind.
@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from webfetch.config import BrowserConfig, FetchConfig
-from webfetch.http_fetch import HttpFetcher, Identity, _Pool
-from webfetch.render import Prefetched, ServerRead
+from webfetch.fetch.in_chrome import Prefetched, ServerRead
+from webfetch.fetch.over_http import HttpFetcher, Identity, _Pool
 from webfetch.urls import AddressPolicy
 
 from .support.daemon import Harness, make_config
@@ -248,7 +248,7 @@ async def test_chrome_renders_with_every_cookie_the_hops_set(daemon, site):
 def exchanges_running() -> int:
     """Threads inside http_fetch._get right now."""
     return sum(1 for frame in sys._current_frames().values()
-               if any(f.f_code.co_name == "_get" and f.f_code.co_filename.endswith("http_fetch.py")
+               if any(f.f_code.co_name == "_get" and f.f_code.co_filename.endswith("fetch/over_http.py")
                       for f in _stack(frame)))
 
 

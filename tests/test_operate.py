@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from webfetch import __version__
+from webfetch.chrome.launch import find_chrome
 from webfetch.config import log_path_for
-from webfetch.launch import find_chrome
 
 from .support.client import run_cli
 from .support.procs import children, descendants, gone, is_chrome, parser_workers

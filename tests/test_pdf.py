@@ -1,7 +1,7 @@
-"""PDFs: the markdown webfetch/pdf.py makes of generated papers, manuals and datasheets (tests/support/pdfs.py), the
-clear errors for encrypted, scanned, broken and cut ones, and the whole path through the real daemon: a
-page of kind `page` with extractor `pdf`, paging, the size cap, untyped `.pdf` bodies, a PDF the browser
-navigates to, and a prompt answered by pi from the PDF's text."""
+"""PDFs: the markdown webfetch/parse/pdf.py makes of generated papers, manuals and datasheets
+(tests/support/pdfs.py), the clear errors for encrypted, scanned, broken and cut ones, and the whole path
+through the real daemon: a page of kind `page` with extractor `pdf`, paging, the size cap, untyped `.pdf`
+bodies, a PDF the browser navigates to, and a prompt answered by pi from the PDF's text."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from webfetch.config import FetchConfig
 from webfetch.errors import ExtractionFailed
-from webfetch.pdf import extract_pdf
+from webfetch.parse.pdf import extract_pdf
 
 from .support import pdfs
 from .support.daemon import TRANSPORT_NOTES, make_config

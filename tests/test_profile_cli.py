@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from webfetch.cdp import open_cdp
+from webfetch.chrome.cdp import open_cdp
+from webfetch.chrome.launch import find_chrome
 from webfetch.frontends.cli import main
-from webfetch.launch import find_chrome
 
 from .support.chromium import Chromium, devtools_port
 from .support.login_app import LoginApp

@@ -21,9 +21,9 @@ import trio
 from webfetch.config import BrowserConfig, FetchConfig, log_path_for
 from webfetch.disk_cache import DiskCache, StoredPage, decode_entry, default_directory
 from webfetch.dns import resolve
-from webfetch.pipeline import Page, login_hint
-from webfetch.profile_use import apply_changes
-from webfetch.profiles import Cookie, LocalStorageItem, OriginState, Profile, ProfileStore, StorageState
+from webfetch.fetch.pipeline import Page, login_hint
+from webfetch.profiles.store import Cookie, LocalStorageItem, OriginState, Profile, ProfileStore, StorageState
+from webfetch.profiles.use import apply_changes
 
 from .support.client import run_cli
 from .support.daemon import TRANSPORT_NOTES, Harness, make_config

@@ -1,4 +1,4 @@
-"""The profile store (webfetch/profiles.py): names, files and their modes, the two import formats and
+"""The profile store (webfetch/profiles/store.py): names, files and their modes, the two import formats and
 their errors, the host rule. Pure and fast: real files in a temporary directory."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from webfetch.profiles import (
+from webfetch.profiles.store import (
     Cookie,
     OriginState,
     Profile,
@@ -73,7 +73,7 @@ def test_a_write_that_fails_leaves_the_old_profile_whole(tmp_path):
     script = (
         "import resource, signal, sys\n"
         "from pathlib import Path\n"
-        "from webfetch.profiles import Cookie, Profile, ProfileError, ProfileStore, StorageState\n"
+        "from webfetch.profiles.store import Cookie, Profile, ProfileError, ProfileStore, StorageState\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))\n"
         "big = StorageState(cookies=[Cookie(name=f'c{i}', value='x' * 100, domain='a.test') for i in range(200)])\n"
@@ -197,7 +197,7 @@ def test_a_parent_domain_cookie_goes_into_a_browser_only_when_the_parent_is_list
 
 
 def test_a_profiled_page_and_an_anonymous_url_can_never_share_a_cache_key():
-    from webfetch.pipeline import cache_key
+    from webfetch.fetch.pipeline import cache_key
     from webfetch.urls import AddressPolicy, likely_key
 
     work = Profile(name="work", hosts=["example.com"])

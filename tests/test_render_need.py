@@ -1,4 +1,4 @@
-"""Fewer renders, decided by principle (issue 28 item 4, webfetch/render_need.py): a page is rendered when
+"""Fewer renders, decided by principle (issue 28 item 4, webfetch/parse/render_need.py): a page is rendered when
 the server's HTML does not hold what a reader sees (signs of client rendering), never merely because it is
 short. The script-built test set (tests/support/script_pages.py) offline, through the decision and the
 extraction, and through the daemon with real Chromium: each page's markdown holds its ground truth, and a
@@ -11,8 +11,8 @@ import logging
 import pytest
 import trio
 
-from webfetch.extractor import read_server_html
-from webfetch.render_need import Markup, judge
+from webfetch.parse.extractor import read_server_html
+from webfetch.parse.render_need import Markup, judge
 
 from .support.flag_pages import CLOUDFLARE_JS
 from .support.script_pages import SCRIPT_PAGES, scripts_of, serve

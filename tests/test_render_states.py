@@ -1,4 +1,4 @@
-"""Layer 1: the render state machine (render.py) against a scripted browser, on the mock clock.
+"""Layer 1: the render state machine (fetch/in_chrome.py) against a scripted browser, on the mock clock.
 
 Each test is one path a page load can take: a redirect hop, a cross-host 302, a meta refresh, a
 renderer crash, a DOMContentLoaded that never fires, the server's HTML holding the content, a text body
@@ -13,8 +13,8 @@ import trio
 
 from webfetch.dns import IPAddress
 from webfetch.errors import BrowserCrashed
-from webfetch.extractor import Extracted
-from webfetch.render import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from webfetch.fetch.in_chrome import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from webfetch.parse.extractor import Extracted
 from webfetch.urls import AddressPolicy
 
 from .support.scripted_browser import Page, ScriptedTab

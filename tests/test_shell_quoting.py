@@ -1,4 +1,4 @@
-"""Commands webfetch suggests are safe to paste (webfetch/shell.py): a login wall's hint names the sign-in URL
+"""Commands webfetch suggests are safe to paste (webfetch/trust/shell.py): a login wall's hint names the sign-in URL
 the server chose, and a hostile one (`?next=$(touch pwned)`, backticks, `;`, a quote, a newline) is one
 argument of the command, which runs nothing when a shell reads it."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from webfetch import shell
-from webfetch.pipeline import Page, login_hint
-from webfetch.profiles import Profile
+from webfetch.fetch.pipeline import Page, login_hint
+from webfetch.profiles.store import Profile
+from webfetch.trust import shell
 
 # what a server could put in a redirect: each would run a command if pasted unquoted
 HOSTILE = "/login?next=$(touch${IFS}pwned1)&b=`touch${IFS}pwned2`;touch${IFS}pwned3&c='q'|touch${IFS}pwned4"

@@ -1,4 +1,4 @@
-"""Clients talk only to their own user's daemon (HONESTY.md; webfetch/socket_trust.py and the pi extension's
+"""Clients talk only to their own user's daemon (HONESTY.md; webfetch/trust/socket_trust.py and the pi extension's
 checkSocket): the CLI, `webfetch mcp` and the pi extension's client, each a real process, against a real
 Unix socket served by a recorder that keeps every byte it receives; the other user is `nobody`, for real
 (setpriv). Without XDG_RUNTIME_DIR the socket falls back to /tmp/webfetch-<uid>/: those tests run the client

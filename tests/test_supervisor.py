@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from webfetch.chrome import CRASH_LOOP_COUNT, HEALTHY_S, Browser, Chrome, RestartPolicy
+from webfetch.chrome.browser import CRASH_LOOP_COUNT, HEALTHY_S, Browser, Chrome, RestartPolicy
+from webfetch.chrome.launch import BrowserLaunchError
 from webfetch.config import BrowserConfig
 from webfetch.errors import BrowserUnavailable
-from webfetch.launch import BrowserLaunchError
 from webfetch.urls import AddressPolicy
 
 

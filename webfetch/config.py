@@ -53,7 +53,7 @@ class FetchConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # auto: run the page's scripts only when the server's HTML does not already hold the content;
     # always: run them for every page and keep the better of the two extractions.
     render: Literal["auto", "always"] = "auto"
-    # http: the main document by webfetch's own HTTP client with Chrome's fingerprint (http_fetch.py), Chrome
+    # http: the main document by webfetch's own HTTP client with Chrome's fingerprint (fetch/over_http.py), Chrome
     # only to render a page that needs it; chrome: every main document through Chrome, as before
     transport: Literal["http", "chrome"] = "http"
     max_bytes: PositiveInt = 10 * 1000 * 1000

@@ -18,10 +18,9 @@ import trio
 from msgspec.structs import replace
 
 from . import PROTOCOL_VERSION, __version__, redact
-from .batch import fetch_batch
 from .browse import Browse
 from .cache import Cache, read_with
-from .chrome import Chrome
+from .chrome.browser import Chrome
 from .config import (
     DEFAULTS,
     Config,
@@ -31,13 +30,15 @@ from .config import (
     load_config_and_source,
     needs_restart,
 )
-from .crawl import Crawler
+from .crawl.crawler import Crawler
 from .disk_cache import DiskCache, default_directory
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
-from .extractor import Extractor
-from .pipeline import Pipeline, page_size
-from .profile_use import ProfileUse
+from .fetch.batch import fetch_batch
+from .fetch.in_chrome import FETCH_TAB
+from .fetch.pipeline import Pipeline, page_size
+from .parse.extractor import Extractor
+from .profiles.use import ProfileUse
 from .protocol import (
     BrowseRequest,
     BrowserStatus,
@@ -63,12 +64,11 @@ from .protocol import (
     StopResult,
     SubagentStatus,
 )
-from .render import FETCH_TAB
 from .search import Search
 from .server import Server
-from .socket_trust import UntrustedSocket, make_directory
-from .subagent import Subagent
+from .subagent.agent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
+from .trust.socket_trust import UntrustedSocket, make_directory
 from .urls import AddressPolicy, PolicyHolder
 
 log = logging.getLogger("webfetch.daemon")
@@ -319,7 +319,7 @@ class Daemon:
                 self.notifier.send("STOPPING=1", "STATUS=stopping")
             await listener.aclose()
             await self._shutdown()
-            self.pipeline.close()  # the main documents' idle connections (http_fetch.py's pool)
+            self.pipeline.close()  # the main documents' idle connections (fetch/over_http.py's pool)
             await self.browse.close_all()  # before Chrome goes: open sessions write their profiles back
             nursery.cancel_scope.cancel()
 

@@ -40,7 +40,7 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
     model: str | None = None
     thinking: Thinking | None = None
-    find: str | None = None  # words or /regex/: only the passages that match (webfetch/find.py)
+    find: str | None = None  # words or /regex/: only the passages that match (webfetch/parse/find.py)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
 
 
@@ -134,7 +134,7 @@ MAP_MAX_LIMIT = 10_000    # URLs in one map result
 
 
 class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
-    """Pages of a site from a start URL, each with its markdown, within its host and path (webfetch/crawl.py)."""
+    """Pages of a site from a start URL, each with its markdown, within its host and path (crawl/crawler.py)."""
 
     url: str
     limit: Annotated[int, Meta(ge=1, le=CRAWL_MAX_LIMIT)] = 20
@@ -146,7 +146,7 @@ class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
 
 
 class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
-    """The URLs of a site from a start URL: its sitemaps, then the links of its pages (webfetch/crawl.py)."""
+    """The URLs of a site from a start URL: its sitemaps, then the links of its pages (webfetch/crawl/crawler.py)."""
 
     url: str
     limit: Annotated[int, Meta(ge=1, le=MAP_MAX_LIMIT)] = 500
@@ -301,7 +301,7 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     model: str | None = None
     usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
-    flags: list[str] = []  # webfetch.flags.FLAG_NAMES: the content is not the page the caller wanted
+    flags: list[str] = []  # webfetch.parse.flags.FLAG_NAMES: the content is not the page the caller wanted
     # Only on a `find` result (kind "find"), absent from every other frame (UNSET is not encoded): the
     # pattern, how many places matched, and the passages shown in `content`.
     find: str | UnsetType = UNSET

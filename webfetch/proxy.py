@@ -1,5 +1,5 @@
 """The address policy where connections are made. Pages reach the network only through this SOCKS5 proxy
-(chrome.py gives every browser context it), which resolves each host name itself, checks the addresses
+(chrome/browser.py gives every browser context it), which resolves each host name itself, checks the addresses
 against the policy, and connects to exactly an address it checked. Chrome never resolves a page's host
 names, so a name that answers with a public address for the check and a private one afterwards (DNS
 rebinding) gains nothing; and every kind of connection a page can open — documents, subresources,
@@ -7,7 +7,7 @@ fetch/XHR, WebSockets from pages and workers, service workers — passes here.
 
 SOCKS5 (RFC 1928), CONNECT only: Chrome speaks it with proxy-side name resolution, and it is a byte
 tunnel, so HTTP, TLS and WebSocket need no parsing here. No authentication; a client that offers a user
-name (RFC 1929: webfetch's own HTTP client, http_fetch.py) has it taken as a label, not a credential,
+name (RFC 1929: webfetch's own HTTP client, fetch/over_http.py) has it taken as a label, not a credential,
 so that `close_labelled` can end its tunnels: a libcurl exchange in a worker thread cannot be interrupted,
 but its connection can be closed under it when its request is cancelled. The handshake is a few
 fixed-size reads; no maintained trio SOCKS server exists, and an asyncio one would sit outside the
@@ -94,7 +94,7 @@ class PolicyProxy:
         self.open_tunnels = 0
         self.refusals = 0
         # Chrome reports every failed SOCKS request as ERR_SOCKS_CONNECTION_FAILED: the latest failures
-        # by host and port keep what really happened, so a failed navigation can say it (render.py). By
+        # by host and port keep what really happened, so a failed navigation can say it (fetch/in_chrome.py). By
         # port too: a page of the same host on another port succeeding at the same moment must not wipe it.
         self._failures: OrderedDict[tuple[str, int], Failure] = OrderedDict()
         self._labelled: dict[str, set[trio.CancelScope]] = {}  # open tunnels by the label their client gave

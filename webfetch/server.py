@@ -32,7 +32,7 @@ from .protocol import (
     encode_frame,
     error_frame,
 )
-from .socket_trust import peer_credentials
+from .trust.socket_trust import peer_credentials
 
 log = logging.getLogger("webfetch.server")
 

@@ -147,11 +147,11 @@ test("the extension's default socket is config.py's, with and without XDG_RUNTIM
 	}
 });
 
-test("a command the extension shows is quoted as webfetch/shell.py quotes it: bash reads back each argument and runs nothing", TIMEOUT, async () => {
+test("a command the extension shows is quoted as webfetch/trust/shell.py quotes it: bash reads back each argument and runs nothing", TIMEOUT, async () => {
 	const { shellCommand } = await createJiti(import.meta.url).import(path.join(EXTENSION, "index.ts"));
 	const argv = ["/opt/my apps/webfetch", "-m", "it's", "$(touch pwned)", "`touch pwned2`", "a;touch pwned3", "", "two\nlines",
 		"plain-1.2/x:y@z%+=,"];
-	const code = "import json, sys\nfrom webfetch.shell import command\nsys.stdout.write(command(*json.loads(sys.argv[1])))";
+	const code = "import json, sys\nfrom webfetch.trust.shell import command\nsys.stdout.write(command(*json.loads(sys.argv[1])))";
 	const py = spawnSync(PYTHON, ["-c", code, JSON.stringify(argv)], { encoding: "utf8", cwd: ROOT });
 	assert.equal(py.status, 0, py.stderr);
 	assert.equal(shellCommand(argv), py.stdout);

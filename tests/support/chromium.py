@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from webfetch.launch import find_chrome
+from webfetch.chrome.launch import find_chrome
 
 
 class Chromium:

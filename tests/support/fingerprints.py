@@ -1,5 +1,5 @@
 """The two ways webfetch meets a site, recorded by tests/support/tls_recorder.py and laid side by side: the
-main document through curl_cffi impersonating webfetch.http_fetch.IMPERSONATE, and a render through the
+main document through curl_cffi impersonating webfetch.fetch.over_http.IMPERSONATE, and a render through the
 Chromium the daemon runs, launched the way the daemon launches it. tests/test_fingerprint.py holds the rows
 in MUST_MATCH equal; bin/fingerprint prints the table."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import trio
 from curl_cffi import CurlOpt, requests
 
-from webfetch.http_fetch import IMPERSONATE
-from webfetch.launch import find_chrome, launch_chrome
+from webfetch.chrome.launch import find_chrome, launch_chrome
+from webfetch.fetch.over_http import IMPERSONATE
 
 from .tls_recorder import EXTENSION_NAMES, HOST, PAGE, Connection, FingerprintRecorder, H2Preface, is_grease
 
@@ -24,7 +24,7 @@ MAY_DIFFER = {
                                 "changes per connection for both; JA3N and JA4 sort them",
     "extensions as sent": "the same permutation: a different random order per connection, for both clients",
     "headers only one sends": "curl_cffi's default headers (recorded here, a bare session) are not what webfetch "
-                              "sends: issue 28 item 1 has webfetch/http_fetch.py send the headers of the Chromium "
+                              "sends: issue 28 item 1 has webfetch/fetch/over_http.py send the headers of the Chromium "
                               "the daemon runs; headers are not part of the TLS or HTTP/2 fingerprint",
     **{name: "the same: curl_cffi's defaults are a Chrome 152 on Windows, Chromium's its own"
        for name in HEADER_VALUES},
@@ -47,7 +47,7 @@ def record_curl(rec: FingerprintRecorder, path: str = "/curl_cffi") -> Connectio
 
 
 async def record_chromium(rec: FingerprintRecorder, path: str = "/chromium") -> tuple[Connection, str]:
-    """A navigation in the system Chromium, launched by webfetch.launch with webfetch's flags, plus two that
+    """A navigation in the system Chromium, launched by webfetch.chrome.launch with webfetch's flags, plus two that
     only a test needs: trust the recorder's leaf by its SPKI hash, and map HOST to 127.0.0.1. Returns the
     recorded connection and Chromium's product string."""
     chrome = find_chrome()

@@ -122,7 +122,7 @@ def renderers(pid: int) -> list[int]:
 
 
 def parser_workers(pid: int) -> list[int]:
-    """The parser worker processes (webfetch/workers.py) of the daemon in process `pid`: its children
+    """The parser worker processes (webfetch/parse/workers.py) of the daemon in process `pid`: its children
     started by multiprocessing's spawn."""
     return [child for child in children(pid) if any(b"spawn_main" in arg for arg in cmdline(child))]
 

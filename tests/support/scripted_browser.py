@@ -19,7 +19,7 @@ from urllib.parse import urljoin
 
 import trio
 
-from webfetch.cdp import CDPClosed, CDPError
+from webfetch.chrome.cdp import CDPClosed, CDPError
 
 TARGET = "T1"
 

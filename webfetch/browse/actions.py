@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from .. import page_scripts
-from ..cdp import CDPError
+from ..chrome.cdp import CDPError
 from ..errors import (
     BadRequest,
     BlockedUrl,
@@ -27,7 +27,7 @@ from ..errors import (
     NotVisible,
     Timeout,
 )
-from ..render import NO_CONTENT
+from ..fetch.in_chrome import NO_CONTENT
 from .tab import BrowseTab
 
 # What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ..cdp import CDPClosed, CDPError
+from ..chrome.cdp import CDPClosed, CDPError
 from ..protocol import ConsoleEntry, ConsoleLevel
 from .snapshot import PENDING_SCRIPT_URL
 

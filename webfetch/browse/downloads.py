@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 import trio
 
-from ..cdp import CDPClosed, CDPError
-from ..chrome import BrowserContext
+from ..chrome.browser import BrowserContext
+from ..chrome.cdp import CDPClosed, CDPError
 from ..config import BrowseConfig, cache_home
 from ..errors import WebfetchError
 from ..protocol import Download

@@ -18,7 +18,7 @@ import trio
 
 from .. import __version__, redact
 from ..errors import BadRequest
-from ..private_files import write_file
+from ..trust.private_files import write_file
 from . import saving
 from .network import Call, Recorded, body_bytes, headers, is_text, shown_url
 

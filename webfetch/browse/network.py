@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import redact
-from ..cdp import CDPClosed, CDPError
+from ..chrome.cdp import CDPClosed, CDPError
 from ..protocol import BodyInfo, HeaderLine, NetworkEntry, RequestDetail
 from ..proxy import Failure
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import cache_home
 from ..errors import BadRequest, FileExists
-from ..private_files import write_file
+from ..trust.private_files import write_file
 
 
 def session_dir(session: str) -> Path:

@@ -4,7 +4,7 @@ A session is one browser context (cookies, storage and cache of its own, behind 
 proxy) with its tabs. One action at a time per session (a lock; others queue); a session ends on
 `close`, after `browse.idle_s` without an action, or when the daemon stops, and its context goes with it.
 A session opened with a profile starts with the profile's cookies and writes what it changed back to the
-profile when it ends (each of those ways) and on `save` (profile_use.py says how two users of one profile
+profile when it ends (each of those ways) and on `save` (profiles/use.py says how two users of one profile
 share it).
 The sessions' tasks (each tab's event pump) run in this actor's nursery, so a cancelled request ends only
 its action: the session and its tabs stay usable.
@@ -24,8 +24,9 @@ from typing import Any
 import trio
 
 from .. import redact
-from ..cdp import CDPClosed, CDPError
-from ..chrome import BrowserContext, Chrome, PageTarget
+from ..children import private_tempdir
+from ..chrome.browser import BrowserContext, Chrome, PageTarget
+from ..chrome.cdp import CDPClosed, CDPError
 from ..config import Config
 from ..errors import (
     BadRequest,
@@ -35,10 +36,9 @@ from ..errors import (
     BrowserUnavailable,
     NoSuchTab,
 )
-from ..extractor import Extractor
-from ..procs import private_tempdir
-from ..profile_use import ProfileUse
-from ..profiles import Cookie, Profile, ProfileError
+from ..parse.extractor import Extractor
+from ..profiles.store import Cookie, Profile, ProfileError
+from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import network

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..cdp import CDPError
+from ..chrome.cdp import CDPError
 from ..errors import WebfetchError
 from ..page_scripts import invoke
 

@@ -15,11 +15,11 @@ from typing import Any
 import trio
 
 from .._trio import single_error
-from ..cdp import CDPClosed, CDPError, Subscription
-from ..chrome import CRASH_EVENTS, PageTarget
+from ..chrome.browser import CRASH_EVENTS, PageTarget
+from ..chrome.cdp import CDPClosed, CDPError, Subscription
 from ..errors import DialogOpen
+from ..fetch.in_chrome import classify
 from ..proxy import Failure
-from ..render import classify
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console
 from .downloads import Downloads, TabDownloads

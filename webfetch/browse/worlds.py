@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..cdp import CDPError
+from ..chrome.cdp import CDPError
 from ..errors import StaleRef, UnknownRef, WebfetchError
 from ..page_scripts import Script, invoke, load
 from .snapshot import NODE_BUDGET, PAGE_JS, WORLD_NAME, Snapshot

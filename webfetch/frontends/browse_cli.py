@@ -265,7 +265,7 @@ def _save_image(r: dict[str, Any], args: argparse.Namespace) -> bool:
     """The screenshot to -o FILE (never over a file there unless --overwrite), or to a new browse-<tab>.png
     (browse-<tab>-2.png… when taken): whole or not at all, 0600 like a PDF or a HAR (a page shown signed in
     is the user's alone). False, said on stderr, when it cannot be written."""
-    from ..private_files import write_file
+    from ..trust.private_files import write_file
 
     data = base64.b64decode(r["image"])
     tab = (r.get("page") or {}).get("tab", "t")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..config import DEFAULTS, Config, ConfigSource, load_config_and_source, socket_path
 from ..errors import ConfigError
-from ..socket_trust import UntrustedSocket
+from ..trust.socket_trust import UntrustedSocket
 
 if TYPE_CHECKING:
     from .client import Client

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import socket_trust
 from ..config import log_path_for
 from ..protocol import decode_frame
+from ..trust import socket_trust
 
 START_TIMEOUT_S = 30.0
 

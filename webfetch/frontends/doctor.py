@@ -14,10 +14,11 @@ from pathlib import Path
 
 import trio
 
-from .. import redact, shell
+from .. import redact
 from ..config import Config
 from ..errors import WebfetchError
-from ..socket_trust import UntrustedSocket, check_directory
+from ..trust import shell
+from ..trust.socket_trust import UntrustedSocket, check_directory
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
@@ -53,9 +54,9 @@ def check_packages() -> Check:
 
 
 async def _browser_version(config: Config) -> str:
-    from ..cdp import open_cdp
-    from ..chrome import browser_version
-    from ..launch import find_chrome, launch_chrome
+    from ..chrome.browser import browser_version
+    from ..chrome.cdp import open_cdp
+    from ..chrome.launch import find_chrome, launch_chrome
 
     with trio.fail_after(45):
         if config.browser.endpoint:
@@ -68,7 +69,7 @@ async def _browser_version(config: Config) -> str:
 
 
 def check_chrome(config: Config) -> Check:
-    from ..launch import INSTALL_HINT, find_chrome
+    from ..chrome.launch import INSTALL_HINT, find_chrome
 
     where = redact.url(config.browser.endpoint) if config.browser.endpoint else None  # its token: masked
     if not where:
@@ -87,7 +88,7 @@ def check_chrome(config: Config) -> Check:
 
 
 def check_extractor() -> Check:
-    from ..extractor import extract_html
+    from ..parse.extractor import extract_html
 
     try:
         md = extract_html(TINY_PAGE, "https://doctor.invalid/").markdown
@@ -102,7 +103,7 @@ def check_extractor() -> Check:
 
 
 def check_subagent(config: Config) -> Check:
-    from ..subagent import INSTALL_HINT, Subagent
+    from ..subagent.agent import INSTALL_HINT, Subagent
 
     command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
@@ -123,7 +124,7 @@ def check_subagent(config: Config) -> Check:
 
 def check_subagent_model(config: Config) -> Check:
     """MCP clients send no model with a prompt: without one here, their prompts get pages, not answers."""
-    from ..subagent import model_settings, pi_agent_dir
+    from ..subagent.agent import model_settings, pi_agent_dir
 
     model, thinking = model_settings(config.subagent.model, config.subagent.thinking)
     if model is None:
@@ -183,7 +184,7 @@ def check_daemon(path: Path) -> list[Check]:
 
 
 def check_address_policy(config: Config) -> Check:
-    from ..chrome import proxy_off_reason
+    from ..chrome.browser import proxy_off_reason
 
     f = config.fetch
     allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else

@@ -30,7 +30,7 @@ from .. import __version__
 from ..config import load_config_and_source, log_path_for
 from ..errors import ConfigError
 from ..protocol import decode_frame
-from ..socket_trust import UntrustedSocket, open_stream
+from ..trust.socket_trust import UntrustedSocket, open_stream
 from . import arguments, contract
 from .client import ClientError, start_daemon
 from .skew import reconcile

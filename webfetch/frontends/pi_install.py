@@ -7,9 +7,10 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import __version__, shell
+from .. import __version__
 from ..config import Config
-from ..subagent import pi_agent_dir
+from ..subagent.agent import pi_agent_dir
+from ..trust import shell
 from .installation import package_file, webfetch_command
 
 SOURCE = package_file("pi_extension")

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ..cdp import CDPConnection, CDPError
-from ..profiles import LocalStorageItem, OriginState, ProfileError, StorageState, from_cdp
+from ..chrome.cdp import CDPConnection, CDPError
+from ..profiles.store import LocalStorageItem, OriginState, ProfileError, StorageState, from_cdp
 
 VERSION_TIMEOUT_S = 5.0
 START_HINT = ("start Chrome with remote debugging and a profile directory of its own, for example "

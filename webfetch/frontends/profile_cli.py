@@ -1,4 +1,4 @@
-"""`webfetch profile`: make, widen, show, export and delete profiles (webfetch/profiles.py).
+"""`webfetch profile`: make, widen, show, export and delete profiles (webfetch/profiles/store.py).
 
 These work on the profile files themselves, with no daemon: the daemon reads a profile from disk each
 time a request uses one. Exit status 2 is a command line that cannot be right (a name that is not a plain
@@ -21,9 +21,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .. import shell
 from ..errors import WebfetchError
-from ..profiles import (
+from ..profiles.store import (
     Profile,
     ProfileError,
     ProfileStore,
@@ -41,6 +40,7 @@ from ..profiles import (
     parse_state_file,
     write_private,
 )
+from ..trust import shell
 
 
 class UsageError(WebfetchError):
@@ -191,7 +191,7 @@ def _read_file(path: str) -> bytes:
 def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
     import trio
 
-    from ..cdp import CDPClosed, CDPError, open_cdp
+    from ..chrome.cdp import CDPClosed, CDPError, open_cdp
     from .profile_browser import START_HINT, browser_ws_url, read_state
 
     async def read() -> StorageState:

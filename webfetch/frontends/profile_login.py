@@ -21,12 +21,12 @@ from typing import Any
 
 import trio
 
-from ..cdp import CDPClosed, CDPConnection, CDPError, open_cdp_pipe
-from ..cdp_transport import PipeTransport
-from ..launch import INSTALL_HINT, find_chrome
-from ..procs import ChildProcess, private_tempdir
-from ..profiles import ProfileError, StorageState
-from ..shell import command
+from ..children import ChildProcess, private_tempdir
+from ..chrome.cdp import CDPClosed, CDPConnection, CDPError, open_cdp_pipe
+from ..chrome.launch import INSTALL_HINT, find_chrome
+from ..chrome.transport import PipeTransport
+from ..profiles.store import ProfileError, StorageState
+from ..trust.shell import command
 from .profile_browser import read_state
 
 POLL_S = 1.0

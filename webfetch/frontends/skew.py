@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import ConfigSource
-from ..socket_trust import UntrustedSocket
+from ..trust.socket_trust import UntrustedSocket
 from .client import Client, ClientError
 
 

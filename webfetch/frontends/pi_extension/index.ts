@@ -470,7 +470,7 @@ interface ExtensionAPI {
 type Settings = { command: string[]; socket: string; log: string; version: string | null };
 
 /**
- * A command line that is safe to paste (webfetch/shell.py's twin): each argument single-quoted for a POSIX
+ * A command line that is safe to paste (webfetch/trust/shell.py's twin): each argument single-quoted for a POSIX
  * shell unless it is made only of characters no shell treats specially, a quote inside as '"'"'.
  */
 export function shellCommand(argv: string[]): string {

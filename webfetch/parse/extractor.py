@@ -16,8 +16,8 @@ from typing import Any
 import lxml.html
 import trio
 
+from ..errors import ExtractionFailed
 from .crawl_patterns import admitted
-from .errors import ExtractionFailed
 from .find import Found, Pattern, search
 from .flags import Flag
 from .flags import detect as detect_flags
@@ -409,7 +409,7 @@ def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None) -> Extract
 @dataclass(frozen=True)
 class ServerReading:
     """The server's HTML read before any script runs: its extraction (None when it holds no text) and
-    whether the page needs Chrome (webfetch/render_need.py)."""
+    whether the page needs Chrome (webfetch/parse/render_need.py)."""
 
     extracted: Extracted | None
     need: Need
@@ -479,7 +479,7 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
-# The longest markdown judged in the daemon's own process (webfetch/flags.py on the text alone: a few
+# The longest markdown judged in the daemon's own process (webfetch/parse/flags.py on the text alone: a few
 # regular expressions, under 2 ms at this size here); a longer one goes to a worker rather than hold up
 # every other request.
 IN_PROCESS_FLAGS_MAX_CHARS = 100_000
@@ -487,7 +487,7 @@ IN_PROCESS_FLAGS_MAX_CHARS = 100_000
 
 # What the parsers import, ~0.5 s of a Python start (trafilatura and its dependencies, readability-lxml,
 # markdownify with BeautifulSoup, PDFium), measured with `python -X importtime`: imported in each worker
-# process as it starts (`import_parsers`, workers.py's `preload`) and never in the daemon's own process,
+# process as it starts (`import_parsers`, parse/workers.py's `preload`) and never in the daemon's own process,
 # whose first answer (status, browse, a cache hit: none of them parses) would otherwise wait for them.
 PARSER_MODULES = ("trafilatura", "readability", "markdownify", "pypdfium2")
 
@@ -499,7 +499,7 @@ def import_parsers() -> None:
 
 class Extractor:
     """The extractor actor: every parse of a page's HTML, text or PDF, and the flags judged on it, runs in
-    its worker processes (webfetch/workers.py), so the event loop never blocks and a parser's crash is
+    its worker processes (webfetch/parse/workers.py), so the event loop never blocks and a parser's crash is
     the page's error, not the daemon's end."""
 
     def __init__(self, workers: int, idle_s: float = 300.0) -> None:
@@ -522,21 +522,21 @@ class Extractor:
         return await self.workers.call(extract_pdf, body, cut)
 
     async def links(self, html: str | bytes, base: str, charset: str | None) -> list[str]:
-        """The page's links, absolute and normalized (webfetch/links.py), for a crawl."""
+        """The page's links, absolute and normalized (webfetch/parse/links.py), for a crawl."""
         return await self.workers.call(links_of, html, base, charset)
 
     async def matching(self, include: tuple[str, ...], exclude: tuple[str, ...], targets: list[str]) -> list[int]:
-        """webfetch/crawl_patterns.py's `admitted` in a worker process: a crawl's regular expression that
+        """webfetch/parse/crawl_patterns.py's `admitted` in a worker process: a crawl's regular expression that
         backtracks without end costs a worker, killed at the crawl's deadline, never the event loop."""
         return await self.workers.call(admitted, include, exclude, targets)
 
     async def find(self, markdown: str, pattern: Pattern) -> Found:
-        """webfetch/find.py's search in a worker process: a regular expression that backtracks without end
+        """webfetch/parse/find.py's search in a worker process: a regular expression that backtracks without end
         costs a worker, killed when the request's deadline cancels this, never the event loop."""
         return await self.workers.call(search, markdown, pattern)
 
     async def flags(self, **page: Any) -> list[Flag]:
-        """webfetch/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its
+        """webfetch/parse/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its
         text alone (most: a long main text) is judged here: no parse, and no trip to a worker with the
         page's HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
         if len(page["markdown"]) <= IN_PROCESS_FLAGS_MAX_CHARS:

@@ -8,7 +8,7 @@
   from), at its DevTools websocket URL.
 
 Both end the same way, `TransportClosed` with the reason, on EOF, a dropped socket or a message larger than
-MAX_MESSAGE_BYTES; cdp.py turns that into CDPClosed for every caller."""
+MAX_MESSAGE_BYTES; chrome/cdp.py turns that into CDPClosed for every caller."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class TransportClosed(Exception):
 class Transport(Protocol):
     async def send(self, message: bytes) -> None:
         """One whole message (UTF-8 JSON) on its way; TransportClosed when the browser is gone. The caller
-        sends one message at a time and never cancels a send half-way (cdp.py shields it)."""
+        sends one message at a time and never cancels a send half-way (chrome/cdp.py shields it)."""
 
     async def receive(self) -> bytes | bytearray | str:
         """The next whole message; TransportClosed when there will be none."""

@@ -1,4 +1,4 @@
-"""The sub-agent actor: asks an LLM CLI (pi) about one page, on a warm `pi --mode rpc` worker (pi_workers.py)
+"""The sub-agent actor: asks an LLM CLI (pi) about one page, on a warm `pi --mode rpc` worker (subagent/pi_workers.py)
 or, as the fallback, a `pi --mode json` process with the page on stdin."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 import trio
 
-from . import shell
-from ._trio import pop_lines
-from .config import SubagentConfig, default_config_path
+from .._trio import pop_lines
+from ..children import ChildProcess, private_tempdir
+from ..config import SubagentConfig, default_config_path
+from ..protocol import ReportProgress, Usage, UsageCost
+from ..trust import shell
 from .pi_workers import Key, Worker, WorkerFailed, WorkerPool, decode_event
-from .procs import ChildProcess, private_tempdir
-from .protocol import ReportProgress, Usage, UsageCost
 
 log = logging.getLogger("webfetch.subagent")
 

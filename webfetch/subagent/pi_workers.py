@@ -19,10 +19,10 @@ from typing import Any
 import msgspec
 import trio
 
-from . import shell
-from ._trio import pop_lines
-from .config import SubagentConfig
-from .procs import ChildProcess
+from .._trio import pop_lines
+from ..children import ChildProcess
+from ..config import SubagentConfig
+from ..trust import shell
 
 log = logging.getLogger("webfetch.subagent")
 

@@ -1,6 +1,6 @@
 """A small Chrome DevTools Protocol client with no Chrome knowledge.
 
-One connection (a transport, cdp_transport.py: the pipes of a Chrome we launched, or a websocket to one we
+One connection (a transport, chrome/transport.py: the pipes of a Chrome we launched, or a websocket to one we
 attach to), one reader task. Replies are routed by `id` to the waiting caller, events by `sessionId` to
 subscribers. Sessions are flat (`Target.attachToTarget` with `flatten: true`), so every tab shares the one
 connection. A cancelled call forgets its pending entry; a closed connection fails every pending call at
@@ -19,9 +19,9 @@ import msgspec
 import trio
 import trio_websocket
 
-from . import redact
-from ._trio import single_error
-from .cdp_transport import MAX_MESSAGE_BYTES, PipeTransport, Transport, TransportClosed, WebSocketTransport
+from .. import redact
+from .._trio import single_error
+from .transport import MAX_MESSAGE_BYTES, PipeTransport, Transport, TransportClosed, WebSocketTransport
 
 log = logging.getLogger("webfetch.cdp")
 
@@ -240,7 +240,7 @@ async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[
 
 @asynccontextmanager
 async def open_cdp_pipe(pipe: PipeTransport) -> AsyncIterator[CDPConnection]:
-    """Speak CDP over the DevTools pipe of a Chrome we started (launch.py); the reader runs until the block
+    """Speak CDP over the DevTools pipe of a Chrome we started (chrome/launch.py); the reader runs until the block
     ends or Chrome closes its end (it exited). The pipe is closed when the block ends."""
     with single_error():
         async with trio.open_nursery() as nursery:

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .profiles import write_private
+from ..profiles.store import write_private
 
 
 def write_file(destination: Path, data: bytes, overwrite: bool) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from .errors import ExtractionFailed
+from ..errors import ExtractionFailed
 
 # PDFium is not thread-safe: one document at a time in this process.
 _PDFIUM = threading.Lock()

@@ -1,7 +1,7 @@
 """Finding and launching Chrome: the executable, its flags and profile, and the CDP connection over its
 DevTools pipe (`--remote-debugging-pipe`: no port, so nothing but the daemon's process can drive it).
 
-The Chrome actor (chrome.py) supervises what this module starts; `webfetch doctor` launches through it too."""
+The Chrome actor (chrome/browser.py) supervises what this module starts; `webfetch doctor` launches through it too."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import trio
 
-from ._trio import pop_lines, single_error
+from .._trio import pop_lines, single_error
+from ..children import ChildProcess, private_tempdir
 from .cdp import CDPClosed, CDPConnection, open_cdp_pipe
-from .cdp_transport import PipeTransport
-from .procs import ChildProcess, private_tempdir
+from .transport import PipeTransport
 
 CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = ("install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`), or point "
@@ -38,7 +38,7 @@ BASE_FLAGS = [
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
     "--disable-renderer-backgrounding", "--disable-ipc-flooding-protection",
     # Every cross-site frame would get a renderer process of its own; frames are never extracted
-    # (see render.py) and each request already has a browser context to itself.
+    # (see fetch/in_chrome.py) and each request already has a browser context to itself.
     "--disable-site-isolation-trials", "--disable-features=IsolateOrigins,site-per-process",
     # Every window Target.createTarget opens (one per browser context) preloads the address bar's popup, a
     # WebUI page with a renderer process of its own that headless Chrome never shows: Chromium 156 spent

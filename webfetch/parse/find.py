@@ -25,8 +25,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from .errors import BadRequest
-from .protocol import FetchRequest
+from ..errors import BadRequest
+from ..protocol import FetchRequest
 
 CONTEXT_LINES = 2
 MAX_PASSAGE_CHARS = 1500

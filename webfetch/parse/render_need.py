@@ -47,7 +47,7 @@ from .flags import APP_ROOT_IDS, CHALLENGE_MARKUP, CHALLENGE_TEXT, ENABLE_JS, WA
 # one whose text, scripts and all, is this long is not looked into further.
 EMPTY_MOUNT_MAX_CHARS = 30
 MOUNT_TEXT_MAX_CHARS = 2000
-# A challenge page shows less than this (flags.py judges a challenge on pages this short too).
+# A challenge page shows less than this (parse/flags.py judges a challenge on pages this short too).
 CHALLENGE_SHOWN_MAX_CHARS = 2 * WALL_MAX_CHARS
 # A body showing fewer characters than this, on a page that runs scripts, is an app's shell (a site name,
 # a "Loading…"); a short page that shows its few hundred characters is not.
@@ -241,7 +241,7 @@ def _challenge(doc: lxml.html.HtmlElement, source: str) -> str | None:
 
 def _refreshes(doc: lxml.html.HtmlElement) -> bool:
     """A meta refresh naming a page: the render follows it when it comes soon enough to be a redirect
-    (render.py's META_REFRESH_MAX_S); a refresh of the page itself (no URL) is no reason to render."""
+    (fetch/in_chrome.py's META_REFRESH_MAX_S); a refresh of the page itself (no URL) is no reason to render."""
     return any("url=" in "".join(c.split()).lower() for c in doc.xpath(
         "//meta[translate(@http-equiv,'REFSH','refsh')='refresh']/@content"))
 

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import Struct
 
-from . import shell
-from .errors import WebfetchError
-from .urls import ascii_host
+from ..errors import WebfetchError
+from ..trust import shell
+from ..urls import ascii_host
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FORMAT = 1

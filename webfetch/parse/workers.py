@@ -28,7 +28,7 @@ from typing import TypeVar, cast
 import trio
 import trio_parallel
 
-from .errors import ExtractionFailed
+from ..errors import ExtractionFailed
 
 log = logging.getLogger("webfetch.workers")
 

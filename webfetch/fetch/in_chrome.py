@@ -19,11 +19,11 @@ from urllib.parse import urljoin
 import lxml.html
 import trio
 
-from . import page_scripts
-from ._trio import single_error
-from .cdp import CDPClosed, CDPError, Subscription
-from .chrome import CRASH_EVENTS, Tab, TabSetup
-from .errors import (
+from .. import page_scripts
+from .._trio import single_error
+from ..chrome.browser import CRASH_EVENTS, Tab, TabSetup
+from ..chrome.cdp import CDPClosed, CDPError, Subscription
+from ..errors import (
     BlockedUrl,
     BrowserCrashed,
     HttpError,
@@ -32,11 +32,11 @@ from .errors import (
     UnsupportedContentType,
     WebfetchError,
 )
-from .extractor import Extracted
-from .flags import SHELL_VISIBLE_MAX_CHARS, explain_error_page, still_a_shell
-from .pdf import is_pdf
-from .protocol import ReportProgress
-from .urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, parse_url, same_host
+from ..parse.extractor import Extracted
+from ..parse.flags import SHELL_VISIBLE_MAX_CHARS, explain_error_page, still_a_shell
+from ..parse.pdf import is_pdf
+from ..protocol import ReportProgress
+from ..urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, parse_url, same_host
 
 log = logging.getLogger("webfetch.render")
 
@@ -107,7 +107,7 @@ class TextBody:
 
 @dataclass(frozen=True)
 class PdfBody:
-    """A PDF, read by webfetch/pdf.py, never by the browser."""
+    """A PDF, read by webfetch/parse/pdf.py, never by the browser."""
 
     response: MainResponse
     body: bytes
@@ -159,7 +159,7 @@ Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom | NotModified
 
 @dataclass(frozen=True)
 class Prefetched:
-    """The main document already fetched (http_fetch.py) whose server HTML did not hold the content: Chrome
+    """The main document already fetched (fetch/over_http.py) whose server HTML did not hold the content: Chrome
     renders it from these bytes, status and headers, answering its own request for `response.final_url`
     with them, so that the server sees one GET."""
 
@@ -489,7 +489,7 @@ class _Render:
             headers, self.tab.uses > 1 or self.revalidating, conditional)})
 
     async def _fulfil_prefetched(self, rid: str, p: Prefetched) -> None:
-        """Answer Chrome's request for the first document with the response http_fetch.py already read
+        """Answer Chrome's request for the first document with the response fetch/over_http.py already read
         (its Set-Cookie headers too: the page's scripts see the cookies the server set, as they would).
         The body is decoded and maybe cut at the size cap: the transfer headers go."""
         r = p.response
@@ -891,7 +891,7 @@ async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, 
     or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
     `server_decides` (its reading may end the render: ServerHtml), else beside the rendering. `check_host`
     may refuse a main-frame hop's host. `validators` make the request for their URL conditional: a 304 to
-    it is the outcome NotModified. `prefetched`: the main document as http_fetch.py read it, which Chrome
+    it is the outcome NotModified. `prefetched`: the main document as fetch/over_http.py read it, which Chrome
     renders without requesting it again."""
     r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides,
                 check_host, validators, prefetched)

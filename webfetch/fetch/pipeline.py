@@ -16,21 +16,23 @@ import msgspec
 import trio
 from msgspec.structs import replace
 
-from . import find, shell
-from .cache import PROFILE_MARK, Cache
-from .chrome import BrowserContext, Chrome
-from .config import Config, default_max_renders
-from .disk_cache import DiskCache
-from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
-from .extractor import Extracted, Extractor, decode_text
-from .flags import LOGIN_PATH, Flag
-from .http_fetch import IMPERSONATE, HttpFetcher, Identity
-from .launch import installed_version
-from .paging import paginate
-from .profile_use import ProfileUse
-from .profiles import Cookie, Profile, ProfileError
-from .protocol import FetchRequest, FetchResult, Passage, ReportProgress
-from .render import (
+from ..cache import PROFILE_MARK, Cache
+from ..chrome.browser import BrowserContext, Chrome
+from ..chrome.launch import installed_version
+from ..config import Config, default_max_renders
+from ..disk_cache import DiskCache
+from ..errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
+from ..paging import paginate
+from ..parse import find
+from ..parse.extractor import Extracted, Extractor, decode_text
+from ..parse.flags import LOGIN_PATH, Flag
+from ..profiles.store import Cookie, Profile, ProfileError
+from ..profiles.use import ProfileUse
+from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress
+from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
+from ..trust import shell
+from ..urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
+from .in_chrome import (
     NotModified,
     Outcome,
     PdfBody,
@@ -44,8 +46,7 @@ from .render import (
     Validators,
     render,
 )
-from .subagent import SUMMARY_TASK, Subagent, SubagentFailed
-from .urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
+from .over_http import IMPERSONATE, HttpFetcher, Identity
 
 log = logging.getLogger("webfetch.pipeline")
 
@@ -112,7 +113,7 @@ class Pipeline:
         self.profiles = profiles or ProfileUse()
         self.renders = 0  # how many times Chrome was asked to load or render a page (tests count these)
         self.loads = 0    # how many times a page was loaded, by either transport (tests count these)
-        # the main document's own HTTP client (http_fetch.py), through the address-policy proxy; None when
+        # the main document's own HTTP client (fetch/over_http.py), through the address-policy proxy; None when
         # there is no proxy (browser.endpoint, an outbound proxy: see chrome.proxy_off_reason)
         self.http = HttpFetcher(chrome.proxy) if chrome.proxy is not None else None
         self._identity_of: tuple[str, Identity] = ("", Identity(0))
@@ -331,7 +332,7 @@ class Pipeline:
 
     async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
                       validators: Validators | None, how: list[str]) -> Outcome:
-        """The page's main document and, when it needs one, its render: by http_fetch.py first when
+        """The page's main document and, when it needs one, its render: by fetch/over_http.py first when
         `chrome_reason` gives none (Chrome renders from the bytes it read, only when the server's HTML does
         not hold the content), else all in Chrome. At most browser.max_renders pages load at once. `how`
         gets the notes that say why Chrome loaded the page (`chrome_reason`) or rendered it (render_need's
@@ -359,7 +360,7 @@ class Pipeline:
             return await self._in_chrome(key, progress, profile, validators, prefetched, read_server_html, how)
 
     def chrome_reason(self, profile: Profile | None) -> str | None:
-        """Why the main document goes through Chrome rather than http_fetch.py; None when it need not."""
+        """Why the main document goes through Chrome rather than fetch/over_http.py; None when it need not."""
         fc = self.config.fetch
         if fc.transport == "chrome":
             return 'fetch.transport is "chrome"'
@@ -372,7 +373,7 @@ class Pipeline:
         return None
 
     async def _identity(self) -> Identity:
-        """The Chrome version the headers http_fetch.py sends name, as Chromium's own would, without waiting
+        """The Chrome version the headers fetch/over_http.py sends name, as Chromium's own would, without waiting
         for Chrome (only a render needs it: a cold start or a crash-looping Chrome must not hold up a static
         page): the last browser's, else the installed executable's `--version` (asked once), else the
         version whose TLS fingerprint is presented."""
@@ -479,7 +480,7 @@ class Pipeline:
 
     async def _flags(self, outcome: Outcome, read: _Read, title: str | None, key: str,
                      notes: list[str]) -> list[Flag]:
-        """No silent success: what the content is when it is not the page (webfetch/flags.py), judged on
+        """No silent success: what the content is when it is not the page (webfetch/parse/flags.py), judged on
         the HTML the content came from: Chrome's DOM, or the server's HTML."""
         r = outcome.response
         html = read.judged_html

@@ -5,7 +5,7 @@ HTML; reading it here costs no renderer, no CDP round trips and no second networ
 
 Every connection goes through the address-policy proxy (proxy.py) as SOCKS5 with the proxy resolving names
 (socks5h), so loopback, private, metadata and DNS-rebinding rules hold exactly as they do for Chrome.
-Redirects are followed here, hop by hop, under the rules render.py applies: same-host hops followed (each one
+Redirects are followed here, hop by hop, under the rules fetch/in_chrome.py applies: same-host hops followed (each one
 admitted by the policy first), a cross-host one is the `Redirect` outcome, at most MAX_NAVIGATIONS hops.
 
 curl_cffi's API is synchronous: each exchange runs in a trio worker thread. A request's deadline still ends
@@ -33,12 +33,13 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from .errors import BlockedUrl, HttpError, NetworkError, NoContent, UnsupportedContentType, WebfetchError
-from .flags import explain_error_page
-from .pdf import is_pdf
-from .protocol import ReportProgress
-from .proxy import PolicyProxy
-from .render import (
+from ..errors import BlockedUrl, HttpError, NetworkError, NoContent, UnsupportedContentType, WebfetchError
+from ..parse.flags import explain_error_page
+from ..parse.pdf import is_pdf
+from ..protocol import ReportProgress
+from ..proxy import PolicyProxy
+from ..urls import AddressPolicy, admit_host, parse_url, same_host
+from .in_chrome import (
     ERROR_BODY_BYTES,
     MAIN_ACCEPT,
     MAX_NAVIGATIONS,
@@ -60,7 +61,6 @@ from .render import (
     _mime,
     classify,
 )
-from .urls import AddressPolicy, admit_host, parse_url, same_host
 
 log = logging.getLogger("webfetch.http_fetch")
 
@@ -230,8 +230,8 @@ class HttpFetcher:
                     progress: ReportProgress, read_server_html: ReadServerHtml,
                     check_host: CheckHost | None = None, validators: Validators | None = None
                     ) -> Outcome | Prefetched:
-        """The main document of `url`, hop by hop: an Outcome as render.py's, or Prefetched when the
-        server's HTML does not hold the content. Raises the WebfetchErrors render.py raises."""
+        """The main document of `url`, hop by hop: an Outcome as fetch/in_chrome.py's, or Prefetched when the
+        server's HTML does not hold the content. Raises the WebfetchErrors fetch/in_chrome.py raises."""
         await self.proxy.listening.wait()
         current, status = url, None
         jar = CookieJar()  # this fetch's, for every hop; no other fetch sees it
@@ -254,7 +254,7 @@ class HttpFetcher:
                     raise BlockedUrl(f"the page navigated to {target.split(':', 1)[0]}: URL, which webfetch "
                                      f"does not follow")
                 if not same_host(url, target):
-                    # final_url stays the URL asked for, as render.py reports a cross-host redirect
+                    # final_url stays the URL asked for, as fetch/in_chrome.py reports a cross-host redirect
                     return Redirect(MainResponse(url, url, status, None, None, False, ()), target)
                 current = target
                 continue
@@ -304,7 +304,7 @@ class HttpFetcher:
         return answer
 
     def _failure(self, url: str, answer: _Answer) -> WebfetchError:
-        """The error for a failed exchange, in the words render.py uses for Chrome's."""
+        """The error for a failed exchange, in the words fetch/in_chrome.py uses for Chrome's."""
         failure = self.proxy.failure(url)
         if answer.error_code == 97 and failure is not None:  # CURLE_PROXY: the policy proxy said no
             if failure.blocked:
@@ -336,7 +336,7 @@ def _cdp_cookies(jar: CookieJar, final: str) -> tuple[dict[str, Any], ...]:
 
 
 def _check_document(final: str, answer: _Answer, ctype: str | None) -> str:
-    """The document's kind ('html', 'text', 'pdf'), or the error render.py raises for the same response:
+    """The document's kind ('html', 'text', 'pdf'), or the error fetch/in_chrome.py raises for the same response:
     no content, an HTTP error, a type webfetch cannot read."""
     status, body, mime = answer.status, answer.body, _mime(ctype)
     if status in NO_CONTENT:

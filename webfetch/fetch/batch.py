@@ -8,10 +8,9 @@ import logging
 import trio
 from msgspec.structs import asdict, replace
 
-from . import find
-from .errors import Internal, WebfetchError
-from .pipeline import Pipeline
-from .protocol import (
+from ..errors import Internal, WebfetchError
+from ..parse import find
+from ..protocol import (
     BatchEntry,
     BatchResult,
     FetchRequest,
@@ -24,6 +23,7 @@ from .protocol import (
     SendFrame,
     Stage,
 )
+from .pipeline import Pipeline
 
 log = logging.getLogger("webfetch.batch")
 

@@ -9,7 +9,7 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.html
 
-from .urls import build_url
+from ..urls import build_url
 
 MAX_LINKS = 5000   # links taken from one page; a page with more is a listing the crawl need not exhaust
 _MARKDOWN_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

@@ -1,4 +1,4 @@
-"""The Chrome actor: keeps one browser up (launched by launch.py and driven over its DevTools pipe, or
+"""The Chrome actor: keeps one browser up (launched by chrome/launch.py and driven over its DevTools pipe, or
 attached to by websocket URL) with one CDP connection, restarts it when it dies (at once after a healthy
 run, with backoff while it keeps failing), and hands out tabs, each in a browser context of its own, from
 a small pool, and browser contexts (`BrowserContext`) for browse sessions. It is the one module that
@@ -17,14 +17,14 @@ from typing import Any, Literal
 
 import trio
 
-from ._trio import single_error
+from .._trio import single_error
+from ..children import ChildProcess
+from ..config import BrowserConfig, default_max_renders
+from ..errors import BrowserCrashed, BrowserUnavailable
+from ..proxy import Failure, PolicyProxy
+from ..urls import AddressPolicy, PolicyHolder, host_of
 from .cdp import CDPClosed, CDPConnection, CDPError, Subscription, open_cdp
-from .config import BrowserConfig, default_max_renders
-from .errors import BrowserCrashed, BrowserUnavailable
 from .launch import INSTALL_HINT, BrowserLaunchError, find_chrome, launch_chrome
-from .procs import ChildProcess
-from .proxy import Failure, PolicyProxy
-from .urls import AddressPolicy, PolicyHolder, host_of
 
 log = logging.getLogger("webfetch.chrome")
 
@@ -67,13 +67,13 @@ class Browser:
 @dataclass(frozen=True)
 class TabSetup:
     """What every tab of a kind gets before it is handed out: scripts that run in each of its documents
-    before the page's own, and the requests the Fetch domain pauses (render.py's FETCH_TAB)."""
+    before the page's own, and the requests the Fetch domain pauses (fetch/in_chrome.py's FETCH_TAB)."""
 
     scripts: tuple[str, ...] = ()
     fetch_patterns: tuple[dict[str, str], ...] = ()
 
 
-# The events a page target's session reports when its renderer crashed (render.py and browse/tab.py end
+# The events a page target's session reports when its renderer crashed (fetch/in_chrome.py and browse/tab.py end
 # on them).
 CRASH_EVENTS = frozenset({"Inspector.targetCrashed", "Target.targetCrashed"})
 
@@ -264,7 +264,7 @@ class Chrome:
         self.tab_setup = tab_setup
         # Pages connect through the address-policy proxy (proxy.py), unless a browser on another machine
         # could not reach it, or Chrome is to use an outbound proxy of its own: then the policy is applied
-        # to each request (render.py), but cannot pin the addresses that are connected to.
+        # to each request (fetch/in_chrome.py), but cannot pin the addresses that are connected to.
         self.proxy_off = proxy_off_reason(config)
         self.proxy = PolicyProxy(policy, browse_policy) if self.proxy_off is None else None
         self.executable = None if config.endpoint else find_chrome(config.executable)

@@ -1,8 +1,8 @@
 """`crawl` and `map`: a site's pages (with their markdown) or URLs from a start URL, within its host and path,
 exactly `limit` of them at most, always saying why they stopped. A crawl runs in its request's task (the
 client's cancel and the deadline reach every await); pages are loaded through the fetch pipeline, so they
-land in the cache where `fetch` and `find` reuse them. robots.txt (robots.py) is obeyed unless
-crawl.ignore_robots; every request to the site passes the per-host politeness (politeness.py)."""
+land in the cache where `fetch` and `find` reuse them. robots.txt (crawl/robots.py) is obeyed unless
+crawl.ignore_robots; every request to the site passes the per-host politeness (crawl/politeness.py)."""
 
 from __future__ import annotations
 
@@ -15,21 +15,21 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from . import __version__, crawl_patterns
-from .config import Config
-from .errors import (
+from .. import __version__
+from ..config import Config
+from ..errors import (
     HttpError,
     NetworkError,
     RobotsDisallowed,
     Timeout,
     WebfetchError,
 )
-from .extractor import Extractor
-from .http_body import ACCEPT_ENCODING, BodyRefused, read_body
-from .links import markdown_links, normalize_link
-from .pipeline import LoadedPage, Pipeline
-from .politeness import Politeness, retry_after_s
-from .protocol import (
+from ..fetch.pipeline import LoadedPage, Pipeline
+from ..http_body import ACCEPT_ENCODING, BodyRefused, read_body
+from ..parse import crawl_patterns
+from ..parse.extractor import Extractor
+from ..parse.links import markdown_links, normalize_link
+from ..protocol import (
     CrawledPage,
     CrawlFailure,
     CrawlRequest,
@@ -39,9 +39,10 @@ from .protocol import (
     ReportProgress,
     StopReason,
 )
+from ..urls import PolicyHolder, host_of, prepare_url, same_host
+from .politeness import Politeness, retry_after_s
 from .robots import ALLOW_ALL, MAX_ROBOTS_BYTES, Robots, disallow_all, parse_robots
 from .sitemap import Sitemap, SitemapError, SitemapParser
-from .urls import PolicyHolder, host_of, prepare_url, same_host
 
 if TYPE_CHECKING:
     import httpx
@@ -60,7 +61,7 @@ OFFERS_PER_CHECKPOINT = 64  # URLs offered between two checkpoints: a sitemap's 
 class Scope:
     """Which URLs a crawl may visit: the start URL's scheme, host and port, under its directory (the path up
     to its last `/`) (`admits`), matching an `include` pattern if any are given and no `exclude` pattern
-    (webfetch/crawl_patterns.py: matched in a worker process, `Crawler._offer`)."""
+    (webfetch/parse/crawl_patterns.py: matched in a worker process, `Crawler._offer`)."""
 
     origin: str
     prefix: str

@@ -1,4 +1,4 @@
-"""Profiles in use: what a fetch and a browse session do with one (profiles.py is the store).
+"""Profiles in use: what a fetch and a browse session do with one (profiles/store.py is the store).
 
 A profile is read from its file at each use, so an import or a login made with the CLI takes effect
 without a restart, and checked against the host it is about to be used on (`Profile.allows`, the one rule).
@@ -23,10 +23,11 @@ from urllib.parse import urlsplit
 import msgspec
 import trio
 
-from . import page_scripts, shell
-from .cdp import CDPClosed, CDPError
-from .chrome import BrowserContext
-from .profiles import (
+from .. import page_scripts
+from ..chrome.browser import BrowserContext
+from ..chrome.cdp import CDPClosed, CDPError
+from ..trust import shell
+from .store import (
     Cookie,
     OriginState,
     Profile,

@@ -14,7 +14,7 @@ import fnmatch
 import re
 from collections.abc import Callable
 
-from .errors import BadRequest
+from ..errors import BadRequest
 
 
 def _compiled(text: str, name: str) -> Callable[[str], bool]:
