@@ -27,7 +27,7 @@ from ..errors import (
     NotVisible,
     Timeout,
 )
-from ..fetch.in_chrome import NO_CONTENT
+from ..mime import NO_CONTENT
 from .tab import BrowseTab
 
 # What the actions run on an element, `this` in each (webfetch/js/): POINT is one round trip for an element

@@ -18,7 +18,7 @@ from .._trio import single_error
 from ..chrome.browser import CRASH_EVENTS, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError, Subscription
 from ..errors import DialogOpen
-from ..fetch.in_chrome import classify
+from ..mime import classify
 from ..proxy import Failure
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
-import lxml.html
 import trio
 
 from .. import page_scripts
@@ -32,6 +31,7 @@ from ..errors import (
     UnsupportedContentType,
     WebfetchError,
 )
+from ..mime import NO_CONTENT, UNTYPED, charset, classify, first_lines, media_type
 from ..parse.extractor import Extracted
 from ..parse.flags import SHELL_VISIBLE_MAX_CHARS, explain_error_page, still_a_shell
 from ..parse.pdf import is_pdf
@@ -56,16 +56,6 @@ META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; l
 IO_CHUNK = 1 << 20
 DOCUMENT_PHASES = ("Page.frameNavigated", "Page.domContentEventFired", "Page.loadEventFired",
                    "Page.frameStoppedLoading")
-NO_CONTENT = (204, 205)       # a navigation answered so brings no document: the browser stays where it was
-
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-PDF_TYPES = ("application/pdf", "application/x-pdf")
-# Servers that do not know what they serve: a body of these types is read when the URL names a .pdf,
-# and taken as one when it starts like a PDF.
-UNTYPED = ("application/octet-stream", "binary/octet-stream", "application/download", "application/force-download",
-           "application/x-download")
-TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/json", "text/json",
-              "application/xml", "text/xml", "text/csv")
 
 # The main document's Accept: Chrome's own for a navigation, less its image types, with markdown ranked below
 # HTML and XML (a server choosing by q-value sends HTML; one serving markdown to agents sees it asked for).
@@ -195,30 +185,6 @@ def _is_page_commit(frame: dict[str, Any], target_id: str) -> bool:
     from the tab's previous fetch, and taken for this page's it made an image URL a "download started by
     the page" and Chrome's error page ("ERR_BLOCKED_BY_CLIENT") the result."""
     return frame.get("id") == target_id and str(frame.get("url", "")).startswith(("http://", "https://"))
-
-
-def classify(content_type: str | None, url: str = "") -> str:
-    """'html', 'text', 'pdf' or 'other' for a Content-Type header value (and the URL, for untyped bodies)."""
-    mime = _mime(content_type)
-    if not mime or mime in HTML_TYPES:
-        return "html"
-    if mime in PDF_TYPES or (mime in UNTYPED and url.split("?", 1)[0].split("#", 1)[0].lower().endswith(".pdf")):
-        return "pdf"
-    if mime in TEXT_TYPES or mime.startswith("text/") or mime.endswith("+json") or mime.endswith("+xml"):
-        return "text"
-    return "other"
-
-
-def _mime(content_type: str | None) -> str:
-    return (content_type or "").split(";", 1)[0].strip().lower()
-
-
-def _charset(content_type: str | None) -> str | None:
-    for part in (content_type or "").split(";")[1:]:
-        key, _, value = part.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip('"\'')
-    return None
 
 
 def main_request_headers(headers: dict[str, str], recycled: bool,
@@ -542,12 +508,12 @@ class _Render:
                              ctype: str | None) -> None:
         """The response that is the page (or its HTTP error)."""
         f = self.facts
-        f.final_url, f.status, f.content_type, f.charset = url, status, _mime(ctype) or None, _charset(ctype)
+        f.final_url, f.status, f.content_type, f.charset = url, status, media_type(ctype) or None, charset(ctype)
         f.etag, f.last_modified = _header(headers, "etag"), _header(headers, "last-modified")
         if status >= 400:
             body, _ = await self._read_body(rid, ERROR_BODY_BYTES)
             await self._fail(rid)
-            error = HttpError(f"{url} answered HTTP {status}" + _first_lines(body, ctype)
+            error = HttpError(f"{url} answered HTTP {status}" + first_lines(body, ctype)
                               + explain_error_page(status, body, url), status=status)
             error.retry_after = _header(headers, "retry-after")  # a crawl waits it out (429, 503)
             raise error
@@ -566,7 +532,7 @@ class _Render:
     async def _refuse_download(self, rid: str, url: str, ctype: str | None) -> None:
         """The page we have started a download (or a navigation to something that is not text): refuse
         it, never to disk, and go on reading the page that started it."""
-        log.info("refused a download or navigation of %s to %s (%s)", self.url, url, _mime(ctype))
+        log.info("refused a download or navigation of %s to %s (%s)", self.url, url, media_type(ctype))
         await self._fail(rid, "BlockedByClient")
         self._back_to_committed()
 
@@ -865,21 +831,6 @@ def _meta_refresh_target(content: str | None, base: str) -> str | None:
         return None
     # a refresh to the same document (or a fragment of it) is not a redirect
     return target if target.split("#", 1)[0] != base.split("#", 1)[0] else None
-
-
-def _first_lines(body: bytes, content_type: str | None, limit: int = 300) -> str:
-    text = body.decode(_charset(content_type) or "utf-8", errors="replace")
-    if classify(content_type) == "html":
-        try:
-            doc = lxml.html.fromstring(text or "<html></html>")
-            for bad in doc.xpath("//script|//style|//noscript|//head"):
-                bad.drop_tree()
-            text = doc.text_content()
-        except Exception:  # an error page we cannot parse still gets a status in the message
-            return ""
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    snippet = " / ".join(line for line in lines if line)[:limit]
-    return f": {snippet}" if snippet else ""
 
 
 async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,

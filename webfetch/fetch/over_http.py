@@ -34,6 +34,7 @@ from urllib.parse import urljoin, urlsplit
 import trio
 
 from ..errors import BlockedUrl, HttpError, NetworkError, NoContent, UnsupportedContentType, WebfetchError
+from ..mime import NO_CONTENT, UNTYPED, charset, classify, first_lines, media_type
 from ..parse.flags import explain_error_page
 from ..parse.pdf import is_pdf
 from ..protocol import ReportProgress
@@ -43,8 +44,6 @@ from .in_chrome import (
     ERROR_BODY_BYTES,
     MAIN_ACCEPT,
     MAX_NAVIGATIONS,
-    NO_CONTENT,
-    UNTYPED,
     CheckHost,
     MainResponse,
     NotModified,
@@ -56,10 +55,6 @@ from .in_chrome import (
     ServerHtml,
     TextBody,
     Validators,
-    _charset,
-    _first_lines,
-    _mime,
-    classify,
 )
 
 log = logging.getLogger("webfetch.http_fetch")
@@ -266,7 +261,7 @@ class HttpFetcher:
                         read_server_html: ReadServerHtml, jar: CookieJar) -> Outcome | Prefetched:
         status = answer.status
         ctype = answer.header("content-type")
-        response = MainResponse(url, final, status, _mime(ctype) or None, _charset(ctype), answer.truncated, (),
+        response = MainResponse(url, final, status, media_type(ctype) or None, charset(ctype), answer.truncated, (),
                                 answer.header("etag"), answer.header("last-modified"))
         if status == 304 and revalidating:
             return NotModified(response)
@@ -338,12 +333,12 @@ def _cdp_cookies(jar: CookieJar, final: str) -> tuple[dict[str, Any], ...]:
 def _check_document(final: str, answer: _Answer, ctype: str | None) -> str:
     """The document's kind ('html', 'text', 'pdf'), or the error fetch/in_chrome.py raises for the same response:
     no content, an HTTP error, a type webfetch cannot read."""
-    status, body, mime = answer.status, answer.body, _mime(ctype)
+    status, body, mime = answer.status, answer.body, media_type(ctype)
     if status in NO_CONTENT:
         raise NoContent(final, status)
     if status >= 400:
         head = body[:ERROR_BODY_BYTES]
-        error = HttpError(f"{final} answered HTTP {status}" + _first_lines(head, ctype)
+        error = HttpError(f"{final} answered HTTP {status}" + first_lines(head, ctype)
                           + explain_error_page(status, head, final), status=status)
         error.retry_after = answer.header("retry-after")  # a crawl waits it out (429, 503)
         raise error
