@@ -11,7 +11,7 @@ import ssl
 import pytest
 import trio
 
-from webfetch.fetch.in_chrome import MAIN_ACCEPT, ServerRead
+from webfetch.fetch.load import MAIN_ACCEPT, Load
 from webfetch.fetch.over_http import IMPERSONATE, HttpFetcher, Identity
 from webfetch.urls import AddressPolicy
 
@@ -99,23 +99,19 @@ async def test_curl_cffi_presents_the_fingerprint_of_the_chromium_the_daemon_run
 async def test_webfetchs_http_client_sends_the_headers_of_chromiums_navigation(nursery):
     """webfetch's own HttpFetcher, as the daemon builds it (through the policy proxy, the Identity of the
     running Chromium's product string), against the same Chromium's navigation: the same header names, order
-    and values. Except Accept's value: webfetch asks for markdown too (render.MAIN_ACCEPT), as its Chrome path
+    and values. Except Accept's value: webfetch asks for markdown too (load.MAIN_ACCEPT), as its Chrome path
     does (test_http_fetch's test_the_server_sees_chromes_own_navigation_headers holds the two transports'
     values equal)."""
     proxy = await start_proxy(nursery, allow_hosts=["127.0.0.1"])
     fetcher = HttpFetcher(proxy)
 
-    async def holds_content(body: bytes, charset: str | None, url: str) -> ServerRead:
-        return ServerRead(None, holds_content=True)
-
     with FingerprintRecorder() as rec:
         chromium, product = await record_chromium(rec)
         fetcher.pool.verify = str(rec.cert.ca_file)
         with trio.fail_after(30):
-            await fetcher.fetch(f"https://127.0.0.1:{rec.port}/webfetch",
-                                policy=AddressPolicy.from_config(False, ["127.0.0.1"]),
-                                identity=Identity.of(product), max_bytes=1_000_000, progress=lambda *a: None,
-                                read_server_html=holds_content)
+            await fetcher.load(Load(f"https://127.0.0.1:{rec.port}/webfetch",
+                                    AddressPolicy.from_config(False, ["127.0.0.1"]), 1_000_000, lambda *a: None),
+                               Identity.of(product))
         [ours] = rec.requests("/webfetch")
     fetcher.close()
     assert ours.h2 is not None and chromium.h2 is not None

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from webfetch.config import BrowserConfig, FetchConfig
-from webfetch.fetch.in_chrome import Prefetched, ServerRead
+from webfetch.fetch.load import HtmlBody, Load
 from webfetch.fetch.over_http import HttpFetcher, Identity, _Pool
 from webfetch.urls import AddressPolicy
 
@@ -246,7 +246,7 @@ async def test_chrome_renders_with_every_cookie_the_hops_set(daemon, site):
 
 
 def exchanges_running() -> int:
-    """Threads inside http_fetch._get right now."""
+    """Threads inside over_http._get right now."""
     return sum(1 for frame in sys._current_frames().values()
                if any(f.f_code.co_name == "_get" and f.f_code.co_filename.endswith("fetch/over_http.py")
                       for f in _stack(frame)))
@@ -296,17 +296,12 @@ async def test_https_goes_through_the_policy_proxy_as_http2_with_chromes_headers
     with FingerprintRecorder() as rec:
         fetcher.pool.verify = str(rec.cert.ca_file)
         url = f"https://127.0.0.1:{rec.port}/h2"
-
-        async def holds_nothing(body: bytes, charset: str | None, url: str) -> ServerRead:
-            return ServerRead(None, holds_content=False)
-
         with trio.fail_after(30):
-            got = await fetcher.fetch(url, policy=AddressPolicy.from_config(False, ["127.0.0.1"]),
-                                      identity=Identity(156), max_bytes=1_000_000, progress=lambda *a: None,
-                                      read_server_html=holds_nothing)
+            got = await fetcher.load(Load(url, AddressPolicy.from_config(False, ["127.0.0.1"]), 1_000_000,
+                                          lambda *a: None), Identity(156))
         connection = rec.requests("/h2")[0]
     fetcher.close()
-    assert isinstance(got, Prefetched) and got.status == 200 and got.body == PAGE  # a short page: Chrome's
+    assert isinstance(got, HtmlBody) and got.status == 200 and got.body == PAGE  # a short page: Chrome's
     assert connection.alpn == "h2" and connection.h2 is not None
     assert connection.h2.pseudo_headers == [":method", ":authority", ":scheme", ":path"]  # Chrome's order
     # Chrome's HTTP/2 order for a navigation (libcurl's impersonation orders what Identity sends); names,

@@ -1,6 +1,6 @@
 """Content that arrives late is waited for (issue 28 item 5): a rendered page that is still a loading shell
 when the settle rule stops (flags.still_a_shell, js_shell's own judgement) is watched until its content
-arrives, at most render.SHELL_WATCH_S; a shell that stays one is flagged js_shell as before; a page that
+arrives, at most in_chrome.SHELL_WATCH_S; a shell that stays one is flagged js_shell as before; a page that
 settled with its content is not watched at all. Real Chromium through the daemon; the server's hits, the
 result and the renderer's log are what is asserted, never a duration."""
 

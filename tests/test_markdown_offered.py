@@ -9,7 +9,8 @@ import threading
 
 import trio
 
-from webfetch.fetch.in_chrome import MAIN_ACCEPT, main_request_headers
+from webfetch.fetch.in_chrome import main_request_headers
+from webfetch.fetch.load import MAIN_ACCEPT
 from webfetch.parse.extractor import extract_raw
 
 from .support.site import ARTICLE_TEXT, NOISY_ARTICLE

@@ -13,7 +13,8 @@ import trio
 
 from webfetch.dns import IPAddress
 from webfetch.errors import BrowserCrashed
-from webfetch.fetch.in_chrome import Redirect, RenderedDom, ServerHtml, ServerRead, TextBody, render
+from webfetch.fetch.in_chrome import Rendering, load
+from webfetch.fetch.load import Load, Redirect, RenderedDom, ServerHtml, ServerRead, TextBody
 from webfetch.parse.extractor import Extracted
 from webfetch.urls import AddressPolicy
 
@@ -36,9 +37,8 @@ async def run(tab: ScriptedTab, url: str, *, holds_content: bool = False, progre
 
     messages = progress if progress is not None else []
     with trio.fail_after(60):
-        return await render(tab, url, policy=POLICY, settle_s=SETTLE_S,
-                            max_bytes=1_000_000, block_types=[], progress=lambda _s, m: messages.append(m),
-                            read_server_html=read_server_html)
+        return await load(tab, Load(url, POLICY, 1_000_000, lambda _s, m: messages.append(m)),
+                          Rendering(SETTLE_S, [], read_server_html))
 
 
 def redirect(to: str, status: int = 302) -> Page:

@@ -1,17 +1,15 @@
 """Loading one URL in one tab: redirects checked hop by hop, the main response inspected before Chrome
 renders it, unneeded resources refused, and the DOM taken once the page's JavaScript has settled.
 
-A render ends in one of six outcomes (`Outcome`): a cross-host `Redirect`, a `TextBody` or a `PdfBody`
-that needs no browser, `ServerHtml` whose extraction already held the content (Chrome never ran the page), the
-`RenderedDom` after the page's scripts ran, or `NotModified`: the server answered 304 to a revalidation
-(`Validators`, from a page kept in the cache). Failures are raised as WebfetchError (or BrowserCrashed)."""
+The Chrome transport: `load(tab, Load, Rendering)`, whose outcome (fetch/load.py) is any but HtmlBody
+(a `Loaded`): the server's HTML is read here, by the pipeline's `read_server_html`, while Chrome's request for it
+is paused. Failures are raised as WebfetchError (or BrowserCrashed)."""
 
 from __future__ import annotations
 
 import base64
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -35,13 +33,26 @@ from ..mime import NO_CONTENT, UNTYPED, charset, classify, first_lines, media_ty
 from ..parse.extractor import Extracted
 from ..parse.flags import SHELL_VISIBLE_MAX_CHARS, explain_error_page, still_a_shell
 from ..parse.pdf import is_pdf
-from ..protocol import ReportProgress
-from ..urls import GATE_FETCH_PATTERN, AddressPolicy, HostGate, admit_host, parse_url, same_host
+from ..urls import GATE_FETCH_PATTERN, HostGate, admit_host, parse_url, same_host
+from .load import (
+    ERROR_BODY_BYTES,
+    MAIN_ACCEPT,
+    MAX_NAVIGATIONS,
+    Load,
+    Loaded,
+    MainResponse,
+    NotModified,
+    PdfBody,
+    Prefetched,
+    ReadServerHtml,
+    Redirect,
+    RenderedDom,
+    ServerHtml,
+    TextBody,
+)
 
 log = logging.getLogger("webfetch.render")
 
-MAX_NAVIGATIONS = 20          # main-frame documents per fetch: redirect hops, meta refresh, script navigation
-ERROR_BODY_BYTES = 64 * 1024  # enough of a 4xx/5xx page to quote its first lines
 SETTLE_QUIET_MS = 50          # no DOM change for this long (and nothing pending) = settled
 # ... or this long with only short timers pending: a timer that has not changed the DOM for half a
 # second is polling or animating (analytics, carousels, countdowns), not about to show the content;
@@ -56,127 +67,6 @@ META_REFRESH_MAX_S = 10       # a meta refresh sooner than this is a redirect; l
 IO_CHUNK = 1 << 20
 DOCUMENT_PHASES = ("Page.frameNavigated", "Page.domContentEventFired", "Page.loadEventFired",
                    "Page.frameStoppedLoading")
-
-# The main document's Accept: Chrome's own for a navigation, less its image types, with markdown ranked below
-# HTML and XML (a server choosing by q-value sends HTML; one serving markdown to agents sees it asked for).
-MAIN_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/markdown;q=0.8,*/*;q=0.7"
-
-# --- outcomes -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MainResponse:
-    """What the server answered for the page (after same-host redirects), whatever became of it."""
-
-    url: str                       # the URL asked for (the cache key)
-    final_url: str
-    status: int | None
-    content_type: str | None       # the MIME type, parameters dropped
-    charset: str | None
-    truncated: bool                # the body was cut at the size cap
-    notes: tuple[str, ...]
-    etag: str | None = None        # the validators the server sent with the page, for revalidating it later
-    last_modified: str | None = None
-
-
-@dataclass(frozen=True)
-class Redirect:
-    """The page sends the reader to another host, which webfetch does not follow by itself."""
-
-    response: MainResponse         # status: the 3xx, or the page whose meta refresh or script navigated
-    target: str
-
-
-@dataclass(frozen=True)
-class TextBody:
-    """A text body (plain, markdown, JSON, XML) that needs no browser."""
-
-    response: MainResponse
-    body: bytes
-
-
-@dataclass(frozen=True)
-class PdfBody:
-    """A PDF, read by webfetch/parse/pdf.py, never by the browser."""
-
-    response: MainResponse
-    body: bytes
-
-
-@dataclass(frozen=True)
-class ServerHtml:
-    """The HTML as the server sent it already held the content: Chrome never parsed the page."""
-
-    response: MainResponse
-    extracted: Extracted
-    body: bytes                    # the HTML as sent (cut at the size cap)
-
-
-@dataclass(frozen=True)
-class RenderedDom:
-    """The DOM after the page's scripts ran, with the server's HTML and its extraction when there was one."""
-
-    response: MainResponse
-    html: str
-    title: str | None
-    server: Extracted | None
-    server_body: bytes
-
-
-@dataclass(frozen=True)
-class NotModified:
-    """The server answered 304 to the conditional request: the page kept in the cache is still its page."""
-
-    response: MainResponse
-
-
-@dataclass(frozen=True)
-class Validators:
-    """What a cached page was sent with, to ask its server whether it changed (If-None-Match,
-    If-Modified-Since), on the request for `url`: the page's final URL, the one they belong to."""
-
-    url: str
-    etag: str | None
-    last_modified: str | None
-
-    def headers(self) -> list[dict[str, str]]:
-        return ([{"name": "If-None-Match", "value": self.etag}] if self.etag else []) + \
-            ([{"name": "If-Modified-Since", "value": self.last_modified}] if self.last_modified else [])
-
-
-Outcome = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom | NotModified
-
-
-@dataclass(frozen=True)
-class Prefetched:
-    """The main document already fetched (fetch/over_http.py) whose server HTML did not hold the content: Chrome
-    renders it from these bytes, status and headers, answering its own request for `response.final_url`
-    with them, so that the server sees one GET."""
-
-    response: MainResponse
-    status: int
-    headers: list[dict[str, str]]
-    body: bytes
-    server: Extracted | None
-    # every cookie the redirect hops and the document set, as CDP's CookieParam: Chrome gets them before
-    # the page runs (its scripts and requests see the cookies they would have after Chrome's own hops)
-    cookies: tuple[dict[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class ServerRead:
-    """The pipeline's reading of the server's HTML: its extraction (None when nothing could be extracted)
-    and whether that already holds the content, so that the page need not be rendered."""
-
-    extracted: Extracted | None
-    holds_content: bool
-
-
-# Called with the main document's HTML as the server sent it, before Chrome renders it.
-ReadServerHtml = Callable[[bytes, str | None, str], Awaitable[ServerRead]]
-# Called with the host of each same-host main-frame hop before it is requested; raises a WebfetchError to
-# refuse it (a profile's host list: the hop to `www.` is the same host to webfetch, not to a profile).
-CheckHost = Callable[[str], None]
 
 
 def _is_page_commit(frame: dict[str, Any], target_id: str) -> bool:
@@ -280,24 +170,36 @@ class _Facts:
                             self.truncated, tuple(self.notes), self.etag, self.last_modified)
 
 
+@dataclass(frozen=True)
+class Rendering:
+    """What the Chrome transport takes beside the Load: how long a document may take to settle, the resource
+    types refused, `read_server_html` to read the server's HTML before Chrome renders it when
+    `server_decides` (its reading may end the render: ServerHtml), else beside the rendering, and
+    `prefetched`: the main document as fetch/over_http.py read it, which Chrome renders without requesting
+    it again."""
+
+    settle_s: float
+    block_types: list[str]
+    read_server_html: ReadServerHtml | None = None
+    server_decides: bool = True
+    prefetched: Prefetched | None = None
+
+
 class _Render:
-    def __init__(self, tab: Tab, url: str, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: ReportProgress, read_server_html: ReadServerHtml | None,
-                 server_decides: bool, check_host: CheckHost | None = None,
-                 validators: Validators | None = None, prefetched: Prefetched | None = None) -> None:
+    def __init__(self, tab: Tab, load: Load, rendering: Rendering) -> None:
         self.tab = tab
-        self.prefetched = prefetched
-        self.check_host = check_host
-        self.validators = validators
+        self.prefetched = rendering.prefetched
+        self.check_host = load.check_host
+        self.validators = load.validators
         self.revalidating = False                     # the main request in flight carries the validators
-        self.url = url
-        self.policy = policy
-        self.settle_s = settle_s
-        self.max_bytes = max_bytes
-        self.block_types = set(block_types)
-        self.progress = progress
-        self.read_server_html = read_server_html
-        self.server_decides = server_decides          # the server HTML's reading decides whether to render
+        self.url = url = load.url
+        self.policy = load.policy
+        self.settle_s = rendering.settle_s
+        self.max_bytes = load.max_bytes
+        self.block_types = set(rendering.block_types)
+        self.progress = load.progress
+        self.read_server_html = rendering.read_server_html
+        self.server_decides = rendering.server_decides  # the server HTML's reading decides whether to render
         self.server_read_done: trio.Event | None = None  # set once a reading started aside has finished
         self._aside: trio.Nursery | None = None       # where work beside the render runs (run() sets it)
         self.facts = _Facts(url, url)
@@ -306,17 +208,17 @@ class _Render:
         self.committed_doc: _Document | None = None   # the last one Chrome committed
         self.server: Extracted | None = None
         self.server_body = b""
-        self.outcome: Outcome | None = None
+        self.outcome: Loaded | None = None
         self.failure: BaseException | None = None
         self.ended = trio.Event()                     # an outcome or a failure was decided in the pump
         self.main_request: str | None = None          # the paused main-document request being handled
         self.main_aborted = False                     # we ended the main document's request ourselves
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
-        self.gate = HostGate(policy)                  # the address policy for the page's requests
+        self.gate = HostGate(load.policy)              # the address policy for the page's requests
         self.dead_ends: set[str] = set()              # URLs the page navigated to that brought no document
 
-    def _end(self, outcome: Outcome | None = None, failure: BaseException | None = None) -> None:
+    def _end(self, outcome: Loaded | None = None, failure: BaseException | None = None) -> None:
         if not self.ended.is_set():
             self.outcome, self.failure = outcome, failure
             self.ended.set()
@@ -458,23 +360,24 @@ class _Render:
         """Answer Chrome's request for the first document with the response fetch/over_http.py already read
         (its Set-Cookie headers too: the page's scripts see the cookies the server set, as they would).
         The body is decoded and maybe cut at the size cap: the transfer headers go."""
-        r = p.response
+        d = p.document
+        r = d.response
         f = self.facts
         f.final_url, f.status, f.content_type, f.charset = r.final_url, r.status, r.content_type, r.charset
         f.truncated, f.etag, f.last_modified = r.truncated, r.etag, r.last_modified
-        self.server, self.server_body = p.server, p.body
-        kept = [h for h in p.headers if h.get("name", "").lower() not in
+        self.server, self.server_body = p.server, d.body
+        kept = [h for h in d.headers if h.get("name", "").lower() not in
                 ("content-encoding", "content-length", "transfer-encoding")]
         self.progress("render", f"running the page's scripts ({r.final_url})")
-        if p.cookies:
+        if d.cookies:
             try:
-                await self.tab.context.set_cookies(list(p.cookies))
+                await self.tab.context.set_cookies(list(d.cookies))
             except CDPError as e:  # one Chrome will not take: the page runs with the last response's cookies
                 log.warning("Chrome refused the cookies the redirect hops of %s set (%s)", r.final_url, e.message)
         await self.tab.show()
         await self.tab.call("Fetch.fulfillRequest", {
-            "requestId": rid, "responseCode": p.status, "responseHeaders": kept,
-            "body": base64.b64encode(p.body).decode()})
+            "requestId": rid, "responseCode": d.status, "responseHeaders": kept,
+            "body": base64.b64encode(d.body).decode()})
         self.marks.setdefault("fulfilled", time.monotonic())
 
     async def _main_response(self, rid: str, url: str, p: dict[str, Any]) -> None:
@@ -671,7 +574,7 @@ class _Render:
             else:
                 self._end(failure=NetworkError(f"{failure.message if failure else error} while loading {url}"))
 
-    async def run(self) -> Outcome:
+    async def run(self) -> Loaded:
         try:
             with self.tab.subscribe() as sub, single_error():
                 async with trio.open_nursery() as nursery:
@@ -679,7 +582,7 @@ class _Render:
                     nursery.start_soon(self.pump, sub, nursery)
                     nursery.start_soon(self._stop_when_ended, nursery.cancel_scope)
                     self.progress("render", f"loading {self.url}")
-                    nursery.start_soon(self.navigate, self.prefetched.response.final_url if self.prefetched
+                    nursery.start_soon(self.navigate, self.prefetched.document.response.final_url if self.prefetched
                                        else self.url)
                     await self._follow_documents(nursery)
                     nursery.cancel_scope.cancel()
@@ -833,19 +736,11 @@ def _meta_refresh_target(content: str | None, base: str) -> str | None:
     return target if target.split("#", 1)[0] != base.split("#", 1)[0] else None
 
 
-async def render(tab: Tab, url: str, *, policy: AddressPolicy, settle_s: float, max_bytes: int,
-                 block_types: list[str], progress: ReportProgress,
-                 read_server_html: ReadServerHtml | None = None, server_decides: bool = True,
-                 check_host: CheckHost | None = None, validators: Validators | None = None,
-                 prefetched: Prefetched | None = None) -> Outcome:
-    """Load `url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
-    or BrowserCrashed. `read_server_html` reads the server's HTML before Chrome renders it when
-    `server_decides` (its reading may end the render: ServerHtml), else beside the rendering. `check_host`
-    may refuse a main-frame hop's host. `validators` make the request for their URL conditional: a 304 to
-    it is the outcome NotModified. `prefetched`: the main document as fetch/over_http.py read it, which Chrome
-    renders without requesting it again."""
-    r = _Render(tab, url, policy, settle_s, max_bytes, block_types, progress, read_server_html, server_decides,
-                check_host, validators, prefetched)
+async def load(tab: Tab, load: Load, rendering: Rendering) -> Loaded:
+    """Load `load.url` in `tab` (one prepared with FETCH_TAB) and return the outcome. Raises a WebfetchError
+    or BrowserCrashed."""
+    url = load.url
+    r = _Render(tab, load, rendering)
     outcome = await r.run()
     if log.isEnabledFor(logging.DEBUG):
         m = r.marks

@@ -37,24 +37,20 @@ from ..errors import BlockedUrl, HttpError, NetworkError, NoContent, Unsupported
 from ..mime import NO_CONTENT, UNTYPED, charset, classify, first_lines, media_type
 from ..parse.flags import explain_error_page
 from ..parse.pdf import is_pdf
-from ..protocol import ReportProgress
 from ..proxy import PolicyProxy
-from ..urls import AddressPolicy, admit_host, parse_url, same_host
-from .in_chrome import (
+from ..urls import admit_host, parse_url, same_host
+from .load import (
     ERROR_BODY_BYTES,
     MAIN_ACCEPT,
     MAX_NAVIGATIONS,
-    CheckHost,
+    HtmlBody,
+    Load,
     MainResponse,
     NotModified,
     Outcome,
     PdfBody,
-    Prefetched,
-    ReadServerHtml,
     Redirect,
-    ServerHtml,
     TextBody,
-    Validators,
 )
 
 log = logging.getLogger("webfetch.http_fetch")
@@ -221,12 +217,12 @@ class HttpFetcher:
         after this goes over a connection opened before (the address policy may have changed since)."""
         self.pool.close()
 
-    async def fetch(self, url: str, *, policy: AddressPolicy, identity: Identity, max_bytes: int,
-                    progress: ReportProgress, read_server_html: ReadServerHtml,
-                    check_host: CheckHost | None = None, validators: Validators | None = None
-                    ) -> Outcome | Prefetched:
-        """The main document of `url`, hop by hop: an Outcome as fetch/in_chrome.py's, or Prefetched when the
-        server's HTML does not hold the content. Raises the WebfetchErrors fetch/in_chrome.py raises."""
+    async def load(self, load: Load, identity: Identity) -> Outcome:
+        """The main document of `load.url`, hop by hop, its request headers those of `identity`'s Chromium: a
+        Redirect, TextBody, PdfBody, NotModified, or HtmlBody, the server's HTML for the pipeline to read.
+        Raises the WebfetchErrors fetch/in_chrome.py raises."""
+        url, policy, progress, check_host, validators = (load.url, load.policy, load.progress, load.check_host,
+                                                         load.validators)
         await self.proxy.listening.wait()
         current, status = url, None
         jar = CookieJar()  # this fetch's, for every hop; no other fetch sees it
@@ -238,7 +234,7 @@ class HttpFetcher:
             if check_host is not None:
                 check_host(parse_url(current)[1])
             conditional = validators.headers() if validators and validators.url == current else []
-            answer = await self._exchange(current, identity.headers(current, conditional), max_bytes, jar)
+            answer = await self._exchange(current, identity.headers(current, conditional), load.max_bytes, jar)
             status = answer.status
             location = answer.header("location")
             if 300 <= status < 400 and status != 304 and location:
@@ -253,12 +249,11 @@ class HttpFetcher:
                     return Redirect(MainResponse(url, url, status, None, None, False, ()), target)
                 current = target
                 continue
-            return await self._document(url, current, answer, bool(conditional), read_server_html, jar)
+            return self._document(url, current, answer, bool(conditional), jar)
         raise NetworkError(f"net::ERR_TOO_MANY_REDIRECTS: {url} redirects in a loop "
                            f"(more than {MAX_NAVIGATIONS} navigations)")
 
-    async def _document(self, url: str, final: str, answer: _Answer, revalidating: bool,
-                        read_server_html: ReadServerHtml, jar: CookieJar) -> Outcome | Prefetched:
+    def _document(self, url: str, final: str, answer: _Answer, revalidating: bool, jar: CookieJar) -> Outcome:
         status = answer.status
         ctype = answer.header("content-type")
         response = MainResponse(url, final, status, media_type(ctype) or None, charset(ctype), answer.truncated, (),
@@ -271,11 +266,8 @@ class HttpFetcher:
             return TextBody(response, body)
         if kind == "pdf":
             return PdfBody(response, body)
-        read = await read_server_html(body, response.charset, final)
-        if read.holds_content and read.extracted is not None:
-            return ServerHtml(response, read.extracted, body)
         headers = [{"name": k, "value": v} for k, v in answer.headers or ()]
-        return Prefetched(response, status, headers, body, read.extracted, _cdp_cookies(jar, final))
+        return HtmlBody(response, status, headers, body, _cdp_cookies(jar, final))
 
     async def _exchange(self, url: str, headers: list[str], max_bytes: int, jar: CookieJar) -> _Answer:
         """One GET in a worker thread; raises NetworkError/BlockedUrl for a failed one."""

@@ -4,6 +4,7 @@ cancellation and the request's deadline reach every step."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import re
@@ -32,7 +33,12 @@ from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
 from ..trust import shell
 from ..urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
-from .in_chrome import (
+from .in_chrome import Rendering
+from .in_chrome import load as load_in_chrome
+from .load import (
+    HtmlBody,
+    Load,
+    Loaded,
     NotModified,
     Outcome,
     PdfBody,
@@ -44,7 +50,6 @@ from .in_chrome import (
     ServerRead,
     TextBody,
     Validators,
-    render,
 )
 from .over_http import IMPERSONATE, HttpFetcher, Identity
 
@@ -331,7 +336,7 @@ class Pipeline:
                     last_modified=response.last_modified if validated else None)
 
     async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
-                      validators: Validators | None, how: list[str]) -> Outcome:
+                      validators: Validators | None, how: list[str]) -> Loaded:
         """The page's main document and, when it needs one, its render: by fetch/over_http.py first when
         `chrome_reason` gives none (Chrome renders from the bytes it read, only when the server's HTML does
         not hold the content), else all in Chrome. At most browser.max_renders pages load at once. `how`
@@ -344,20 +349,31 @@ class Pipeline:
             why = self.chrome_reason(profile)
             prefetched = None
             read_server_html = functools.partial(self._read_server_html, progress, how)
+            load = Load(key, self.policy.current, self.config.fetch.max_bytes, progress, _checker(profile),
+                        validators)
             if why is not None:
                 how.append(f"loaded in Chrome: {why}")
             else:
                 assert self.http is not None
-                got = await self.http.fetch(
-                    key, policy=self.policy.current, identity=await self._identity(),
-                    max_bytes=self.config.fetch.max_bytes, progress=progress, read_server_html=read_server_html,
-                    check_host=_checker(profile), validators=validators)
+                got = await self._server_decides(await self.http.load(load, await self._identity()),
+                                                 read_server_html)
                 if not isinstance(got, Prefetched):
                     log.debug("%s: main document over http, not rendered", key)
                     return got
                 prefetched, why = got, "the page needs rendering"
             log.debug("%s: rendered by Chrome (%s)", key, why)
-            return await self._in_chrome(key, progress, profile, validators, prefetched, read_server_html, how)
+            return await self._in_chrome(load, profile, prefetched, read_server_html, how)
+
+    @staticmethod
+    async def _server_decides(got: Outcome, read_server_html: ReadServerHtml) -> Loaded | Prefetched:
+        """The http transport's outcome, its server HTML read: ServerHtml when that holds the content (Chrome
+        never runs the page), else Prefetched, for Chrome to render from the bytes already read."""
+        if not isinstance(got, HtmlBody):
+            return got
+        read = await read_server_html(got.body, got.response.charset, got.response.final_url)
+        if read.holds_content and read.extracted is not None:
+            return ServerHtml(got.response, read.extracted, got.body)
+        return Prefetched(got, read.extracted)
 
     def chrome_reason(self, profile: Profile | None) -> str | None:
         """Why the main document goes through Chrome rather than fetch/over_http.py; None when it need not."""
@@ -389,14 +405,18 @@ class Pipeline:
                 self._installed = (await installed_version(exe) if exe else None) or IMPERSONATE.removeprefix("chrome")
         return self._installed
 
-    async def _in_chrome(self, key: str, progress: ReportProgress, profile: Profile | None,
-                         validators: Validators | None, prefetched: Prefetched | None,
-                         read_server_html: ReadServerHtml, how: list[str]) -> Outcome:
+    async def _in_chrome(self, load: Load, profile: Profile | None, prefetched: Prefetched | None,
+                         read_server_html: ReadServerHtml, how: list[str]) -> Loaded:
         """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given:
         what the site set in return is written back, `how` told of cookies refused); a browser that went
         away is tried once more."""
         bc = self.config.browser
+        key, progress = load.url, load.progress
         for attempt in (1, 2):
+            # the policy and fetch.* read at each attempt, as at every use: a reload meanwhile applies to it
+            attempt_load = dataclasses.replace(load, policy=self.policy.current, max_bytes=self.config.fetch.max_bytes)
+            rendering = Rendering(bc.settle_s, bc.block_resources, read_server_html,
+                                  server_decides=self.config.fetch.render == "auto", prefetched=prefetched)
             try:
                 self.renders += 1
                 async with self.chrome.open_tab(private=profile is not None) as tab:
@@ -405,13 +425,7 @@ class Pipeline:
                         given = await self.profiles.seed(tab.context, profile)
                         await self.profiles.seed_page(tab, profile)
                     try:
-                        return await render(tab, key, policy=self.policy.current, settle_s=bc.settle_s,
-                                            max_bytes=self.config.fetch.max_bytes, block_types=bc.block_resources,
-                                            progress=progress,
-                                            read_server_html=read_server_html,
-                                            server_decides=self.config.fetch.render == "auto",
-                                            check_host=_checker(profile), validators=validators,
-                                            prefetched=prefetched)
+                        return await load_in_chrome(tab, attempt_load, rendering)
                     finally:
                         if profile is not None:
                             await self._keep_cookies(profile, tab.context, given, how)
@@ -478,7 +492,7 @@ class Pipeline:
         judged = outcome.html if extracted is not outcome.server else outcome.server_body
         return _Read(extracted, "rendered", outcome.title, judged)
 
-    async def _flags(self, outcome: Outcome, read: _Read, title: str | None, key: str,
+    async def _flags(self, outcome: Loaded, read: _Read, title: str | None, key: str,
                      notes: list[str]) -> list[Flag]:
         """No silent success: what the content is when it is not the page (webfetch/parse/flags.py), judged on
         the HTML the content came from: Chrome's DOM, or the server's HTML."""

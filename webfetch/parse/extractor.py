@@ -454,7 +454,7 @@ MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
 
 def extract_raw(body: bytes, mime: str | None, charset: str | None) -> Extracted:
     """A text body as is; JSON pretty-printed. Markdown the site serves (asked for by the main request's
-    Accept, render.MAIN_ACCEPT) is the content as its authors wrote it: kept verbatim, `extractor` markdown."""
+    Accept, load.MAIN_ACCEPT) is the content as its authors wrote it: kept verbatim, `extractor` markdown."""
     text = decode_text(body, charset)
     if mime in MARKDOWN_TYPES and text.strip():
         return Extracted(text, "markdown", markdown_title(text))
