@@ -2,7 +2,11 @@
 the daemon (everything outside webfetch/frontends/) imports no frontend; the browse package has one door,
 `from .browse import Browse` in daemon.py, and nothing outside it imports its modules; nothing imports the
 CLI but `python -m webfetch`. Inside browse/, the shape issue 35 gave it: no class over 400 lines, and no
-module touching another's private (underscore) names. A failure names each offending file and line."""
+module touching another's private (underscore) names. The wings (issue 35's third step): browse imports
+neither fetch/ nor crawl/, fetch/ not browse/, parse/ no browser, CDP, fetch/, crawl/ or browse/ module; the
+core (protocol, errors, urls, config, mime, paging) imports no wing; no module anywhere imports or reads
+another's underscore names; at most 25 modules at the top level. A failure names each offending file and
+line."""
 
 from __future__ import annotations
 
@@ -128,4 +132,99 @@ def test_no_browse_module_touches_another_ones_private_names():
             elif isinstance(node, ast.ImportFrom):
                 offences += [f"{MODULES[name].relative_to(PACKAGE.parent)}:{node.lineno} imports {a.name}"
                              for a in node.names if _private(a.name)]
+    assert not offences, "another module's private names:\n" + "\n".join(offences)
+
+
+# --- the wings (issue 35, "The house, third step") -------------------------------------------------------
+# Each wing's __init__ docstring says what it may import and what it must not; these hold the rules that keep
+# the fetch path, the browser and the parsers apart.
+FETCH = "webfetch.fetch"
+CRAWL = "webfetch.crawl"
+PARSE = "webfetch.parse"
+CHROME = "webfetch.chrome"
+WINGS = (BROWSE, CHROME, CRAWL, FETCH, FRONTENDS, PARSE, "webfetch.profiles", "webfetch.subagent", "webfetch.trust")
+# The core: what every wing may import, and which imports none of them
+CORE = ("webfetch.protocol", "webfetch.errors", "webfetch.urls", "webfetch.config", "webfetch.mime",
+        "webfetch.paging")
+# A browser or CDP: our Chrome wing, the scripts we run in pages, the websocket CDP travels over
+BROWSER = (CHROME, "webfetch.page_scripts", "trio_websocket")
+TOP_LEVEL_MAX = 25
+
+
+def _in_any(module: str, packages: tuple[str, ...]) -> bool:
+    return any(_within(module, p) for p in packages)
+
+
+def _rule(inside: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    return _offences(lambda name: not _in_any(name, inside), lambda target: _in_any(target, forbidden))
+
+
+def test_the_wings_are_there_and_each_says_its_rule():
+    """So that the rules below cannot pass on a tree without the wings: each is a package whose docstring
+    says what it may import and what it must not, and the imports the rules are about are found."""
+    for wing in WINGS:
+        doc = ast.get_docstring(ast.parse(MODULES[wing].read_text())) or ""
+        if wing not in (BROWSE, FRONTENDS):
+            assert "May import" in doc and "Must not import" in doc, f"{wing}'s __init__ docstring states no rule"
+    assert any(t == "webfetch.mime" for _, t in _imports("webfetch.browse.tab", MODULES["webfetch.browse.tab"]))
+    assert any(_within(t, PARSE) for _, t in _imports("webfetch.fetch.pipeline", MODULES["webfetch.fetch.pipeline"]))
+    assert any(_within(t, CHROME) for _, t in _imports("webfetch.fetch.in_chrome", MODULES["webfetch.fetch.in_chrome"]))
+
+
+def test_the_top_level_keeps_the_shell_the_actors_and_the_core_types():
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= TOP_LEVEL_MAX, f"{len(flat)} modules at webfetch/'s top level (at most {TOP_LEVEL_MAX}): {flat}"
+
+
+def test_browse_imports_neither_the_fetch_path_nor_crawl():
+    offences = _rule((BROWSE,), (FETCH, CRAWL))
+    assert not offences, "browse/ drives its own tabs; what it shares with fetch is in mime.py:\n" + "\n".join(offences)
+
+
+def test_the_fetch_path_does_not_import_browse():
+    offences = _rule((FETCH,), (BROWSE,))
+    assert not offences, "fetch/ imports browse/:\n" + "\n".join(offences)
+
+
+def test_the_parsers_import_no_browser_and_no_other_wing():
+    offences = _rule((PARSE,), (*BROWSER, FETCH, CRAWL, BROWSE))
+    assert not offences, ("parse/ runs in the parser workers on bytes and text: no browser, CDP, fetch/, crawl/ "
+                          "or browse/:\n" + "\n".join(offences))
+
+
+def test_the_core_imports_no_wing():
+    offences = _offences(lambda name: name not in CORE, lambda target: _in_any(target, WINGS))
+    assert not offences, ("protocol, errors, urls, config, mime and paging import no wing:\n"
+                          + "\n".join(offences))
+
+
+def _imported_modules(name: str, tree: ast.Module) -> set[str]:
+    """The local names `name` binds to modules of ours (`from . import find`, `import webfetch.x as y`)."""
+    bound = set()
+    path = MODULES[name]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base_parts = package[:len(package) - node.level + 1] if node.level else []
+            base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            bound |= {a.asname or a.name for a in node.names if f"{base}.{a.name}" in MODULES}
+        elif isinstance(node, ast.Import):
+            bound |= {a.asname for a in node.names if a.asname and a.name in MODULES}
+    return bound
+
+
+def test_no_module_uses_another_ones_private_names():
+    """`from .m import _name` or `m._name` on a module of ours: one module talks to another through its
+    public names (the http transport imported render's `_charset`, `_first_lines` and `_mime` once)."""
+    offences = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        modules = _imported_modules(name, tree)
+        where = path.relative_to(PACKAGE.parent)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                offences += [f"{where}:{node.lineno} imports {a.name}" for a in node.names if _private(a.name)]
+            elif (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules):
+                offences.append(f"{where}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert not offences, "another module's private names:\n" + "\n".join(offences)
