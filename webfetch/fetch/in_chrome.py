@@ -8,8 +8,10 @@ is paused. Failures are raised as WebfetchError (or BrowserCrashed)."""
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -185,6 +187,10 @@ class Rendering:
     prefetched: Prefetched | None = None
 
 
+# What the pump calls with an event's params
+Handler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
 class _Render:
     def __init__(self, tab: Tab, load: Load, rendering: Rendering) -> None:
         self.tab = tab
@@ -231,21 +237,38 @@ class _Render:
     # --- the event pump ---------------------------------------------------------------------------
 
     async def pump(self, sub: Subscription, nursery: trio.Nursery) -> None:
+        """Each event of the tab to its handler, in the order they come; the events no handler names are
+        not the render's business."""
+        handlers = self._handlers(nursery)
         while True:
             event = await sub.receive()
-            method = event.get("method")
-            params = event.get("params", {})
-            if method == "Fetch.requestPaused":
-                if self._is_main(params):
-                    await self._paused_safely(params)  # main-document steps happen one after another
-                else:
-                    nursery.start_soon(self._paused_safely, params)  # never hold up other events
-            elif method in DOCUMENT_PHASES:
-                self._document_phase(method, params)
-            elif method == "Page.javascriptDialogOpening":
-                await self._answer_dialog(params.get("type") == "beforeunload")
-            elif method in CRASH_EVENTS:
-                self._end(failure=BrowserCrashed("the page's renderer process crashed"))
+            handler = handlers.get(event.get("method", ""))
+            if handler is not None:
+                await handler(event.get("params", {}))
+
+    def _handlers(self, nursery: trio.Nursery) -> dict[str, Handler]:
+        """The pump's table: one handler an event method; were two to name one method, the earlier in this
+        order wins: paused requests, document phases, dialogs, crashes."""
+        table: dict[str, Handler] = {m: self._on_crash for m in CRASH_EVENTS}
+        table["Page.javascriptDialogOpening"] = self._on_dialog
+        table |= {m: functools.partial(self._on_document_phase, m) for m in DOCUMENT_PHASES}
+        table["Fetch.requestPaused"] = functools.partial(self._on_paused, nursery)
+        return table
+
+    async def _on_paused(self, nursery: trio.Nursery, params: dict[str, Any]) -> None:
+        if self._is_main(params):
+            await self._paused_safely(params)  # main-document steps happen one after another
+        else:
+            nursery.start_soon(self._paused_safely, params)  # never hold up other events
+
+    async def _on_document_phase(self, method: str, params: dict[str, Any]) -> None:
+        self._document_phase(method, params)
+
+    async def _on_dialog(self, params: dict[str, Any]) -> None:
+        await self._answer_dialog(params.get("type") == "beforeunload")
+
+    async def _on_crash(self, params: dict[str, Any]) -> None:
+        self._end(failure=BrowserCrashed("the page's renderer process crashed"))
 
     def _document_phase(self, method: str, params: dict[str, Any]) -> None:
         """A main-frame document's progress: its commit, DOMContentLoaded, load."""
