@@ -188,7 +188,7 @@ async def test_a_value_found_elsewhere_is_served_as_cached_and_as_old_as_it_is(c
     results = []
     async with trio.open_nursery() as n:
         for _ in range(2):
-            n.start_soon(lambda: _append(results, c.get_or_find("k", found)))
+            n.start_soon(lambda: _append(results, c.get_or_load_aged("k", found)))
     assert calls == 1
     assert sorted(results) == [("kept", 600.0, True), ("kept", 600.0, True)]
     await trio.sleep(299)  # found at t=1, 600 s old

@@ -144,13 +144,13 @@ class Cache(Generic[V]):
         it is cancelled, a waiting caller takes over rather than failing with someone else's cancel."""
         async def loaded_now() -> tuple[V, float | None]:
             return await load(), None
-        return await self.get_or_find(key, loaded_now, fresh)
+        return await self.get_or_load_aged(key, loaded_now, fresh)
 
-    async def get_or_find(self, key: str, find: Callable[[], Awaitable[tuple[V, float | None]]],
-                          fresh: bool = False) -> tuple[V, float, bool]:
-        """`get_or_load` whose loader may find the value kept elsewhere (the disk cache) rather than load
-        it: it returns the value and its age then (None: loaded now), and the value is cached and served
-        as that old."""
+    async def get_or_load_aged(self, key: str, load: Callable[[], Awaitable[tuple[V, float | None]]],
+                               fresh: bool = False) -> tuple[V, float, bool]:
+        """`get_or_load` whose loader may take the value from where it was kept (the disk cache) rather than
+        load it: it returns the value and its age then (None: loaded now), and the value is cached and
+        served as that old."""
         if not fresh:
             hit = self.lookup(key)
             if hit is not None:
@@ -171,7 +171,7 @@ class Cache(Generic[V]):
         self._flights[key] = flight
         generation = self.generation
         try:
-            value, age = await find()
+            value, age = await load()
             flight.created = trio.current_time() - (age or 0.0)
             flight.value = value
             if generation == self.generation:

@@ -164,15 +164,15 @@ class Pipeline:
         progress("cache", f"looking up {key}" + (f" (profile {profile.name})" if profile else ""))
         try:
             with trio.fail_after(timeout):
-                packed, age, cached = await self.cache.get_or_find(
-                    ck, lambda: self._find_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
+                packed, age, cached = await self.cache.get_or_load_aged(
+                    ck, lambda: self._from_disk_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
                           f"timeout_s if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
-    async def _find_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
-                            fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
+    async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
+                                 fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
         """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
         past its ttl, revalidated with the server when it kept validators (a 304 serves it, 0 s old); else
         loaded (age None; `seen` gets the HTML it came from). Whatever is loaded or revalidated is kept on
@@ -207,8 +207,8 @@ class Pipeline:
                 return LoadedPage(unpack_page(hit[0]), True, None)
         key = await prepare_url(url, self.policy.current)
         seen: list[SourceHtml] = []
-        packed, _age, cached = await self.cache.get_or_find(
-            key, lambda: self._find_or_load(key, key, progress, None, fresh, seen), fresh=fresh)
+        packed, _age, cached = await self.cache.get_or_load_aged(
+            key, lambda: self._from_disk_or_load(key, key, progress, None, fresh, seen), fresh=fresh)
         return LoadedPage(unpack_page(packed), cached, seen[0] if seen else None)
 
     async def shape(self, req: FetchRequest, page: Page, age: float, cached: bool,

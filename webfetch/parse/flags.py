@@ -385,7 +385,8 @@ def _text_chars(markdown: str) -> int:
     return len("".join(re.sub(r"\]\([^)]*\)", "]", markdown).split()))
 
 
-def _find(literals: tuple[str, ...], text: str) -> str | None:
+def _first_in(literals: tuple[str, ...], text: str) -> str | None:
+    """The first of `literals` that `text` contains, None when none is."""
     return next((x for x in literals if x in text), None)
 
 
@@ -405,8 +406,8 @@ def challenge(p: _Page) -> Flag | None:
     if not _short(p, WALL_MAX_CHARS):
         return None
     said = _challenge_words(p)
-    markup = _find(CHALLENGE_MARKUP, p.html)
-    captcha = _find(CAPTCHA_WIDGET, p.html)
+    markup = _first_in(CHALLENGE_MARKUP, p.html)
+    captcha = _first_in(CAPTCHA_WIDGET, p.html)
     alone = captcha is not None and p.main_chars < 400 and p.text_inputs <= 1 and not p.password
     if not (said or markup or alone):
         return None
