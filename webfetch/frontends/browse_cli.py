@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .command import handles, with_daemon
 from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines, download_line, files_line
 
@@ -66,6 +67,7 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
     p.add_argument("--scale", type=float, help="open, viewport: device pixels per CSS pixel")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
+    handles(p, with_daemon(run))
 
 
 class _Words:

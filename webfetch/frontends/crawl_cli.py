@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .command import Invocation, handles, with_daemon
+
 if TYPE_CHECKING:
     from .client import Client
 
@@ -42,8 +44,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     scope(p, "pages, at most (default 20, at most 500)")
     p.add_argument("--out", metavar="DIR", help="write one markdown file per page, mirroring the URL paths, plus "
                                                 f"{INDEX_MD} and {INDEX_JSON}")
+    handles(p, _crawl)
     p = sub.add_parser("map", help="a site's URLs, one a line: its sitemaps, then the links of its pages")
     scope(p, "URLs, at most (default 500)")
+    handles(p, with_daemon(run))
+
+
+def _crawl(inv: Invocation) -> int:
+    if inv.args.out and not out_ready(Path(inv.args.out)):  # before a daemon is asked (or started) for anything
+        return 2
+    return with_daemon(run)(inv)
 
 
 def run(client: Client, args: argparse.Namespace) -> int:

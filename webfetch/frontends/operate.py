@@ -6,8 +6,10 @@ keeps listening: the next client starts the daemon again)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,36 @@ from ..config import log_path_for
 from ..disk_cache import DiskCache, default_directory
 from . import logs
 from .client import Client, ClientError, start_daemon
+from .command import Invocation, Needs, handles
 
 STOP_WAIT_S = 20.0  # SIGTERM's path: 2 s of grace for requests, then Chrome and the workers end
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                common: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("stop", help="stop the running daemon (requests in flight end with shutting_down)")
+    common(p)
+    handles(p, lambda inv: stop(inv.path)[0])
+    p = sub.add_parser("restart", help="stop the running daemon and start one with the current config")
+    common(p)
+    handles(p, lambda inv: restart(inv.path, inv.args.config))
+    p = sub.add_parser("reload", help="make the running daemon read its config file again and apply what can "
+                                      "change while it runs (as SIGHUP does); says what needs a restart")
+    common(p)
+    handles(p, lambda inv: reload(inv.path), Needs.ANY)  # the daemon reads the file itself and names what is wrong
+    p = sub.add_parser("cache", help="empty the page cache, in the daemon's memory and on disk")
+    common(p)
+    p.add_argument("action", choices=["clear"], help="clear: forget every cached page (the next fetch of each "
+                                                     "loads it again)")
+    handles(p, lambda inv: clear_cache(inv.path))
+    p = sub.add_parser("logs", help="show the log of the daemon (a file, or systemd's journal)")
+    common(p)
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
+    handles(p, _logs)
+
+
+def _logs(inv: Invocation) -> int:
+    return show_logs(inv.path, inv.args.follow)
 
 
 def _say(message: str) -> None:

@@ -39,6 +39,7 @@ from ..profiles import (
     parse_state_file,
     write_private,
 )
+from .command import Needs, handles
 
 
 class UsageError(WebfetchError):
@@ -53,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "use with --profile NAME, each only on the hosts it lists. They are files under "
                                    "$XDG_DATA_HOME/webfetch/profiles (default ~/.local/share), readable by you "
                                    "alone; no daemon is needed to change them.")
+    handles(p, lambda inv: run(inv.args), Needs.NOTHING)  # profiles are files: no config, no daemon
     ps = p.add_subparsers(dest="profile_command", required=True, metavar="COMMAND")
     q = ps.add_parser("list", help="the profiles: hosts, live cookies, origins, last use (never a value)")
     q.add_argument("--json", action="store_true", help="as a JSON array")
