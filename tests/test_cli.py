@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import signal
 import socket
 import stat
@@ -214,3 +215,36 @@ def test_fetch_of_several_urls_prints_each_page_in_order_under_its_heading_and_s
     assert blocks[4] == f"[4/4] {urls[3]} <==\nline one\nline two\n"
     assert f"webfetch: [2/4] {urls[1]}: http_error: " in r.stderr
     assert f"webfetch: [3/4] {urls[2]}: network_error: " in r.stderr
+
+
+@pytest.mark.chromium
+def test_a_closed_stdout_ends_the_cli_quietly_as_sigpipe_does_never_blaming_the_daemon(short_tmp, site):
+    """`webfetch status | head -1`: the reader of stdout goes away. The CLI ends as a command killed by
+    SIGPIPE (a shell shows 141), says nothing, and the daemon is not named as the culprit: on main, a
+    flushed frame said `cannot talk to the daemon … Broken pipe` (exit 1) and a buffered status
+    `Exception ignored … BrokenPipeError` (exit 120)."""
+    from .test_service import serve, wait_until, write_config
+
+    path, cfg = short_tmp / "wf.sock", write_config(short_tmp)
+    daemon = serve(path, cfg)
+    where = ["--socket", str(path), "--config", str(cfg)]  # this daemon's: no skew note on stderr
+    try:
+        wait_until("the socket", path.exists)
+        url = site.url("/article")
+        for args in (["status"], ["status", "--json"], ["fetch", "--json", "--fresh", url], ["fetch", url]):
+            cli = subprocess.Popen([sys.executable, "-m", "webfetch", *args, *where],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cli.stdout.close()  # before the CLI has written a byte: its first write finds no reader
+            stderr = cli.stderr.read()
+            assert (cli.wait(60), stderr) == (-signal.SIGPIPE, ""), args
+        # a real pipe, its reader gone after one byte (a race on main: one run in four failed)
+        cli = shlex.join([sys.executable, "-m", "webfetch", "fetch", "--json", "--fresh", url, *where])
+        pipeline = f'{cli} 2>"$1" | head -c 1 >/dev/null; echo "${{PIPESTATUS[0]}}"'
+        for _ in range(5):
+            done = subprocess.run(["bash", "-c", pipeline, "bash", str(short_tmp / "err")], capture_output=True,
+                                  text=True, timeout=60)
+            assert (done.stdout.strip() in ("0", "141"), (short_tmp / "err").read_text()) == (True, ""), done.stdout
+        assert run_cli("status", *where).returncode == 0, "the daemon serves on"
+    finally:
+        daemon.terminate()
+        daemon.wait(30)

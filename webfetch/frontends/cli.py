@@ -8,10 +8,12 @@ own (fetch_cli, browse_cli, crawl_cli, profile_cli, status_cli, operate), the fe
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
 from ..config import DEFAULTS, Config, load_config_and_source, socket_path
@@ -150,6 +152,29 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            code = _run(argv)
+        finally:  # what is still buffered (argparse's --help too): a reader gone shows here, not at exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _end_for_closed_stdout()
+    return code
+
+
+def _end_for_closed_stdout() -> NoReturn:
+    """Our stdout's reader went away (`webfetch status | head -1`): end as a command killed by SIGPIPE does
+    (git does the same), quietly and with the status a shell shows as 141, never with an error about the
+    daemon. stdout goes to /dev/null first, as Python's docs advise, so that nothing flushed after this
+    fails again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # Python ignores it, so that writes raise instead
+    os.kill(os.getpid(), signal.SIGPIPE)
+    raise SystemExit(128 + signal.SIGPIPE)  # not reached: the signal ends the process
+
+
+def _run(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     command: Command = args.command_handler
     if command.needs is Needs.NOTHING:

@@ -70,8 +70,10 @@ def with_daemon(handler: Callable[[Client, argparse.Namespace], int]) -> Callabl
         except ClientError as e:
             print(f"webfetch: {e}", file=sys.stderr)
             return 1
-        except OSError as e:
-            print(f"webfetch: cannot talk to the daemon on {inv.path}: {e}", file=sys.stderr)
+        except BrokenPipeError:  # our stdout's reader went away: cli.main ends quietly
+            raise
+        except OSError as e:  # a file of the command's own (crawl --out): the socket's errors are ClientErrors
+            print(f"webfetch: {e}", file=sys.stderr)
             return 1
 
     return run

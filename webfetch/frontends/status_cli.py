@@ -33,9 +33,6 @@ def run(inv: Invocation) -> int:
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
-        print(f"webfetch: cannot talk to the daemon on {inv.path}: {e}", file=sys.stderr)
-        return 1
 
 
 def _browse_state(status: dict[str, Any]) -> str:
