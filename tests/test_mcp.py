@@ -629,7 +629,7 @@ async def test_a_background_daemon_with_another_config_is_restarted_and_the_firs
     new.write_text(old.read_text() + "[cache]\nttl_s = 60\n")
     sock = short_tmp / "wf.sock"
     env = {**os.environ, "WEBFETCH_SOCKET": str(sock)}
-    started = run_cli("status", "--config", str(old), env={"WEBFETCH_SOCKET": str(sock)})  # starts it
+    started = run_cli("start", "--config", str(old), env={"WEBFETCH_SOCKET": str(sock)})
     assert started.returncode == 0, started.stderr
     first_pid = json.loads(run_cli("status", "--json", env={"WEBFETCH_SOCKET": str(sock)}).stdout)["daemon"]["pid"]
     params = StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp", "--config", str(new)],

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
-from ..config import DEFAULTS, Config, load_config_and_source, socket_path
+from ..config import DEFAULTS, Config, config_for_socket, load_config_and_source, socket_path
 from ..errors import ConfigError
 from ..socket_trust import UntrustedSocket
 from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli
@@ -107,13 +107,13 @@ def _service(inv: Invocation) -> int:
 def _add_doctor(sub: SubParsers, common: Common) -> None:
     p = sub.add_parser("doctor", help="check everything webfetch needs; each problem with its fix")
     common(p)
-    handles(p, _doctor)
+    handles(p, _doctor, Needs.ANY)  # a broken config file is one of the things it diagnoses
 
 
 def _doctor(inv: Invocation) -> int:
     from . import doctor
 
-    return doctor.run(inv.config, inv.path)
+    return doctor.run(inv)
 
 
 def _add_mcp(sub: SubParsers, common: Common) -> None:
@@ -186,7 +186,7 @@ def _run(argv: list[str] | None) -> int:
         if command.needs is Needs.CONFIG:
             print(f"webfetch: {e}", file=sys.stderr)
             return 2
-        config, source, broken = Config(), DEFAULTS, e
+        config, source, broken = config_for_socket(args.config), DEFAULTS, e
     path = socket_path(config, args.socket)
     try:
         return command.run(Invocation(args, config, source, path, broken))

@@ -14,6 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import shell
 from ..config import Config, ConfigSource
 from ..errors import ConfigError
 
@@ -51,6 +52,31 @@ class Command:
 def handles(p: argparse.ArgumentParser, run: Callable[[Invocation], int], needs: Needs = Needs.CONFIG) -> None:
     """Make `run` the handler of the command `p` parses."""
     p.set_defaults(command_handler=Command(run, needs))
+
+
+def command_line(inv: Invocation, *words: str) -> str:
+    """`webfetch WORDS` with the --socket and --config this command was given, quoted to paste: the
+    command a hint names reaches the same daemon."""
+    argv = ["webfetch", *words]
+    for option in ("socket", "config"):
+        if getattr(inv.args, option, None):
+            argv += [f"--{option}", getattr(inv.args, option)]
+    return shell.command(*argv)
+
+
+def broken_config(inv: Invocation) -> str | None:
+    """What a command that works on with a broken config file says about it: the file and line at fault,
+    and what the daemon does meanwhile; None when the file loads."""
+    if inv.broken is None:
+        return None
+    return (f"the config file does not load: {inv.broken}; a running daemon keeps the config it has until the "
+            f"file is fixed and `{command_line(inv, 'reload')}` reads it, and none can start until then")
+
+
+def say_broken_config(inv: Invocation) -> None:
+    note = broken_config(inv)
+    if note is not None:
+        print(f"webfetch: {note}", file=sys.stderr)
 
 
 def with_daemon(handler: Callable[[Client, argparse.Namespace], int]) -> Callable[[Invocation], int]:

@@ -18,6 +18,7 @@ from .. import redact, shell
 from ..config import Config
 from ..errors import WebfetchError
 from ..socket_trust import UntrustedSocket, check_directory
+from .command import Invocation, command_line
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
@@ -158,9 +159,23 @@ def check_socket_dir(path: Path) -> Check:
     return Check(OK, "socket path", str(path))
 
 
+def check_config(inv: Invocation) -> Check:
+    """The config file: a daemon cannot start with one that does not load, and a running one keeps its
+    config until a reload reads one that does."""
+    if inv.broken is not None:
+        return Check(FAIL, "config", f"{inv.broken} (the checks below use the defaults)",
+                     f"fix that line (the README lists every key), then run `{command_line(inv, 'reload')}`: "
+                     f"a running daemon keeps the config it has until then, and none can start")
+    return Check(OK, "config", inv.source.path or "no config file (all defaults)")
+
+
 def check_daemon(path: Path) -> list[Check]:
     from .client import Client, ClientError
+    from .service import socket_unit_waiting
 
+    if socket_unit_waiting(path):  # a connection would start it: systemd is asked instead
+        return [Check(OK, "daemon", f"not started yet: systemd's webfetch.socket listens on {path} and starts "
+                                    f"it on the first request")]
     try:
         with Client(path, autostart=False) as client:
             frames = list(client.request("status"))
@@ -220,8 +235,9 @@ def check_search(config: Config) -> Check:
                  f"keys are not checked: a search costs credit)")
 
 
-def run(config: Config, path: Path) -> int:
-    checks = [check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
+def run(inv: Invocation) -> int:
+    config, path = inv.config, inv.path
+    checks = [check_config(inv), check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
               check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config),
               check_subagent_model(config)]
     width = max(len(c.name) for c in checks)

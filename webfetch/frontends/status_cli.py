@@ -9,27 +9,48 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..config import ConfigSource
-from .command import Invocation, handles
+from .command import Invocation, Needs, broken_config, command_line, handles, say_broken_config
 
 if TYPE_CHECKING:
     from .client import Client
 
 
+NOT_RUNNING = 3  # as `systemctl status` and LSB init scripts say "not running"
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                common: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("status", help="show the daemon's state")
+    p = sub.add_parser("status", help="show the daemon's state (exit 3 when none runs; it never starts one)")
     common(p)
     p.add_argument("--json", action="store_true", help="print the status frame as JSON")
-    handles(p, run)
+    handles(p, run, Needs.ANY)  # the daemon runs whatever it read: a broken file is one more line
 
 
 def run(inv: Invocation) -> int:
-    from .client import Client, ClientError
+    """The running daemon's status; exit 3 (nothing on stdout) when none runs: a status starts none, so
+    that `webfetch stop; webfetch status` says what stop did."""
+    from .client import Client, ClientError, NotListening
+    from .service import socket_unit_waiting
 
+    if socket_unit_waiting(inv.path):  # a connection would make systemd start one
+        say_broken_config(inv)
+        print(f"webfetch: no webfetch daemon is running on {inv.path}; systemd's webfetch.socket listens there "
+              f"and starts one on the first request (`{command_line(inv, 'start')}` starts it now)", file=sys.stderr)
+        return NOT_RUNNING
     try:
-        with Client(inv.path, config=inv.args.config) as client:
-            return _status(client, inv.args, inv.source)
+        client = Client(inv.path, autostart=False)
+    except NotListening:
+        say_broken_config(inv)
+        print(f"webfetch: no webfetch daemon is running on {inv.path}; `{command_line(inv, 'start')}` starts one "
+              f"in the background (fetch, search, browse, crawl, the pi extension and webfetch mcp start one "
+              f"when they need it)", file=sys.stderr)
+        return NOT_RUNNING
+    except ClientError as e:
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+    try:
+        with client:
+            return _status(client, inv)
     except ClientError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
@@ -72,9 +93,10 @@ def _disk_line(cache: dict[str, Any]) -> str:
             f"{cache.get('disk_max_bytes', 0) / mib:.0f} MiB, in {cache['disk_dir']}")
 
 
-def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> int:
+def _status(client: Client, inv: Invocation) -> int:
     from .skew import difference
 
+    args = inv.args
     for frame in client.request("status"):
         if frame.get("type") == "error":
             print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
@@ -83,6 +105,7 @@ def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> i
             continue
         if args.json:
             print(json.dumps(frame, indent=2))
+            say_broken_config(inv)
             return 0
         b, c, r = frame["browser"], frame["cache"], frame["requests"]
         print(f"webfetch {frame['version']} (protocol {frame['protocol']}), up {frame['uptime_s']:.0f} s")
@@ -94,10 +117,11 @@ def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> i
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
         print(f"browse:   {_browse_state(frame)}")
-        for problem in frame.get("problems", []):
+        problems = [*frame.get("problems", []), *filter(None, [broken_config(inv)])]
+        for problem in problems:
             print(f"problem:  {problem}")
-        what = difference(frame, source)
+        what = None if inv.broken else difference(frame, inv.source)  # what this command reads is unknown
         if what is not None:
             print(f"note:     this daemon {what}; `webfetch restart` gives you one that runs this command's")
-        return 1 if frame.get("problems") else 0
+        return 1 if problems else 0
     return 1
