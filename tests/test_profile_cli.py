@@ -46,6 +46,7 @@ START_HINT = ("start Chrome with remote debugging and a profile directory of its
 @pytest.fixture
 def data_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("WEBFETCH_SOCKET", str(tmp_path / "no-daemon.sock"))  # `delete` asks no real daemon
     monkeypatch.chdir(tmp_path)
     return tmp_path / "data"
 
@@ -401,6 +402,7 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
                 assert page["url"] == app.url("/login"), "the window opens on the URL given"
                 session = (await conn.call("Target.attachToTarget", {"targetId": page["targetId"],
                                                                      "flatten": True}))["sessionId"]
+                await sign_in(conn, session, app, "127.0.0.2")  # a sign-on provider's host, say
                 await sign_in(conn, session, app, "127.0.0.1")
                 await trio.sleep(1.5)  # a person reads the page before closing the window
                 await conn.call("Target.closeTarget", {"targetId": page["targetId"]})
@@ -415,13 +417,17 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
     assert out == ""
     assert err == ("webfetch: a Chromium window is open: log in there, then close the window (the login is saved "
                    "when it closes)\n"
-                   "webfetch: profile site: 1 cookie imported; it holds 1 cookie and localStorage for 0 origins, and "
-                   "may be used for 127.0.0.1\n")
-    token = next(iter(app.sessions))
-    assert token not in err
+                   "webfetch: profile site: 2 cookies imported; it holds 2 cookies and localStorage for 0 origins, "
+                   "and may be used for 127.0.0.1\n"
+                   "webfetch: the login also set cookies for 127.0.0.2 (a sign-on provider, a tracker, or the site's "
+                   "parent domain); the profile keeps them, but no page gets them until the profile may be used "
+                   "there. To allow one:\n  webfetch profile allow site 127.0.0.2\n"
+                   "(or log in with --hosts naming every host the profile is for)\n")
+    assert len(app.sessions) == 2 and not any(token in err for token in app.sessions)
     saved = json.loads(profile_file(data_home, "site").read_bytes())
-    assert saved["hosts"] == ["127.0.0.1"]
-    assert [(c["name"], c["value"], c["httpOnly"]) for c in saved["state"]["cookies"]] == [("sid", token, True)]
+    assert saved["hosts"] == ["127.0.0.1"], "bound to the URL's host alone"
+    assert sorted((c["domain"], c["name"], c["httpOnly"]) for c in saved["state"]["cookies"]) == [
+        ("127.0.0.1", "sid", True), ("127.0.0.2", "sid", True)]
     assert stat.S_IMODE(profile_file(data_home, "site").stat().st_mode) == 0o600
     assert not glob.glob(str(tmp / "webfetch-login-*")), "the window's user-data-dir is removed"
     assert not glob.glob(str(tmp / ".org.chromium.*")), "and Chrome's own files under TMPDIR"
