@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,9 @@ import trio
 
 from webfetch.cdp import open_cdp
 from webfetch.frontends.cli import main
+from webfetch.launch import find_chrome
 
+from .support.chromium import Chromium, devtools_port
 from .support.login_app import LoginApp
 from .support.site import QuietHTTPServer
 
@@ -270,37 +271,6 @@ def test_an_endpoint_that_is_not_devtools_or_refuses_is_named(existing, not_devt
                f"answered HTTP 403 to the websocket handshake); {START_HINT}\n")
 
 
-class Chromium:
-    """A second real Chromium, headless, with remote debugging on a port of its own: the user's browser."""
-
-    def __init__(self, data_dir: Path) -> None:
-        args = ["chromium", "--headless", "--remote-debugging-port=0", f"--user-data-dir={data_dir}",
-                "--no-first-run", "--password-store=basic", "about:blank"]
-        if os.geteuid() == 0:
-            args.insert(1, "--no-sandbox")
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        self.port, self.ws_url = devtools_port(data_dir)
-
-    def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-
-def devtools_port(data_dir: Path, timeout: float = 30) -> tuple[int, str]:
-    """Chrome's DevToolsActivePort: its port and the browser's websocket URL."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            port, path = (data_dir / "DevToolsActivePort").read_text().split("\n")[:2]
-            if port and path:
-                return int(port), f"ws://127.0.0.1:{port}{path}"
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"no DevToolsActivePort in {data_dir}")
-
-
 SIGN_IN = ("document.getElementById('user').value = 'ada'; document.getElementById('password').value = 'hunter2'; "
            "document.querySelector('form').submit()")
 
@@ -383,7 +353,16 @@ def xvfb():
 async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(data_home, short_tmp, xvfb):
     app = LoginApp().start()
     tmp = short_tmp  # Chrome's singleton socket goes under TMPDIR, and a socket's path has at most 108 bytes
-    env = {**os.environ, "DISPLAY": xvfb, "TMPDIR": str(tmp), "XDG_DATA_HOME": str(data_home)}
+    # The person at the window is played over a DevTools port the test adds to Chromium's command line (a
+    # wrapper given as the executable): webfetch drives the window over its pipe, with no port of its own.
+    chromium = find_chrome()
+    assert chromium is not None
+    wrapper = tmp / "chromium-with-a-port"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp}/args-from-webfetch\n'
+                       f'exec {chromium} --remote-debugging-port=0 "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "DISPLAY": xvfb, "TMPDIR": str(tmp), "XDG_DATA_HOME": str(data_home),
+           "WEBFETCH_CHROME": str(wrapper)}
     env.pop("WAYLAND_DISPLAY", None)
     out_path, err_path = tmp / "out", tmp / "err"
     with out_path.open("w") as out_file, err_path.open("w") as err_file:
@@ -414,6 +393,8 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
         app.stop()
     out, err = out_path.read_text(), err_path.read_text()
     assert proc.returncode == 0, err
+    given = (tmp / "args-from-webfetch").read_text().splitlines()
+    assert "--remote-debugging-pipe" in given and not [a for a in given if a.startswith("--remote-debugging-port")]
     assert out == ""
     assert err == ("webfetch: a Chromium window is open: log in there, then close the window (the login is saved "
                    "when it closes)\n"
