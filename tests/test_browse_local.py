@@ -1,6 +1,7 @@
 """The user's own app in a browse session, with real Chromium: a dev server on a loopback port that only
-browse sessions reach, and only when browse.allow_local lists it (fetch still refuses it); a phone's
-viewport as the page sees it; a full-page screenshot; the page saved as PDF."""
+browse sessions reach, and only when browse.allow_local lists it (fetch still refuses it); a host in
+fetch.allow_hosts, which browse reaches on every port, as doctor says; a phone's viewport as the page sees it;
+a full-page screenshot; the page saved as PDF."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pypdfium2
 import pytest
 
 from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
+from webfetch.frontends.doctor import check_address_policy
 
 from .support.daemon import make_config
 from .support.site import Site
@@ -113,6 +115,35 @@ async def test_localhost_listed_by_name_reaches_a_server_on_127_0_0_1(start_daem
     assert (await b("open", url=app.url("/")))["code"] == "blocked_url"  # 127.0.0.1 is not how it is listed
 
 
+async def test_a_host_in_fetch_allow_hosts_is_open_to_browse_on_every_port_as_doctor_says(start_daemon, dev,
+                                                                                          no_outbound_proxy):
+    # one address policy, told the same way by the policy, its error and doctor: fetch.allow_hosts is the
+    # daemon's list, browse sessions included, on every port; browse.allow_local is the narrower grant
+    app, other = dev
+    config = make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]), browser=BrowserConfig(args=CHROME_LNA_OFF))
+    said = check_address_policy(config).detail
+    assert said.startswith("every address that is not public refused (loopback, private, link-local, carrier-grade "
+                           "NAT, cloud metadata, …); fetch, crawl and browse sessions may reach 127.0.0.1 on every "
+                           "port (fetch.allow_hosts); browse sessions reach nothing more (browse.allow_local lists "
+                           "none); "), said
+    h = await start_daemon(config)
+    b = Browser(await h.client())
+    for server in (app, other):  # both ports, in the session (the page's own request too) and by fetch alike
+        assert (await b.ok("open", url=server.url("/")))["page"]["title"] == "Dev app"
+        assert server.reports and server.reports[-1]["width"] == 1280, "the page's own fetch reached its server"
+        assert (await h.fetch(server.url("/")))["type"] == "result"
+
+    # nothing more: another loopback address the list does not hold is refused, and the error names the
+    # browse.allow_local line that would let only browse sessions reach only that port
+    refused = await b("open", url=f"http://127.0.0.2:{app.port}/")
+    assert refused["code"] == "blocked_url", refused
+    assert refused["message"] == (
+        f"127.0.0.2:{app.port} is a loopback address, which browse sessions reach only when the config lists it: to "
+        f'let them reach this dev server, put `browse.allow_local = ["127.0.0.2:{app.port}"]` in the [browse] table '
+        f"of the config, then run `webfetch reload` (fetch still refuses it)"), refused
+    assert (await h.fetch(f"http://127.0.0.2:{app.port}/"))["code"] == "blocked_url"
+
+
 async def test_a_phone_viewport_is_what_the_page_sees(daemon, dev):
     app, _ = dev
     b = Browser(await daemon.client())
@@ -194,3 +225,40 @@ async def test_the_page_saved_as_pdf(daemon, dev, tmp_path, monkeypatch):
         assert "leave `path` out" in bad["message"]
     assert sorted(p.name for p in target.parent.iterdir()) == ["page.pdf"]
     assert (await b.ok("snapshot"))["page"]["title"] == "Tall"
+
+
+async def test_pdf_and_har_never_replace_a_file_unless_told_to(daemon, dev, tmp_path):
+    app, _ = dev
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/tall"))
+    for action, suffix, magic in (("pdf", ".pdf", b"%PDF"), ("har", ".har", b"{")):
+        mine = tmp_path / f"mine{suffix}"
+        mine.write_bytes(b"the user's own file\n")
+        link = tmp_path / f"link{suffix}"  # a dangling symlink is a name taken too: nothing is made where it points
+        link.symlink_to(tmp_path / f"elsewhere{suffix}")
+        for taken in (mine, link):
+            refused = await b(action, path=str(taken))
+            assert refused["code"] == "file_exists", refused
+            assert refused["message"].startswith(f"{taken} exists already; pass `overwrite: true` to replace it (CLI: "
+                                                 f"--overwrite), or give another path, or leave `path` out")
+        assert mine.read_bytes() == b"the user's own file\n" and not (tmp_path / f"elsewhere{suffix}").exists()
+        replaced = await b.ok(action, path=str(mine), overwrite=True)
+        assert str(mine) in (replaced.get("path") or replaced["content"])
+        assert mine.read_bytes().startswith(magic) and mine.stat().st_mode & 0o777 == 0o600
+        new = tmp_path / f"new{suffix}"
+        await b.ok(action, path=str(new))
+        assert new.read_bytes().startswith(magic) and new.stat().st_mode & 0o777 == 0o600
+    # no temporary file left beside them
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.har", "link.pdf", "mine.har", "mine.pdf", "new.har",
+                                                          "new.pdf"]
+
+
+def test_a_file_made_between_the_check_and_the_write_is_not_replaced(tmp_path):
+    """`overwrite` false: the file is linked into its name, which fails when one got there meanwhile."""
+    from webfetch.private_files import write_file
+
+    raced = tmp_path / "page.pdf"
+    raced.write_bytes(b"made meanwhile\n")
+    with pytest.raises(FileExistsError):
+        write_file(raced, b"%PDF-1.7 ...", overwrite=False)
+    assert raced.read_bytes() == b"made meanwhile\n" and os.listdir(tmp_path) == ["page.pdf"]

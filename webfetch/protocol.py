@@ -63,7 +63,10 @@ class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
 
 
 class CacheClearRequest(Struct, tag_field="op", tag="cache_clear", kw_only=True):
-    """Forget every cached page, in memory and on disk (`webfetch cache clear`)."""
+    """Forget every cached page, in memory and on disk (`webfetch cache clear`); with `profile`, only the
+    pages read with that profile (`webfetch profile delete`)."""
+
+    profile: Annotated[str, Meta(max_length=200)] | None = None
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
@@ -112,6 +115,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     mobile: bool | None = None
     scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
+    overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an
@@ -452,6 +456,15 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     url: str | None = None
     line: int | None = None     # 1-based, in `url`
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
+    nav: int = 0                # the tab's navigation it came from (`console_navs`); 0, the tab's first document
+
+
+class ConsoleNav(Struct, kw_only=True, omit_defaults=True):
+    """A navigation of a browsed tab that console entries came from (PROTOCOL.md, browse: console)."""
+
+    nav: int                    # the tab's main-frame documents so far, a back/forward cache restore counting
+    url: str                    # the URL the document was at when it came
+    restored: bool = False      # a page restored from the back/forward cache: its scripts did not run again
 
 
 class Download(Struct, kw_only=True, omit_defaults=True):
@@ -545,6 +558,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     height: int | None = None
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
+    console_navs: list[ConsoleNav] | None = None  # the navigations `console`'s entries came from, in order
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
     viewport: Viewport | None = None            # open with a device, viewport: the session's device
     path: str | None = None                     # pdf: the file written

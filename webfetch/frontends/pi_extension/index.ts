@@ -256,6 +256,14 @@ interface ConsoleEntry {
 	url?: string | null;
 	line?: number | null;
 	stack?: string | null;
+	nav?: number; // the tab's navigation it came from (ConsoleNav); left out: 0
+}
+
+/** A navigation of a browsed tab that console entries came from (protocol.py's ConsoleNav). */
+interface ConsoleNav {
+	nav: number;
+	url: string;
+	restored?: boolean;
 }
 
 /** A file a browsed page downloaded (protocol.py's Download). */
@@ -307,6 +315,7 @@ interface BrowseResultFrame {
 	height?: number | null;
 	console?: ConsoleEntry[] | null;
 	console_dropped?: number | null;
+	console_navs?: ConsoleNav[] | null;
 	console_errors?: number | null;
 	viewport?: { width: number; height: number; scale: number; mobile: boolean } | null;
 	path?: string | null;
@@ -1230,19 +1239,27 @@ export function browseText(r: BrowseResultFrame): string {
 	const errors = r.console_errors ?? 0;
 	if (errors) lines.push(`${errors} new console error${errors !== 1 ? "s" : ""} since the last action (action console shows them)`);
 	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
-	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0));
+	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0, r.console_navs ?? []));
 	else if (r.content) lines.push("", r.content);
 	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
 }
 
-/** The console action's entries, one line each (and their stacks under them), newest last. */
-function consoleLines(entries: ConsoleEntry[], dropped: number): string[] {
+/** The console action's entries, one line each (and their stacks under them), newest last, under a line naming
+ * the navigation they came from each time it changes. */
+function consoleLines(entries: ConsoleEntry[], dropped: number, navs: ConsoleNav[]): string[] {
 	const older = dropped ? ` (${dropped} older not shown)` : "";
 	if (!entries.length) return [`console: no new messages${older}`];
 	const lines = [`console: ${entries.length} message${entries.length !== 1 ? "s" : ""} since the last console action, newest last${older}`];
+	const byNav = new Map(navs.map((n) => [n.nav, n]));
+	let at: number | undefined;
 	for (const e of entries) {
+		if ((e.nav ?? 0) !== at) {
+			at = e.nav ?? 0;
+			const nav = byNav.get(at);
+			if (nav) lines.push(`navigation ${at}: ${nav.url}${nav.restored ? " (restored from the back/forward cache)" : ""}`);
+		}
 		// an exception's text already says what it is ("Uncaught …"); the browser's own messages name their source
 		const kind = ["console", "exception", "rejection"].includes(e.kind) ? "" : `(${e.kind}) `;
 		const where = e.url ? ` — ${e.url}${e.line ? `:${e.line}` : ""}` : "";
