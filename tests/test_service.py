@@ -277,10 +277,14 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     wheel = next(out.glob("webfetch-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
-                  "webfetch/frontends/pi_extension/tools.json",
-                  "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
+        for f in ("webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
+        # the pi extension, every file of it (index.ts imports the others: a missing one fails pi's load)
+        extension = {f"webfetch/frontends/pi_extension/{p.name}" for p in (ROOT / "webfetch" / "frontends" /
+                                                                         "pi_extension").iterdir()}
+        assert {"webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/protocol.ts",
+                "webfetch/frontends/pi_extension/tools.json"} <= extension
+        assert extension <= names, extension - names
         # the scripts that run in pages, every one of them (a missing one fails at import)
         scripts = {f"webfetch/js/{p.name}" for p in (ROOT / "webfetch" / "js").glob("*.js")}
         assert scripts and scripts <= names, scripts - names

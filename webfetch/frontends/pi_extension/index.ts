@@ -6,9 +6,9 @@
  * No imports from pi or npm: the parameters are plain JSON Schema (pi validates those as it does TypeBox
  * schemas) and the renderers return minimal components, so the file loads in any pi that loads
  * extensions; fields a newer pi reads (promptSnippet, promptGuidelines, annotations, a result's usage) are
- * ignored by an older one. The types below describe just what this file uses of pi and of the daemon's
- * wire contract (docs/PROTOCOL.md in the webfetch repository); `tsc --noEmit --strict` checks them
- * (tests/node/tsconfig.json).
+ * ignored by an older one. The types below describe just what this file uses of pi; the daemon's frames
+ * and requests (docs/PROTOCOL.md in the webfetch repository) are protocol.ts beside this file, generated
+ * from webfetch/protocol.py. `tsc --noEmit --strict` checks them (tests/node/tsconfig.json).
  */
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -17,6 +17,26 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import type {
+	BatchResult,
+	BrowseRequest,
+	BrowseResult,
+	ConsoleEntry,
+	Download,
+	FetchRequest,
+	FetchResult,
+	Frame,
+	PageFailed,
+	PageFrame,
+	ProgressFrame,
+	Request as RequestBody,
+	SearchRequest,
+	SearchResult,
+	StatusResult,
+	StopRequest,
+	StopResult,
+	Usage,
+} from "./protocol.ts";
 
 // pi's limits for one tool result (DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES in pi-coding-agent).
 export const MAX_BYTES = 50 * 1024;
@@ -81,301 +101,19 @@ function fromContract(contractName: string, name: string = contractName) {
 	};
 }
 
-// ---- the daemon's frames (docs/PROTOCOL.md) ------------------------------------------------------
+// ---- the daemon's frames and requests (protocol.ts, generated from protocol.py) -----------------
 
-type RequestId = string | number | null;
-
-interface ProgressFrame {
-	type: "progress";
-	id: RequestId;
-	stage: string;
-	message: string;
-	elapsed_ms: number;
-}
-
-interface UsageCost {
-	input: number;
-	output: number;
-	cache_read: number;
-	cache_write: number;
-	total: number;
-}
-
-/** The sub-agent's tokens and cost, on an answer or a summary. */
-interface WireUsage {
-	input: number;
-	output: number;
-	cache_read: number;
-	cache_write: number;
-	total_tokens: number;
-	cost: UsageCost;
-}
-
-interface FetchResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "fetch";
-	kind: "page" | "summary" | "answer" | "redirect" | "find";
-	url: string;
-	final_url: string;
-	status: number | null;
-	content_type: string | null;
-	title: string | null;
-	content: string;
-	offset: number;
-	next_offset: number | null;
-	total_chars: number;
-	cached: boolean;
-	age_s: number;
-	extractor: string | null;
-	truncated: boolean;
-	redirect_url: string | null;
-	model: string | null;
-	usage?: WireUsage | null;
-	notes: string[];
-	/** Why the content may not be the page the caller wanted (PROTOCOL.md, flags); [] when it is. */
-	flags: string[];
-	/** With `find`: the pattern, how many places matched, the passages shown (kind "find"). */
-	find?: string | null;
-	matches?: number | null;
-	passages?: { offset: number; headings: string[]; text: string }[] | null;
-}
-
-/** A batch's page (`urls`), sent as soon as it is ready: a fetch result's fields and the URL's index. */
-interface PageFrame extends Omit<FetchResultFrame, "type"> {
-	type: "page";
-	index: number;
-	error?: undefined;
-}
-
-/** A batch's URL that failed: why, as an error frame would say it. */
-interface PageFailedFrame {
-	type: "page";
-	id: RequestId;
-	index: number;
-	url: string;
-	error: { code: string; message: string; status?: number | null };
-}
-
-/** One URL of a batch in its final result (PROTOCOL.md, batch). */
-interface BatchEntry {
-	index: number;
-	url: string;
-	kind?: string;
-	final_url?: string;
-	title?: string | null;
-	total_chars?: number;
-	next_offset?: number | null;
-	flags?: string[];
-	error?: string;
-	message?: string;
-}
-
-/** The end of a batch fetch, after its page frames: one entry per URL, in the order given. */
-interface BatchResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "fetch";
-	kind: "batch";
-	pages: BatchEntry[];
-	fetched: number;
-	failed: number;
-	content: string;
-}
-
-interface SearchHit {
-	title: string;
-	url: string;
-	snippet: string;
-	published: string | null;
-}
-
-interface SearchResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "search";
-	backend: string;
-	query: string;
-	content: string;
-	results: SearchHit[];
-	related: string[];
-	cached: boolean;
-}
-
-interface StatusResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "status";
-	problems?: string[];
-	subagent?: { command: string; available: boolean; version: string | null };
-	/** false when `browse.enabled` is off: every browse action would fail with browse_disabled */
-	browse_enabled?: boolean;
-	version?: string;
-	requests?: { in_flight: number; served: number };
-	browse?: unknown[];
-	/** which daemon answered (PROTOCOL.md); absent from daemons before webfetch 0.1.0's operable work */
-	daemon?: {
-		pid: number;
-		exit_when_idle: boolean;
-		socket_activated: boolean;
-		config: string | null;
-		config_digest: string | null;
-	};
-}
-
-interface StopResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "stop";
-	pid: number;
-}
-
-interface PageInfo {
-	tab: string;
-	url: string;
-	title: string;
-}
-
-interface TabInfo extends PageInfo {
-	active: boolean;
-}
-
-interface BrowseDialog {
-	type: "alert" | "confirm" | "prompt" | "beforeunload";
-	message: string;
-	default_prompt?: string;
-}
-
-/** One of the browser tool's actions: tools.json's enum lists them (and the daemon checks them). */
-type BrowseAction = string;
-
-interface ConsoleEntry {
-	kind: string;
-	level: "error" | "warning" | "info" | "log" | "debug";
-	text: string;
-	url?: string | null;
-	line?: number | null;
-	stack?: string | null;
-}
-
-/** A file a browsed page downloaded (protocol.py's Download). */
-interface BrowseDownload {
-	url: string;
-	filename: string;
-	state: "saved" | "too_large" | "failed" | "in_progress";
-	path?: string | null;
-	size?: number | null;
-	mime?: string | null;
-	message?: string | null;
-}
-
-/** One download of a browse result, as the model reads it (tool_text.py's download_line is the twin). */
-function downloadLine(d: BrowseDownload): string {
-	if (d.state === "saved") return `downloaded ${d.filename} (${d.size} bytes, ${d.mime}) to ${d.path}`;
-	if (d.state === "in_progress") {
-		return `downloading ${d.url} as ${d.filename}: not finished when this answer was sent (it is saved in the session's download directory when done)`;
-	}
-	return `download ${d.state === "too_large" ? "stopped" : "failed"}: ${d.url}: ${d.message}`;
-}
-
-/** A browse action's result (protocol.py's BrowseResult): the common fields always, the others when they apply. */
-interface BrowseResultFrame {
-	type: "result";
-	id: RequestId;
-	op: "browse";
-	action: BrowseAction;
-	session: string;
-	page: PageInfo | null;
-	change: "navigation" | "same_document" | "dom" | "none";
-	refs_reset: boolean;
-	snapshot: string;
-	snapshot_kind: "full" | "diff" | "none";
-	elapsed_ms: number;
-	ref_count?: number | null;
-	next_offset?: number | null;
-	status?: number | null;
-	value?: string | null;
-	new_tabs?: { tab: string; url: string }[] | null;
-	dialog?: BrowseDialog | null;
-	downloads?: BrowseDownload[] | null;
-	files?: string[] | null;
-	waited_for?: string | null;
-	tabs?: TabInfo[] | null;
-	content?: string | null;
-	image?: string | null;
-	width?: number | null;
-	height?: number | null;
-	console?: ConsoleEntry[] | null;
-	console_dropped?: number | null;
-	console_errors?: number | null;
-	viewport?: { width: number; height: number; scale: number; mobile: boolean } | null;
-	path?: string | null;
-	size?: number | null;
-	notes?: string[] | null;
-}
-
-interface ErrorFrame {
-	type: "error";
-	id: RequestId;
-	code: string;
-	message: string;
-}
-
-type ResultFrame =
-	| FetchResultFrame
-	| BatchResultFrame
-	| SearchResultFrame
-	| StatusResultFrame
-	| BrowseResultFrame
-	| StopResultFrame;
-type Frame = ProgressFrame | PageFrame | PageFailedFrame | ResultFrame | ErrorFrame;
-
-interface FetchBody {
-	op: "fetch";
-	url?: string;
-	urls?: string[];
-	prompt?: string;
-	offset?: number;
-	raw?: boolean;
-	fresh?: boolean;
-	find?: string;
-	profile?: string;
-	model?: string;
-	thinking?: string;
-}
-
-interface SearchBody {
-	op: "search";
-	query: string;
-	limit?: number;
-}
-
-interface StatusBody {
-	op: "status";
-}
-
-interface StopBody {
-	op: "stop";
-}
-
-/** One browse action (protocol.py's BrowseRequest): which fields apply depends on `action`. */
-interface BrowseBody extends BrowseParams {
-	op: "browse";
-	session: string;
-	cwd?: string;
-}
-
-type RequestBody = FetchBody | SearchBody | StatusBody | BrowseBody | StopBody;
+type ResultFrame = Extract<Frame, { type: "result" }>;
 /** The result frame that answers each kind of request. */
-type ResultOf<B extends RequestBody> = B extends FetchBody
-	? FetchResultFrame | BatchResultFrame
-	: B extends SearchBody
-		? SearchResultFrame
-		: B extends BrowseBody
-			? BrowseResultFrame
-			: B extends StopBody
-				? StopResultFrame
-				: StatusResultFrame;
+type ResultOf<B extends RequestBody> = B extends FetchRequest
+	? FetchResult | BatchResult
+	: B extends SearchRequest
+		? SearchResult
+		: B extends BrowseRequest
+			? BrowseResult
+			: B extends StopRequest
+				? StopResult
+				: StatusResult;
 
 // ---- what this file uses of pi (@earendil-works/pi-coding-agent's extension API) ---------------------
 
@@ -494,7 +232,7 @@ export function settings(env: NodeJS.ProcessEnv = process.env, here: string = HE
  * (frontends/skew.py's twin): its webfetch version (known when `webfetch pi install` recorded it), the
  * config file it read, or that file changed since. null when nothing does.
  */
-export function daemonDifference(status: StatusResultFrame, s: Settings, env: NodeJS.ProcessEnv = process.env): string | null {
+export function daemonDifference(status: StatusResult, s: Settings, env: NodeJS.ProcessEnv = process.env): string | null {
 	const diffs: string[] = [];
 	if (s.version && status.version && status.version !== s.version) {
 		diffs.push(`runs webfetch ${status.version}, and this extension's is ${s.version}`);
@@ -681,7 +419,7 @@ export async function request<B extends RequestBody>(
 	opts: {
 		signal?: AbortSignal;
 		onProgress?: (f: ProgressFrame) => void;
-		onPage?: (f: PageFrame | PageFailedFrame) => void;
+		onPage?: (f: PageFrame | PageFailed) => void;
 		settings?: Settings;
 		start?: boolean;
 	} = {},
@@ -757,7 +495,7 @@ function age(seconds: number): string {
 const UNANSWERED = "NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)";
 
 /** The one line of facts that starts every result; `prompted`: the call passed a prompt. */
-function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = false): string {
+function factsLine(r: FetchResult, shownEnd: number | null, prompted = false): string {
 	const parts = [r.final_url || r.url];
 	if (r.title) parts.push(JSON.stringify(r.title));
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
@@ -775,7 +513,7 @@ function factsLine(r: FetchResultFrame, shownEnd: number | null, prompted = fals
 }
 
 /** tool_text.py's _find_extent: how many places matched the pattern, in how much text. */
-function findExtent(r: FetchResultFrame): string {
+function findExtent(r: FetchResult): string {
 	const m = r.matches ?? 0;
 	const what = m === 0 ? "no match" : m === 1 ? "1 match" : `${n(m)} matches`;
 	const outline = m === 0 ? " (the page's outline instead)" : "";
@@ -795,7 +533,7 @@ function cutToFit(text: string, maxBytes: number, maxLines: number): string {
 
 /** Turn a fetch result into the tool's text, within pi's 50 KB / 2 000 lines. */
 export function formatResult(
-	r: FetchResultFrame,
+	r: FetchResult,
 	limits = { bytes: MAX_BYTES, lines: MAX_LINES },
 	prompted = false,
 ): { text: string; cutAt: number | null } {
@@ -844,8 +582,8 @@ function shares(sizes: number[], room: number): number[] {
 /** tool_text.py's batch_text: the count line, then each URL in the order given under a `── [i/n] URL` line,
  * its page as formatResult makes it (or why it failed), the room shared out when they do not all fit. */
 export function formatBatch(
-	pages: (PageFrame | PageFailedFrame)[],
-	r: BatchResultFrame,
+	pages: (PageFrame | PageFailed)[],
+	r: BatchResult,
 	limits = { bytes: MAX_BYTES, lines: MAX_LINES },
 	prompted = false,
 ): string {
@@ -856,7 +594,7 @@ export function formatBatch(
 	const lineCount = (t: string) => t.split("\n").length;
 	const block = (i: number, room: { bytes: number; lines: number }): string => {
 		const page = byIndex.get(i);
-		if (page === undefined || page.error !== undefined) {
+		if (page === undefined || "error" in page) {
 			const error = page?.error ?? { code: entries[i].error, message: entries[i].message };
 			return `${headings[i]}\nFAILED (${error.code}): ${error.message}`;
 		}
@@ -962,7 +700,8 @@ interface SearchParams {
 
 /** What the model passes to the browser tool (its inputSchema in tools.json); which fields apply depends on `action`. */
 interface BrowseParams {
-	action: BrowseAction;
+	/** tools.json's enum lists them, equal to the daemon's (tests/test_tool_contract.py) */
+	action: BrowseRequest["action"];
 	url?: string;
 	ref?: string;
 	text?: string;
@@ -995,11 +734,11 @@ interface BrowseParams {
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
 type FetchDetails =
-	| (Omit<FetchResultFrame, "type" | "id" | "content"> & { cut_at: number | null })
-	| Omit<BatchResultFrame, "type" | "id" | "content">;
-type SearchDetails = Omit<SearchResultFrame, "type" | "id" | "content"> & { cut: boolean };
+	| (Omit<FetchResult, "type" | "id" | "content"> & { cut_at: number | null })
+	| Omit<BatchResult, "type" | "id" | "content">;
+type SearchDetails = Omit<SearchResult, "type" | "id" | "content"> & { cut: boolean };
 /** The browser tool's details: the result frame without its text and image, and which document it was on. */
-type BrowseDetails = Omit<BrowseResultFrame, "type" | "id" | "snapshot" | "content" | "image"> & {
+type BrowseDetails = Omit<BrowseResult, "type" | "id" | "snapshot" | "content" | "image"> & {
 	category: "result";
 	document: string | null;
 };
@@ -1040,7 +779,7 @@ function detailsOf<F extends ResultFrame & { content: string }>(frame: F): Omit<
 }
 
 /** The daemon's usage record in pi's shape, for pi's footer and session totals (older pi ignores it). */
-export function piUsage(u: WireUsage | null | undefined): PiUsage | undefined {
+export function piUsage(u: Usage | null | undefined): PiUsage | undefined {
 	if (!u) return undefined;
 	return {
 		input: u.input,
@@ -1077,7 +816,7 @@ export function searchTool(name: string): ToolDefinition<SearchParams, SearchDet
 	return {
 		...fromContract("web_search", name),
 		async execute(_toolCallId, params, signal, onUpdate) {
-			const body: SearchBody = { op: "search", query: params.query };
+			const body: SearchRequest = { op: "search", query: params.query };
 			if (params.limit != null) body.limit = params.limit;
 			const r = await request(body, { signal, onProgress: progressTo(onUpdate) });
 			const content = r.content ?? "";
@@ -1105,7 +844,7 @@ export function searchTool(name: string): ToolDefinition<SearchParams, SearchDet
 // name when pi-agent-browser-native already owns `agent_browser`, and only when the daemon can browse.
 
 /** The text the model reads for one browse result: what happened, then the snapshot or content. */
-export function browseText(r: BrowseResultFrame): string {
+export function browseText(r: BrowseResult): string {
 	const lines: string[] = [];
 	const p = r.page;
 	if (r.action === "close") return `closed the browser session ${r.session}`;
@@ -1133,6 +872,15 @@ export function browseText(r: BrowseResultFrame): string {
 	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
+}
+
+/** One download of a browse result, as the model reads it (tool_text.py's download_line is the twin). */
+function downloadLine(d: Download): string {
+	if (d.state === "saved") return `downloaded ${d.filename} (${d.size} bytes, ${d.mime}) to ${d.path}`;
+	if (d.state === "in_progress") {
+		return `downloading ${d.url} as ${d.filename}: not finished when this answer was sent (it is saved in the session's download directory when done)`;
+	}
+	return `download ${d.state === "too_large" ? "stopped" : "failed"}: ${d.url}: ${d.message}`;
 }
 
 /** The console action's entries, one line each (and their stacks under them), newest last. */
@@ -1170,12 +918,12 @@ export function browserTool(name: string, used: Set<string>): ToolDefinition<Bro
 		...fromContract("agent_browser", name),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const session = browseSession(ctx);
-			const body: BrowseBody = { op: "browse", session, ...given(params), action: params.action };
+			const body: BrowseRequest = { op: "browse", session, ...given(params), action: params.action };
 			// pi's working directory: an upload's relative paths start there, and uploads may read only under it
 			// (and the user's browse.upload_roots)
 			if (ctx?.cwd) body.cwd = ctx.cwd;
 			used.add(session);
-			let r: BrowseResultFrame;
+			let r: BrowseResult;
 			try {
 				r = await request(body, { signal, onProgress: progressTo(onUpdate) });
 			} catch (e) {
@@ -1209,7 +957,7 @@ export function browserTool(name: string, used: Set<string>): ToolDefinition<Bro
 export interface BrowserOffer {
 	readonly registered: boolean;
 	/** Register the tool unless the daemon's status says it cannot browse; null (it could not be asked): register. */
-	offer(ctx: ToolContext | undefined, status: StatusResultFrame | null): void;
+	offer(ctx: ToolContext | undefined, status: StatusResult | null): void;
 }
 
 export function registerBrowser(pi: ExtensionAPI): BrowserOffer {
@@ -1241,7 +989,7 @@ export function registerBrowser(pi: ExtensionAPI): BrowserOffer {
 
 // ---- the extension -------------------------------------------------------------------------------
 
-function statusProblems(s: StatusResultFrame): string[] {
+function statusProblems(s: StatusResult): string[] {
 	const problems = [...(s.problems ?? [])];
 	if (s.subagent && s.subagent.available === false) {
 		problems.push(
@@ -1258,7 +1006,7 @@ function statusProblems(s: StatusResultFrame): string[] {
  * tell what is missing, and its Chrome is then warm for the first fetch); else only a listening one is
  * asked. A daemon that cannot be asked gives null and the reason as the problem.
  */
-async function askStatus(start: boolean): Promise<{ status: StatusResultFrame | null; problems: string[] }> {
+async function askStatus(start: boolean): Promise<{ status: StatusResult | null; problems: string[] }> {
 	try {
 		const status = await request({ op: "status" }, { signal: AbortSignal.timeout(STATUS_TIMEOUT_MS), start });
 		return { status, problems: statusProblems(status) };
@@ -1310,7 +1058,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			// the schema cannot say "one of the two" to every provider; mcp_server.py's NEEDS_URL says the same
 			if (params.url == null && params.urls == null)
 				throw new Error("web_fetch needs `url` (one page) or `urls` (several, up to 50): absolute http(s) URLs");
-			const body: FetchBody = { op: "fetch" };
+			const body: FetchRequest = { op: "fetch" };
 			if (params.url != null) body.url = params.url;
 			if (params.urls != null) body.urls = params.urls;
 			if (params.prompt) body.prompt = params.prompt;
@@ -1323,7 +1071,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
 			if (thinking) body.thinking = thinking;
-			const pages: (PageFrame | PageFailedFrame)[] = [];
+			const pages: (PageFrame | PageFailed)[] = [];
 			const result = await request(body, { signal, onProgress: progressTo(onUpdate), onPage: (p) => pages.push(p) });
 			if (result.kind === "batch") {
 				const text = formatBatch(pages, result, undefined, Boolean(params.prompt));
