@@ -6,6 +6,7 @@ the session usable."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import stat
@@ -17,7 +18,7 @@ import trio
 from webfetch.browse.network import NetworkLog, headers
 from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
 
-from .support.browse_app import PNG, App
+from .support.browse_app import PNG, SECRET_VALUES, App
 from .support.daemon import make_config
 from .test_browse import Browser, ref
 from .test_hostile import CHROME_LNA_OFF, Blocked
@@ -205,9 +206,106 @@ def test_the_log_keeps_the_newest_requests_and_forgets_the_ids_it_dropped():
 
 def test_every_credential_header_is_redacted_by_the_one_rule_and_nothing_else():
     raw = {"Cookie": "a=1", "set-cookie": "b=2\nc=3", "Authorization": "Basic eA==", "Proxy-Authorization": "x",
-           "X-Api-Key-Name": "shown", "Content-Type": "text/plain"}
+           "X-Api-Key": "k", "X-CSRF-Token": "t", "Content-Type": "text/plain", "Keep-Alive": "timeout=5",
+           ":authority": "127.0.0.1", ":path": "/x?access_token=a&q=ok", "Referer": "http://h/?session_id=s&q=ok"}
     assert [(h.name, h.value) for h in headers(raw, redacting=True)] == [
         ("Cookie", "<redacted>"), ("set-cookie", "<redacted>"), ("set-cookie", "<redacted>"),
-        ("Authorization", "<redacted>"), ("Proxy-Authorization", "<redacted>"), ("X-Api-Key-Name", "shown"),
-        ("Content-Type", "text/plain")]
+        ("Authorization", "<redacted>"), ("Proxy-Authorization", "<redacted>"), ("X-Api-Key", "<redacted>"),
+        ("X-CSRF-Token", "<redacted>"), ("Content-Type", "text/plain"), ("Keep-Alive", "timeout=5"),
+        (":authority", "127.0.0.1"), (":path", "/x?access_token=<redacted>&q=ok"),
+        ("Referer", "http://h/?session_id=<redacted>&q=ok")]
     assert [h.value for h in headers(raw, redacting=False)][:3] == ["a=1", "b=2", "c=3"]
+
+
+async def _sent_secrets(start_daemon, app: App, **browse: Any) -> tuple[Any, Browser, str]:
+    """A session on the app's secrets page, its Send clicked and landed; the daemon's harness, the session,
+    and the URL it opened (with a secret of its own, for the log and the status)."""
+    h = await start_daemon(make_config(browse=BrowseConfig(**browse)))
+    b = Browser(await h.client())
+    opened = app.url("/secrets?session_token=open-secret&q=ok")
+    page = await b.ok("open", url=opened)
+    await b.ok("click", ref=ref(page["snapshot"], '- button "Send"'))
+    await b.ok("wait", text="Landed")
+    with trio.fail_after(30):  # the landing's own request ends a moment after its text shows
+        while "time_ms" not in by_url((await b.ok("network", find="/landing"))["requests"], "/landing"):
+            await trio.sleep(0.05)
+    return h, b, opened
+
+
+async def test_no_secret_reaches_network_request_the_har_the_log_or_status(start_daemon, app, tmp_path):
+    from webfetch.frontends.logs import Redacting
+
+    log_file = tmp_path / "daemon.log"
+    handler = logging.FileHandler(log_file)  # the daemon's records as its log file writes them
+    handler.setFormatter(Redacting())
+    logger = logging.getLogger("webfetch")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        h, b, _ = await _sent_secrets(start_daemon, app)
+        listed = await b.ok("network")
+        requests = listed["requests"]
+        posted, form, landing = (by_url(requests, p) for p in ("/api/echo?access", "/api/echo?form", "/landing"))
+        assert posted["url"] == app.url("/api/echo?access_token=<redacted>&q=ok")
+        assert landing["url"] == app.url("/landing?q=ok#access_token=<redacted>&id_token=<redacted>&state=ok")
+        assert f"POST 200 fetch {app.url('/api/echo?access_token=<redacted>&q=ok')} — " in listed["content"]
+        assert (await b.ok("network", find="qs-sec"))["requests"] == [], "no search can guess at a masked value"
+
+        got = await b.ok("request", request_id=posted["id"])
+        d = got["request"]
+        sent = {x["name"].lower(): x["value"] for x in d["request_headers"]}
+        for name in ("authorization", "x-api-key", "x-csrf-token", "cookie"):
+            assert sent[name] == "<redacted>", (name, sent)
+        assert sent["content-type"] == "application/json"
+        assert json.loads(d["request_body"]["text"]) == {"user": {"name": "ann", "password": "<redacted>"}}
+        back = {x["name"].lower(): x["value"] for x in d["response_headers"]}
+        assert back["set-cookie"] == "<redacted>" and back["content-type"] == "application/json"
+        assert "X-Api-Key: <redacted>" in got["content"] and "ann" in got["content"]
+        form_body = (await b.ok("request", request_id=form["id"]))["request"]["request_body"]["text"]
+        assert form_body == "user=ann&password=<redacted>&remember=yes"
+
+        path = tmp_path / "secrets.har"
+        wrote = await b.ok("har", path=str(path))
+        assert "with secrets redacted" in wrote["content"]
+        har = await trio.Path(path).read_text()
+        entries = json.loads(har)["log"]["entries"]
+        echo = next(e for e in entries if "/api/echo?access" in e["request"]["url"])
+        assert echo["request"]["queryString"] == [{"name": "access_token", "value": "<redacted>"},
+                                                  {"name": "q", "value": "ok"}]
+        assert {"name": "X-CSRF-Token", "value": "<redacted>"} in echo["request"]["headers"]
+        assert json.loads(echo["request"]["postData"]["text"])["user"]["password"] == "<redacted>"
+        assert echo["response"]["cookies"] == [{"name": "sid", "value": "<redacted>"}]
+
+        status = await h.request({"id": "s", "op": "status"})
+        [session] = status["browse"]
+        assert session["url"] == app.url("/landing?q=ok#access_token=<redacted>&id_token=<redacted>&state=ok")
+
+        frames = json.dumps([listed, got, status, await b.ok("request", request_id=form["id"]),
+                             await b.ok("request", request_id=landing["id"])])
+        for where, text in (("frames", frames), ("HAR", har)):
+            assert not any(s in text for s in SECRET_VALUES), where
+        # the server got them all: it is the views that mask them
+        assert app.state["echo"][0][0] == "Bearer bearer-secret" and "form-secret" in app.state["echo"][1][1]
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        handler.close()
+    logged = log_file.read_text()
+    assert "session_token=<redacted>&q=ok" in logged, "the open's URL is in the log, masked"
+    assert "open-secret" not in logged and not any(s in logged for s in SECRET_VALUES)
+
+
+async def test_with_redaction_off_request_shows_the_apps_own_secrets(start_daemon, app, tmp_path):
+    h, b, opened = await _sent_secrets(start_daemon, app, redact_secrets=False)
+    posted = by_url((await b.ok("network"))["requests"], "/api/echo?access")
+    assert posted["url"] == app.url("/api/echo?access_token=qs-secret&q=ok")
+    d = (await b.ok("request", request_id=posted["id"]))["request"]
+    sent = {x["name"].lower(): x["value"] for x in d["request_headers"]}
+    assert (sent["x-api-key"], sent["x-csrf-token"]) == ("apikey-secret", "csrf-secret")
+    assert json.loads(d["request_body"]["text"])["user"]["password"] == "json-secret"
+    await b.ok("har", path=str(tmp_path / "clear.har"))
+    assert "frag-secret" in await trio.Path(tmp_path / "clear.har").read_text()
+    # status is not the app's own view: masked whatever the setting
+    status = await h.request({"id": "s", "op": "status"})
+    assert "frag-secret" not in json.dumps(status)

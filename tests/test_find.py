@@ -7,12 +7,16 @@ reads."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from webfetch import find
+from webfetch.extractor import markdown_title
 from webfetch.find import BadPattern, parse, search
 from webfetch.frontends.tool_text import fetch_text
 from webfetch.paging import paginate
@@ -89,6 +93,30 @@ def test_headings_inside_code_are_not_headings():
     md = "# Real\n\n```\n# a shell comment\nmake install\n```\n"
     assert [(h.level, h.text) for h in search(md, parse("x")).outline] == [(1, "Real")]
     assert texts("make", md)[0][1] == ("Real",)
+
+
+# What a heading's text meant when a regular expression took its closing `#`s off (and backtracked in quadratic
+# time doing it): the reference the linear code is held to.
+_OLD_HEADING = re.compile(r"\n(#{1,6})[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?=\n|\Z)")
+_OLD_TITLE = re.compile(r"^# +(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+@given(st.text("# \ta\n", max_size=16))
+def test_headings_and_the_title_read_as_they_did(md):
+    old = [(m.start(), len(m.group(1)), m.group(2)) for m in _OLD_HEADING.finditer("\n" + md) if m.group(2)]
+    assert [(h.offset, h.level, h.text) for h in find.search(md, parse("zzz")).outline] == old
+    title = _OLD_TITLE.search(md)
+    if title is None or title.group(1).strip():   # a `# ` line of spaces alone was a title "" before
+        assert markdown_title(md) == (title.group(1).strip() if title else None)
+
+
+def test_a_heading_line_of_many_spaces_is_read_in_linear_time():
+    """Both held the event loop (find's words run there) or a worker: the outline's regular expression
+    backtracked for minutes on this line, the title's for hours. Bounded by pytest's timeout."""
+    line = "# Install" + " " * 200_000 + "now ##"
+    outline = find.search(line + "\n\nbody", parse("zzz")).outline
+    assert [h.text for h in outline] == ["Install" + " " * 200_000 + "now"]
+    assert markdown_title("# Install" + " " * 15_000 + "x #") == "Install" + " " * 15_000 + "x"
 
 
 def test_a_passage_is_cut_around_its_match_on_a_long_block():

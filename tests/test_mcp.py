@@ -305,11 +305,11 @@ def test_stdout_carries_only_the_protocol_and_logs_go_to_stderr(mcp_setup, site)
 
 
 async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
-    # the daemon refuses a socket directory other users can write: it exits at start
-    open_dir = short_tmp / "open"
-    open_dir.mkdir()
-    open_dir.chmod(0o777)
-    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(open_dir / "wf.sock")}
+    # the daemon refuses a socket path that is a file of another kind: it exits at start (a socket directory
+    # other users can write is refused before a daemon is started: tests/test_socket_trust.py)
+    taken = short_tmp / "wf.sock"
+    taken.write_text("not a socket")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(short_tmp), "WEBFETCH_SOCKET": str(taken)}
     with trio.fail_after(90):
         async with Client(StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp"], env=env),
                           mode="legacy") as client:
@@ -318,7 +318,7 @@ async def test_a_daemon_that_cannot_start_is_a_tool_error_saying_why(short_tmp):
     assert tools == ["web_fetch", "web_search", "agent_browser"]  # the daemon could not say what it serves
     assert r.is_error is True and r.structured_content["code"] == "daemon_unreachable"
     assert _text(r).startswith("daemon_unreachable: the daemon exited at start (code 1); see ")
-    assert "can be written by other users (mode 777); webfetch will not put its socket there" in _text(r)
+    assert f"{taken} exists and is not a socket; remove it or choose another --socket" in _text(r)
 
 
 def test_a_screenshot_in_a_result_is_image_content():

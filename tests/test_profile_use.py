@@ -90,7 +90,7 @@ def test_a_login_wall_says_how_to_get_past_it():
                 redirect_url=None, flags=("login_wall",))
     assert login_hint(page, None) == (
         "to read it signed in, the user logs in once with `webfetch profile login wiki.example.com "
-        "https://wiki.example.com/login?next=/x` (a browser window opens for them; or `webfetch profile import "
+        "'https://wiki.example.com/login?next=/x'` (a browser window opens for them; or `webfetch profile import "
         "wiki.example.com FILE` with exported cookies), then fetch with profile 'wiki.example.com' (CLI: --profile "
         "wiki.example.com)")
     assert login_hint(page, "work").startswith("profile work did not get past the sign-in at wiki.example.com: "
@@ -98,7 +98,7 @@ def test_a_login_wall_says_how_to_get_past_it():
     sso = Page(url="https://a.example/x", final_url="https://a.example/x", status=302, content_type=None,
                title=None, markdown="", extractor=None, truncated=False,
                redirect_url="https://sso.example.org/login?r=1")
-    assert "webfetch profile login sso.example.org https://sso.example.org/login?r=1" in login_hint(sso, None)
+    assert "`webfetch profile login sso.example.org 'https://sso.example.org/login?r=1'`" in login_hint(sso, None)
     assert login_hint(Page(url="u", final_url="u", status=200, content_type=None, title=None, markdown="x",
                            extractor=None, truncated=False, redirect_url=None), None) is None
 

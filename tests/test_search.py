@@ -3,6 +3,7 @@ responses (the real APIs are not reachable here). The search actor runs for real
 
 import json
 import logging
+import os
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,6 +16,7 @@ from webfetch.config import Config, SearchConfig
 from webfetch.protocol import SearchRequest
 from webfetch.search import Search
 
+from .support.bombs import bomb, peak_kb, reset_peak
 from .support.client import run_cli
 from .support.daemon import make_config
 from .support.site import Site
@@ -179,6 +181,22 @@ async def _error(nursery, config, env, **request) -> dict[str, Any]:
         await run_search(nursery, config, env, **request)
     frame = json.loads(encode_frame(error_frame(None, info.value)))
     return {k: v for k, v in frame.items() if k not in ("type", "id")}
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+async def test_a_compression_bomb_from_a_backend_is_refused_in_bounded_memory(nursery, api, layers):
+    """A SearXNG instance is any URL the user names: 1 GiB inflated from 1 MB (or from 3 KB, gzip'd twice)
+    is read raw and inflated only up to the answer's cap. (httpx alone inflated it all, here in the test's
+    own process, which runs the search actor.)"""
+    encoding = ", ".join(["gzip"] * layers)
+    api.answers["/search"] = (200, bomb(b'{"results": [', layers=layers), {"Content-Encoding": encoding})
+    config = search_config(api, searxng_url=api.url)
+    pid = os.getpid()
+    reset_peak(pid)
+    before = peak_kb(pid)
+    e = await _error(nursery, config, {}, backend="searxng")
+    assert peak_kb(pid) - before < 100_000
+    assert e == {"code": "search_failed", "message": "SearXNG's answer is larger than 4194304 bytes once inflated"}
 
 
 async def test_kagi_errors_come_from_the_body(nursery, api):

@@ -19,6 +19,7 @@ import msgspec
 import trio
 import trio_websocket
 
+from . import redact
 from ._trio import single_error
 
 log = logging.getLogger("webfetch.cdp")
@@ -225,7 +226,8 @@ class CDPConnection:
 
 @asynccontextmanager
 async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[CDPConnection]:
-    """Connect to a browser's DevTools websocket; the reader runs until the block ends or the socket drops."""
+    """Connect to a browser's DevTools websocket; the reader runs until the block ends or the socket drops.
+    An error names the URL with its token or password masked (a hosted browser's `?token=`)."""
     try:
         with single_error():  # a refused handshake is raised by trio-websocket's reader task, out of the nursery
             async with trio.open_nursery() as nursery:
@@ -234,7 +236,8 @@ async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[
                         ws = await trio_websocket.connect_websocket_url(
                             nursery, ws_url, max_message_size=MAX_MESSAGE_BYTES, message_queue_size=0)
                 except (OSError, trio_websocket.HandshakeError, trio.TooSlowError) as e:
-                    raise CDPClosed(f"cannot connect to {ws_url}: {e or 'timed out'}") from None
+                    raise CDPClosed(f"cannot connect to {redact.url(ws_url)}: {redact.text(str(e)) or 'timed out'}") \
+                        from None
                 conn = CDPConnection(ws)
                 nursery.start_soon(conn.run_reader)
                 try:
@@ -243,5 +246,5 @@ async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[
                     await conn.aclose()
                     nursery.cancel_scope.cancel()
     except trio_websocket.ConnectionRejected as e:
-        raise CDPClosed(f"cannot connect to {ws_url}: the server answered HTTP {e.status_code} to the websocket "
-                        f"handshake") from None
+        raise CDPClosed(f"cannot connect to {redact.url(ws_url)}: the server answered HTTP {e.status_code} to the "
+                        f"websocket handshake") from None

@@ -33,7 +33,8 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class BrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     executable: str | None = None
-    endpoint: str | None = None        # ws:// URL of an existing browser: nothing is launched
+    endpoint: str | None = None        # ws:// URL of an existing browser: nothing is launched (its token or
+                                       # password is masked wherever the URL is shown: redact.py)
     args: list[str] = []
     settle_s: NonNegative = 2.0        # cap on waiting for JavaScript to finish after the DOM is there
     context_pool: Annotated[int, Meta(ge=0, le=64)] = 2
@@ -125,7 +126,9 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # reach; the host as the URL types it (urls.parse_local)
     allow_local: list[str] = []
     network_log: bool = True           # keep each session's requests for the network, request and har actions
-    redact_secrets: bool = True        # Cookie, Set-Cookie, Authorization values shown as <redacted> in them
+    # network, request and har show secrets (redact.py's rule: credential headers, secret URL parameters and
+    # body fields) as <redacted>; false shows one's own app's. The log, errors and status mask them anyway.
+    redact_secrets: bool = True
 
     def __post_init__(self) -> None:
         for entry in self.allow_local:

@@ -6,21 +6,18 @@ crawl.ignore_robots; every request to the site passes the per-host politeness (p
 
 from __future__ import annotations
 
-import fnmatch
 import logging
-import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from . import __version__
+from . import __version__, crawl_patterns
 from .config import Config
 from .errors import (
-    BadRequest,
     HttpError,
     NetworkError,
     RobotsDisallowed,
@@ -28,6 +25,7 @@ from .errors import (
     WebfetchError,
 )
 from .extractor import Extractor
+from .http_body import ACCEPT_ENCODING, BodyRefused, read_body
 from .links import markdown_links, normalize_link
 from .pipeline import LoadedPage, Pipeline
 from .politeness import Politeness, retry_after_s
@@ -41,7 +39,7 @@ from .protocol import (
     ReportProgress,
     StopReason,
 )
-from .robots import ALLOW_ALL, DISALLOW_ALL, MAX_ROBOTS_BYTES, Robots, parse_robots
+from .robots import ALLOW_ALL, MAX_ROBOTS_BYTES, Robots, disallow_all, parse_robots
 from .sitemap import Sitemap, SitemapError, SitemapParser
 from .urls import PolicyHolder, host_of, prepare_url, same_host
 
@@ -55,24 +53,26 @@ MAX_REDIRECTS = 5         # for robots.txt and sitemaps (RFC 9309 asks for at le
 MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many times in all
 HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
 RETRYABLE = (429, 503)
+OFFERS_PER_CHECKPOINT = 64  # URLs offered between two checkpoints: a sitemap's 50 000 never hold the event loop
 
 
 @dataclass(frozen=True)
 class Scope:
     """Which URLs a crawl may visit: the start URL's scheme, host and port, under its directory (the path up
-    to its last `/`), matching an `include` pattern if any are given and no `exclude` pattern."""
+    to its last `/`) (`admits`), matching an `include` pattern if any are given and no `exclude` pattern
+    (webfetch/crawl_patterns.py: matched in a worker process, `Crawler._offer`)."""
 
     origin: str
     prefix: str
-    include: tuple[Callable[[str], bool], ...] = ()
-    exclude: tuple[Callable[[str], bool], ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, start: str, include: list[str], exclude: list[str]) -> Scope:
+        crawl_patterns.check(include, exclude)
         parts = urlsplit(start)
         prefix = parts.path[:parts.path.rfind("/") + 1] or "/"
-        return cls(f"{parts.scheme}://{parts.netloc}", prefix, tuple(_pattern(p, "include") for p in include),
-                   tuple(_pattern(p, "exclude") for p in exclude))
+        return cls(f"{parts.scheme}://{parts.netloc}", prefix, tuple(include), tuple(exclude))
 
     def moved_to(self, url: str) -> Scope:
         """This scope on `url`'s origin and directory (the start URL redirected there), patterns kept."""
@@ -81,30 +81,18 @@ class Scope:
                        prefix=parts.path[:parts.path.rfind("/") + 1] or "/")
 
     def admits(self, url: str) -> bool:
+        """On the scope's origin, under its directory (the patterns are matched apart)."""
         parts = urlsplit(url)
-        if f"{parts.scheme}://{parts.netloc}" != self.origin or not parts.path.startswith(self.prefix):
-            return False
-        target = path_of(url)
-        if self.include and not any(match(target) for match in self.include):
-            return False
-        return not any(match(target) for match in self.exclude)
+        return f"{parts.scheme}://{parts.netloc}" == self.origin and parts.path.startswith(self.prefix)
+
+    @property
+    def patterned(self) -> bool:
+        return bool(self.include or self.exclude)
 
 
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-
-def _pattern(text: str, name: str) -> Callable[[str], bool]:
-    """`/regex/` searched in the path and query, else a glob matched against all of them (`*` crosses `/`)."""
-    if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
-        try:
-            regex = re.compile(text[1:-1])
-        except re.error as e:
-            raise BadRequest(f"`{name}` pattern {text!r} is not a valid regular expression: {e}; write a glob "
-                             f"such as /docs/* or a regular expression between slashes") from None
-        return lambda target: regex.search(target) is not None
-    return lambda target: fnmatch.fnmatchcase(target, text)
 
 
 @dataclass
@@ -131,12 +119,20 @@ class _Run:
     sitemaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     disallowed: int = 0
+    matching_cut: int = 0     # URLs whose include/exclude matching was cancelled (the deadline, or the limit)
     stopped: StopReason | None = None
     changed: trio.Event = field(default_factory=trio.Event)
 
+    def unseen(self, urls: Iterable[str], depth: int) -> list[str]:
+        """The URLs not seen yet, within the depth and the scope's directory, each once, in order."""
+        if depth > self.depth:
+            return []
+        return [u for u in dict.fromkeys(urls) if u not in self.seen and self.scope.admits(u)]
+
     def offer(self, url: str, depth: int) -> bool:
-        """Queue `url` if it is new, in scope, allowed by robots.txt and within the depth; map: record it."""
-        if url in self.seen or depth > self.depth or not self.scope.admits(url):
+        """Queue `url` (from `unseen`, its patterns matched) if it is still new and robots.txt allows it; map:
+        record it."""
+        if url in self.seen:
             return False
         self.seen.add(url)
         if not self.robots.allowed(path_of(url)):
@@ -187,6 +183,10 @@ class Crawler:
 
     def _notes(self, run: _Run) -> list[str]:
         notes = list(run.notes)
+        if run.matching_cut and run.stopped == "deadline":  # not a match the limit's end cut short
+            notes.append(f"the deadline passed while the include/exclude patterns were matched against "
+                         f"{run.matching_cut} URLs: a regular expression that backtracks (nested repeats such as "
+                         f"(a+)+ or (.*)*) can take for ever; simplify it, or write a glob")
         if run.disallowed:
             notes.append(f"{run.disallowed} URL{'s' if run.disallowed != 1 else ''} in scope left out: robots.txt "
                          f"disallows them")
@@ -195,8 +195,7 @@ class Crawler:
     async def _begin(self, kind: Literal["crawl", "map"], req: CrawlRequest | MapRequest,
                      progress: ReportProgress) -> tuple[_Run, Literal["obeyed", "ignored", "none"]]:
         """The start URL checked (address policy, robots.txt), the scope and the first URLs to visit."""
-        for pattern in req.include + req.exclude:  # a bad pattern is refused before anything is loaded
-            _pattern(pattern, "include" if pattern in req.include else "exclude")
+        crawl_patterns.check(req.include, req.exclude)  # a bad pattern is refused before anything is loaded
         timeout = req.timeout_s or self.config.crawl.timeout_s
         deadline = trio.current_time() + timeout   # robots.txt and the sitemaps count against it too
         start = await prepare_url(req.url, self.policy.current)
@@ -210,11 +209,14 @@ class Crawler:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
                           f"larger timeout_s")
         if not robots.allowed(path_of(start)):
-            why = ("its robots.txt could not be read (a server error, or no answer), which RFC 9309 says to take as "
-                   "disallowing everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
+            why = (f"its robots.txt could not be read ({robots.why}), which RFC 9309 says to take as disallowing "
+                   f"everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
             raise RobotsDisallowed(f"{start} is closed to crawlers: {why}. Fetch single pages with `fetch` (which "
                                    f"does not read robots.txt), or, for a site of your own, set "
                                    f"crawl.ignore_robots = true in the config")
+        if robots.cut:
+            run.notes.append(f"{urljoin(start, '/robots.txt')} is longer than {MAX_ROBOTS_BYTES} bytes: its rules "
+                             f"past that were ignored, as RFC 9309 allows")
         run.seen.add(start)
         run.queue.append((start, 0, 0))
         if kind == "map":
@@ -230,14 +232,15 @@ class Crawler:
         url = urljoin(start, "/robots.txt")
         progress("crawl", f"reading {url}")
         try:
-            body = await self._get_bytes(url, MAX_ROBOTS_BYTES)
+            body, cut = await self._get_bytes(url, MAX_ROBOTS_BYTES)
         except HttpError as e:
             if e.status is not None and e.status < 500 and e.status not in RETRYABLE:
                 return ALLOW_ALL, "none"   # RFC 9309: a 4xx robots.txt means no rules
-            return DISALLOW_ALL, "obeyed"
-        except (NetworkError, Timeout):
-            return DISALLOW_ALL, "obeyed"
-        return parse_robots(body.decode("utf-8", errors="replace")), "obeyed"
+            return disallow_all(f"HTTP {e.status}" if e.status else e.message), "obeyed"
+        except (NetworkError, Timeout) as e:
+            return disallow_all(e.message), "obeyed"
+        robots = parse_robots(body.decode("utf-8", errors="replace"))
+        return (replace(robots, cut=True) if cut else robots), "obeyed"
 
     async def _read_sitemaps(self, run: _Run, robots: Robots, from_robots: bool) -> None:
         """The sitemaps robots.txt names (else /sitemap.xml), indexes followed, each file once; their URLs are
@@ -260,12 +263,11 @@ class Crawler:
                 if not (isinstance(e, HttpError) and e.status == 404 and not robots.sitemaps):
                     run.notes.append(f"sitemap {normal} skipped: {e}")
                 continue
-            self._took_sitemap(run, normal, sitemap, todo)
+            await self._took_sitemap(run, normal, sitemap, todo)
         if todo:
             run.notes.append(f"more than {MAX_SITEMAPS} sitemaps: the rest were not read")
 
-    @staticmethod
-    def _took_sitemap(run: _Run, url: str, sitemap: Sitemap, todo: deque[str]) -> None:
+    async def _took_sitemap(self, run: _Run, url: str, sitemap: Sitemap, todo: deque[str]) -> None:
         """An index's sitemaps join `todo`; a urlset's URLs are offered at depth 1."""
         run.sitemaps.append(url)
         if sitemap.cut:
@@ -273,31 +275,55 @@ class Crawler:
         if sitemap.kind == "sitemapindex":
             todo.extend(sitemap.locs)
             return
-        for loc in sitemap.locs:
-            link = normalize_link(loc, url)
-            if link is not None:
-                run.offer(link, 1)
+        links = (normalize_link(loc, url) for loc in sitemap.locs)
+        await self._offer(run, (link for link in links if link is not None), 1)
+
+    async def _offer(self, run: _Run, links: Iterable[str], depth: int) -> None:
+        """Offer the new links in the scope's directory to the run, those its include/exclude patterns
+        refuse left out: the patterns are matched in a worker process, all the links in one job, where the
+        crawl's deadline can stop a regular expression that backtracks; robots.txt's rules are matched here
+        (linear time), a checkpoint every OFFERS_PER_CHECKPOINT links."""
+        fresh = run.unseen(links, depth)
+        if fresh and run.scope.patterned:
+            try:
+                kept = await self.extractor.matching(run.scope.include, run.scope.exclude,
+                                                     [path_of(u) for u in fresh])
+            except trio.Cancelled:
+                run.matching_cut += len(fresh)
+                raise
+            except WebfetchError as e:  # the worker died twice on them: these links are lost, not the crawl
+                run.notes.append(f"{len(fresh)} links left out: matching the include/exclude patterns failed "
+                                 f"({e.message})")
+                return
+            fresh = [fresh[i] for i in kept]
+        for i, url in enumerate(fresh, 1):
+            run.offer(url, depth)
+            if i % OFFERS_PER_CHECKPOINT == 0:
+                await trio.lowlevel.checkpoint()
 
     async def _sitemap(self, url: str) -> Sitemap:
         parser = SitemapParser(self.config.fetch.max_bytes)
         await self._get(url, self.config.fetch.max_bytes, parser.feed, cut_ok=False)
         return parser.close()
 
-    async def _get_bytes(self, url: str, max_bytes: int) -> bytes:
+    async def _get_bytes(self, url: str, max_bytes: int) -> tuple[bytes, bool]:
+        """The body's first `max_bytes` (decoded), and whether there was more."""
         buf = bytearray()
-        await self._get(url, max_bytes, buf.extend, cut_ok=True)
-        return bytes(buf[:max_bytes])
+        cut = await self._get(url, max_bytes, buf.extend, cut_ok=True)
+        return bytes(buf), cut
 
-    async def _get(self, url: str, max_bytes: int, sink: Callable[[bytes], object], *, cut_ok: bool) -> None:
+    async def _get(self, url: str, max_bytes: int, sink: Callable[[bytes], object], *, cut_ok: bool) -> bool:
         """GET a robots.txt or sitemap through the address-policy proxy (which connects only to the addresses
         it checked: no second lookup to rebind) and the host's politeness, same-host redirects followed,
-        429/503 waited out (Retry-After); the body handed to `sink` as it arrives."""
+        429/503 waited out (Retry-After); the body handed to `sink` as it arrives, inflated within
+        `max_bytes` (webfetch/http_body.py). Whether it was cut there (only with `cut_ok`; else an error)."""
         import httpx  # here: the daemon's start does not pay for it (a crawl is rare)
 
         proxy = await self.proxy_url() if self.proxy_url is not None else None
         redirects = retries = 0
-        async with httpx.AsyncClient(headers={"User-Agent": f"Mozilla/5.0 (compatible; webfetch/{__version__})"},
-                                     timeout=HTTP_TIMEOUT_S, follow_redirects=False, proxy=proxy,
+        headers = {"User-Agent": f"Mozilla/5.0 (compatible; webfetch/{__version__})",
+                   "Accept-Encoding": ACCEPT_ENCODING}
+        async with httpx.AsyncClient(headers=headers, timeout=HTTP_TIMEOUT_S, follow_redirects=False, proxy=proxy,
                                      trust_env=proxy is None) as client:
             while True:
                 key = await prepare_url(url, self.policy.current)
@@ -309,8 +335,11 @@ class Crawler:
                         raise Timeout(f"{key} did not answer within {HTTP_TIMEOUT_S:g} s") from None
                     except httpx.HTTPError as e:
                         raise NetworkError(f"{key} could not be read: {e}") from None
-                if target is None:
-                    return
+                    except BodyRefused as e:
+                        # a robots.txt is cut, never refused for its size: a refused size is fetch.max_bytes
+                        raise NetworkError(f"{key} {e}" + (" (fetch.max_bytes)" if e.too_large else "")) from None
+                if isinstance(target, bool):
+                    return target
                 if target == key:
                     retries += 1
                 else:
@@ -320,8 +349,9 @@ class Crawler:
                 url = target
 
     async def _answer(self, response: httpx.Response, key: str, max_bytes: int, sink: Callable[[bytes], object],
-                      cut_ok: bool) -> str | None:
-        """Read one response into `sink`; or the URL to try next (a same-host redirect, a 429 waited out)."""
+                      cut_ok: bool) -> str | bool:
+        """Read one response into `sink` (whether it was cut); or the URL to try next (a same-host redirect,
+        a 429 waited out)."""
         status = response.status_code
         if 300 <= status < 400 and response.headers.get("location"):
             target = urljoin(key, response.headers["location"])
@@ -336,16 +366,7 @@ class Crawler:
             return key
         if status >= 400:
             raise HttpError(f"{key} answered HTTP {status}", status=status)
-        seen = 0
-        async for chunk in response.aiter_bytes():
-            seen += len(chunk)
-            if seen > max_bytes:
-                if cut_ok:
-                    sink(chunk)
-                    return None
-                raise HttpError(f"{key} is larger than {max_bytes} bytes (fetch.max_bytes)", status=status)
-            sink(chunk)
-        return None
+        return await read_body(response, max_bytes, sink, cut_ok=cut_ok)
 
     async def _run(self, run: _Run) -> None:
         """Visit the queue until the limit, the end of the scope, the deadline or too many errors."""
@@ -433,8 +454,7 @@ class Crawler:
         run.report(url)
         if depth >= run.depth:
             return
-        for link in await self._links(url, loaded):
-            run.offer(link, depth + 1)
+        await self._offer(run, await self._links(url, loaded), depth + 1)
 
     async def _links(self, url: str, loaded: LoadedPage) -> list[str]:
         """The page's links from its HTML (a parser worker), else from its markdown (a page from the cache,

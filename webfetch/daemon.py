@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 from msgspec.structs import replace
 
-from . import PROTOCOL_VERSION, __version__
+from . import PROTOCOL_VERSION, __version__, redact
 from .batch import fetch_batch
 from .browse import Browse
 from .cache import Cache
@@ -27,7 +27,6 @@ from .config import (
     Config,
     ConfigSource,
     changed_keys,
-    default_socket_path,
     keep_running,
     load_config_and_source,
     needs_restart,
@@ -67,6 +66,7 @@ from .protocol import (
 from .render import FETCH_TAB
 from .search import Search
 from .server import Server
+from .socket_trust import UntrustedSocket, make_directory
 from .subagent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
 from .urls import AddressPolicy, PolicyHolder
@@ -81,21 +81,15 @@ class DaemonError(Exception):
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """A listening Unix socket at `path` (directory 0700, socket 0600). A stale socket file left by a dead
+    """A listening Unix socket at `path` (directory 0700 when made here; an existing one must be ours and
+    writable by no one else, socket_trust.check_directory; socket 0600). A stale socket file left by a dead
     daemon is replaced; a live daemon's is not."""
-    created = not path.parent.exists()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.parent.stat()
-    if info.st_uid != os.geteuid():
-        raise DaemonError(f"{path.parent} belongs to another user; webfetch will not put its socket there. "
-                          f"Remove it, or pass --socket with a path in a directory of your own")
-    if stat.S_IMODE(info.st_mode) & 0o022:
-        # Others could replace the socket (or put one there first) for clients to talk to.
-        raise DaemonError(f"{path.parent} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                          f"webfetch will not put its socket there. Use a directory of your own, e.g. the default "
-                          f"{default_socket_path().parent}, or `chmod go-w {path.parent}`")
-    if created:
-        os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask
+    try:
+        make_directory(path)  # socket_trust: the rule every client checks before it sends a byte
+    except UntrustedSocket as e:
+        raise DaemonError(e.for_daemon()) from None
+    except NotADirectoryError as e:
+        raise DaemonError(str(e)) from None
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise DaemonError(f"{path} exists and is not a socket; remove it or choose another --socket")
@@ -257,13 +251,16 @@ class Daemon:
                           log=str(self.log_path) if self.log_path else None, needs_restart=self.needs_restart)
 
     def status(self, rid: RequestId) -> StatusResult:
+        """The daemon's state; the browser endpoint's token or password, and any secret a problem's URL
+        carries, masked (redact.py: status is shown to whoever asks, and pasted into bug reports)."""
         c = self.chrome
+        endpoint = self.config.browser.endpoint
         return StatusResult(
             id=rid, version=__version__, protocol=PROTOCOL_VERSION,
             uptime_s=round(time.monotonic() - self.started, 3),
             browser=BrowserStatus(state=c.state, version=c.version,
-                                  executable=None if self.config.browser.endpoint else c.executable,
-                                  endpoint=self.config.browser.endpoint),
+                                  executable=None if endpoint else c.executable,
+                                  endpoint=redact.url(endpoint) if endpoint else None),
             cache=CacheStatus(**self.cache.statistics(), **self.disk.statistics(),
                               disk_dir=str(self.disk.directory) if self.disk.enabled else None,
                               disk_max_bytes=self.disk.max_bytes),
@@ -271,7 +268,7 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=[*c.problems, *self.subagent.problems],
+            search=self.search.configured, problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems]],
             browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
             browse_allow_local=self.config.browse.allow_local, daemon=self.identity())
 
@@ -324,7 +321,7 @@ class Daemon:
         """One line for `systemctl status`: the state, or the first problem."""
         problems = self.chrome.problems
         if problems:
-            return f"serving, but: {problems[0]}"
+            return f"serving, but: {redact.text(problems[0])}"
         entries = self.cache.statistics()["entries"]
         return (f"{'ready' if self.chrome.state == 'ready' else 'browser ' + self.chrome.state}, "
                 f"{entries} cached page{'' if entries == 1 else 's'}, {self.server.in_flight} in flight")

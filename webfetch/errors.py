@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from . import redact
+
 
 class WebfetchError(Exception):
     """An error a client sees as an `error` frame with this class's code. The frame's optional fields
-    (`status`, `content_type`, `retry_after`) are attributes here, set by the classes that carry them."""
+    (`status`, `content_type`, `retry_after`) are attributes here, set by the classes that carry them.
+    The message keeps no secret a URL in it carried (`redact.text`): errors reach clients, a model's
+    transcript and the log, whatever browse.redact_secrets says."""
 
     code: ClassVar[str] = "internal"
 
     def __init__(self, message: str) -> None:
+        message = redact.text(message)
         super().__init__(message)
         self.message = message
         self.status: int | None = None

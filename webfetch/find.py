@@ -36,7 +36,10 @@ _REGEX = re.compile(r"/(.*)/([ims]*)", re.DOTALL)
 # Each matches at the newline before a line, in the markdown with a newline put in front: a leading literal
 # lets `re` skip to each newline, where `^` with MULTILINE tried every character (3-5x slower on 2 MB). The
 # match's start is then the line's start in the markdown itself.
-_HEADING = re.compile(r"\n(#{1,6})[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?=\n|\Z)")
+# The heading's text comes with its closing `#`s and spaces (`heading_text` takes them off): the regular
+# expression that took them off itself, a lazy text before optional `[ \t]+#+` and `[ \t]*`, backtracked in
+# quadratic time on a heading line of many spaces (200 000 of them held the event loop for minutes).
+_HEADING = re.compile(r"\n(#{1,6})[ \t]+([^\n]*)")
 _FENCE = re.compile(r"\n[ \t]{0,3}(?:```|~~~)")
 _BLANK = re.compile(r"\n[ \t]*(?=\n|\Z)")
 
@@ -127,6 +130,14 @@ def _words(source: str) -> tuple[str, ...]:
     return tuple(words)
 
 
+def heading_text(rest: str) -> str:
+    """An ATX heading's text from the rest of its line: trailing spaces and tabs off, and a closing run of
+    `#`s with the spaces before it (`## Title ##`), when a space or tab stands before that run."""
+    text = rest.rstrip(" \t")
+    bare = text.rstrip("#")
+    return bare.rstrip(" \t") if bare != text and bare[-1:] in (" ", "\t") else text
+
+
 class _Lines:
     """Where the markdown's blank lines and headings are, found by regular expressions over the whole text
     (C speed: no Python step per line, which cost ~0.3 s on 2 MB); a block is a run of non-blank lines, and a
@@ -141,9 +152,10 @@ class _Lines:
         self.paths: list[tuple[str, ...]] = []  # the heading path at each heading
         path: list[Heading] = []
         for m in _HEADING.finditer(lined):
-            if bisect.bisect_right(fences, m.start()) % 2 or not m.group(2):
+            text = heading_text(m.group(2))
+            if bisect.bisect_right(fences, m.start()) % 2 or not text:
                 continue  # inside a fenced code block: a comment, not a heading
-            heading = Heading(m.start(), len(m.group(1)), m.group(2))
+            heading = Heading(m.start(), len(m.group(1)), text)
             path = [p for p in path if p.level < heading.level] + [heading]
             self.headings.append(heading)
             self.paths.append(tuple(p.text for p in path))

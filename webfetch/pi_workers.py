@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import trio
 
+from . import shell
 from ._trio import pop_lines
 from .config import SubagentConfig
 from .procs import ChildProcess
@@ -165,7 +166,7 @@ class WorkerPool:
         try:
             proc = ChildProcess(self.args(key), pipes=True, cwd=self.cwd, stderr=subprocess.DEVNULL, env=self.env)
         except OSError as e:
-            raise WorkerFailed(f"cannot start the sub-agent `{self.command}`: {e.strerror}") from None
+            raise WorkerFailed(f"cannot start the sub-agent `{shell.command(self.command)}`: {e.strerror}") from None
         self.live += 1
         self.started += 1
         worker = Worker(key, proc)

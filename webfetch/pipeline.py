@@ -16,7 +16,7 @@ import msgspec
 import trio
 from msgspec.structs import replace
 
-from . import find
+from . import find, shell
 from .cache import Cache
 from .chrome import BrowserContext, Chrome
 from .config import Config, default_max_renders
@@ -525,19 +525,24 @@ def _checker(profile: Profile | None) -> Callable[[str], None] | None:
 
 def login_hint(page: Page, profile: str | None) -> str | None:
     """How to get past a sign-in (login_wall, or a redirect to a sign-in page elsewhere) with a profile:
-    a note an agent can act on, or None when the page is not behind one."""
+    a note an agent can act on, or None when the page is not behind one. Its commands are shell-quoted
+    (shell.command): the sign-in URL is the server's choice."""
     target = page.redirect_url
     if "login_wall" not in page.flags and not (target and LOGIN_PATH.search(urlsplit(target).path)):
         return None
-    host = urlsplit(target or page.final_url).hostname or ""
+    url = target or page.final_url
+    host = urlsplit(url).hostname or ""
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
-                f"signed out. Ask the user to log in again with `webfetch profile login {profile} "
-                f"{target or page.final_url}`, then fetch again with profile {profile}")
+                f"signed out. Ask the user to log in again with "
+                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}`, then fetch again with profile "
+                f"{profile}")
     name = re.sub(r"[^A-Za-z0-9._-]", "-", host).strip(".-") or "site"
-    return (f"to read it signed in, the user logs in once with `webfetch profile login {name} "
-            f"{target or page.final_url}` (a browser window opens for them; or `webfetch profile import {name} "
-            f"FILE` with exported cookies), then fetch with profile {name!r} (CLI: --profile {name})")
+    login, import_ = (shell.command("webfetch", "profile", "login", name, url),
+                      shell.command("webfetch", "profile", "import", name, "FILE"))
+    return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; or "
+            f"`{import_}` with exported cookies), then fetch with profile {name!r} (CLI: "
+            f"{shell.command('--profile', name)})")
 
 
 @dataclass

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import msgspec
 import trio
 
-from . import page_scripts
+from . import page_scripts, shell
 from .cdp import CDPClosed, CDPError
 from .chrome import BrowserContext
 from .profiles import (
@@ -118,7 +118,8 @@ class ProfileUse:
                 await context.set_cookies([to_cdp(c) for c in live])
             except CDPError as e:  # an imported cookie Chrome will not take (SameSite=None without Secure…)
                 raise ProfileError(f"Chrome refused a cookie of profile {profile.name!r} ({e.message}); "
-                                   f"`webfetch profile export {profile.name}`, fix or drop it, and import "
+                                   f"`{shell.command('webfetch', 'profile', 'export', profile.name)}`, fix or drop "
+                                   f"it, and import "
                                    f"the file again with --replace") from None
         return live
 

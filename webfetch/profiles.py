@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import Struct
 
+from . import shell
 from .errors import WebfetchError
 from .urls import ascii_host
 
@@ -109,7 +110,7 @@ class Profile(Struct, kw_only=True):
         return ProfileNotAllowed(
             f"profile {self.name!r} may be used for {', '.join(self.hosts) or 'no host yet'}, not for {host}: "
             f"a page read with a login can carry instructions, so a profile goes only where you send it. "
-            f"To allow it: webfetch profile allow {self.name} {host}")
+            f"To allow it: {shell.command('webfetch', 'profile', 'allow', self.name, host)}")
 
     def summary(self) -> ProfileSummary:
         """What may be shown about the profile: names and counts, never a cookie's value."""
@@ -217,8 +218,9 @@ class ProfileStore:
             data = path.read_bytes()
         except FileNotFoundError:
             known = ", ".join(self.names()) or "none yet"
-            raise UnknownProfile(f"no profile named {name!r} (profiles: {known}); make one with `webfetch profile "
-                                 f"login {name} URL` or `webfetch profile import {name} FILE`") from None
+            raise UnknownProfile(f"no profile named {name!r} (profiles: {known}); make one with "
+                                 f"`{shell.command('webfetch', 'profile', 'login', name, 'URL')}` or "
+                                 f"`{shell.command('webfetch', 'profile', 'import', name, 'FILE')}`") from None
         except OSError as e:
             raise ProfileError(f"cannot read profile {name!r} ({path}): {e.strerror}") from None
         try:

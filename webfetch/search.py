@@ -1,8 +1,10 @@
 """The search actor: one small client per backend (Kagi, Brave, SearXNG), results cached for minutes.
 
 HTTP goes through httpx, whose async client runs on trio (through anyio): a cancelled request or a
-passed deadline ends the HTTP call at once, like everything else in the daemon. API keys live only in
-request headers; every message that leaves this module is scrubbed of them all the same.
+passed deadline ends the HTTP call at once, like everything else in the daemon. A backend's answer is read
+raw and inflated within MAX_ANSWER_BYTES (webfetch/http_body.py): a SearXNG instance is any URL the user
+names, and httpx alone would inflate whatever it sends. API keys live only in request headers; every message
+that leaves this module is scrubbed of them all the same.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -23,6 +26,7 @@ from . import __version__
 from .cache import Cache
 from .config import SearchConfig, default_config_path
 from .errors import BadRequest, SearchFailed, SearchUnconfigured, Timeout
+from .http_body import ACCEPT_ENCODING, BodyRefused, read_body
 from .protocol import ReportProgress, SearchHit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
@@ -42,6 +46,7 @@ def how_to_configure(backend: str, config_file: str) -> str:
             "searxng": f"set search.searxng_url in {config_file} to an instance with JSON output"}[backend]
 SNIPPET_CHARS = 300
 MAX_RELATED = 8
+MAX_ANSWER_BYTES = 4 * 1024 * 1024   # a backend's JSON, inflated: twenty results are tens of KB
 
 
 class Results(msgspec.Struct):
@@ -102,7 +107,31 @@ def format_results(backend: str, query: str, hits: list[SearchHit], related: lis
 
 # ---- the backends ----------------------------------------------------------------------------------
 
-def _json(response: httpx.Response, name: str) -> Any:
+@dataclass(frozen=True)
+class Answer:
+    """A backend's response, its body read whole within MAX_ANSWER_BYTES."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+async def _get(client: httpx.AsyncClient, url: str, **fields: Any) -> Answer:
+    """GET `url`; the body read raw and inflated within MAX_ANSWER_BYTES (BodyRefused past it)."""
+    async with client.stream("GET", url, **fields) as response:
+        body = bytearray()
+        await read_body(response, MAX_ANSWER_BYTES, body.extend, cut_ok=False)
+    return Answer(response.status_code, response.headers, bytes(body))
+
+
+def _json(response: Answer, name: str) -> Any:
     try:
         return response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -111,7 +140,7 @@ def _json(response: httpx.Response, name: str) -> Any:
             f"{name} answered HTTP {response.status_code} with something that is not JSON: {head!r}") from None
 
 
-def _rate_limited(response: httpx.Response, name: str) -> SearchFailed:
+def _rate_limited(response: Answer, name: str) -> SearchFailed:
     after = response.headers.get("retry-after")
     when = f"retry after {after} s" if after and after.strip().isdigit() else (
         f"retry after {after}" if after else "retry later")
@@ -133,7 +162,7 @@ def _hit(title: Any, url: Any, snippet: Any, published: Any) -> SearchHit | None
 
 async def kagi(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
     """Kagi Search API v0: {meta, data: [{t: 0, url, title, snippet, published}, {t: 1, list}], error?}."""
-    response = await client.get(f"{base.rstrip('/')}/api/v0/search", params={"q": query, "limit": limit},
+    response = await _get(client, f"{base.rstrip('/')}/api/v0/search", params={"q": query, "limit": limit},
                                 headers={"Authorization": f"Bot {key}"})
     if response.status_code == 429:
         raise _rate_limited(response, "Kagi")
@@ -159,7 +188,7 @@ def _kagi_results(data: list[Any], limit: int) -> Results:
 
 async def brave(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
     """Brave Search API: {web: {results: [{title, url, description, age, page_age}]}, query: {…}}."""
-    response = await client.get(f"{base.rstrip('/')}/res/v1/web/search", params={"q": query, "count": limit},
+    response = await _get(client, f"{base.rstrip('/')}/res/v1/web/search", params={"q": query, "count": limit},
                                 headers={"X-Subscription-Token": key, "Accept": "application/json"})
     if response.status_code == 429:
         raise _rate_limited(response, "Brave")
@@ -178,7 +207,7 @@ async def brave(client: httpx.AsyncClient, base: str, key: str, query: str, limi
 
 async def searxng(client: httpx.AsyncClient, base: str, key: str, query: str, limit: int) -> Results:
     """SearXNG's JSON output: {results: [{title, url, content, publishedDate}], suggestions: [...]}."""
-    response = await client.get(f"{base.rstrip('/')}/search", params={"q": query, "format": "json"})
+    response = await _get(client, f"{base.rstrip('/')}/search", params={"q": query, "format": "json"})
     if response.status_code == 403:
         raise SearchFailed(
             f"the SearXNG instance at {base} does not allow JSON output (HTTP 403): add `json` to "
@@ -247,7 +276,8 @@ class Search:
         ~0.1 s of the daemon's start, and most daemons never search."""
         if self._client is None:
             import httpx
-            self._client = httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}"},
+            self._client = httpx.AsyncClient(headers={"User-Agent": f"webfetch/{__version__}",
+                                                      "Accept-Encoding": ACCEPT_ENCODING},
                                              follow_redirects=True)
         return self._client
 
@@ -304,6 +334,8 @@ class Search:
                                retry_after=self.scrub(e.retry_after) if e.retry_after else None) from None
         except SearchUnconfigured as e:
             raise SearchUnconfigured(self.scrub(e.message)) from None
+        except BodyRefused as e:
+            raise SearchFailed(f"{name}'s answer {e}") from None
         except httpx.HTTPError as e:
             raise SearchFailed(self.scrub(f"cannot reach {name} at {self._bases[backend]}: "
                                           f"{type(e).__name__}: {e}")) from None

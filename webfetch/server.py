@@ -10,8 +10,6 @@ import itertools
 import logging
 import os
 import select
-import socket
-import struct
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,6 +32,7 @@ from .protocol import (
     encode_frame,
     error_frame,
 )
+from .socket_trust import peer_credentials
 
 log = logging.getLogger("webfetch.server")
 
@@ -272,16 +271,6 @@ def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, s
     log.info("conn=%d id=%r op=%s%s %s %.0fms", conn, rid, op, f" url={url}" if url else "", outcome, ms)
 
 
-def peer_uid(sock: trio.socket.SocketType) -> int | None:
-    """The connecting process's uid (SO_PEERCRED); None where the platform cannot tell."""
-    try:
-        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                              struct.calcsize("3i")))
-    except (OSError, AttributeError):
-        return None
-    return int(uid)
-
-
 class Server:
     def __init__(self, handler: Handler, max_line_bytes: int) -> None:
         self.handler = handler
@@ -311,7 +300,8 @@ class Server:
                 nursery.start_soon(self._run_connection, stream)
 
     async def _run_connection(self, stream: trio.SocketStream) -> None:
-        uid = peer_uid(stream.socket)
+        peer = peer_credentials(stream.socket)
+        uid = None if peer is None else peer[1]
         if uid is not None and uid != os.geteuid():
             # The socket's 0600 mode already keeps other users out; this holds even if someone loosens it.
             log.warning("refused a connection from uid %d (this daemon serves uid %d)", uid, os.geteuid())

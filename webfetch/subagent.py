@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from . import shell
 from ._trio import pop_lines
 from .config import SubagentConfig, default_config_path
 from .pi_workers import Key, Worker, WorkerFailed, WorkerPool, decode_event
@@ -156,11 +157,12 @@ class Subagent:
                     self.version = found.group(0)
                     return
                 last = out.splitlines()[-1] if out else "no output"
-                self.problems.append(f"the sub-agent CLI `{self.command} --version` exited {done.returncode}: "
+                self.problems.append(f"the sub-agent CLI `{shell.command(self.command, '--version')}` exited "
+                                     f"{done.returncode}: "
                                      f"{last[:200]}; {PACKAGE} 0.75 and newer need Node.js 22.19 or newer")
         except OSError as e:
             log.warning("cannot run %s --version: %s", self.command, e)
-            self.problems.append(f"the sub-agent CLI `{self.command}` cannot be run: {e.strerror}")
+            self.problems.append(f"the sub-agent CLI `{shell.command(self.command)}` cannot be run: {e.strerror}")
 
     def _version_at_least(self, wanted: tuple[int, int, int]) -> bool:
         found = _VERSION.search(self.version or "")
@@ -174,7 +176,8 @@ class Subagent:
                   progress: ReportProgress) -> Answer:
         """The CLI's answer to `task` about `page`. SubagentFailed with a one-line reason otherwise."""
         if self.command is None:
-            raise SubagentFailed(f"the sub-agent CLI `{self.config.command}` was not found; {INSTALL_HINT}")
+            raise SubagentFailed(f"the sub-agent CLI `{shell.command(self.config.command)}` was not found; "
+                                 f"{INSTALL_HINT}")
         if model is None and self.config.model:  # the config's model for requests that name none
             model, thinking = self.config.model, thinking or self.config.thinking
         model, thinking = model_settings(model, thinking)
@@ -271,7 +274,7 @@ class Subagent:
         try:
             proc = ChildProcess(args, pipes=True, cwd=self._workdir, stderr=subprocess.DEVNULL, env=self._env())
         except OSError as e:
-            raise SubagentFailed(f"cannot start the sub-agent `{args[0]}`: {e.strerror}") from None
+            raise SubagentFailed(f"cannot start the sub-agent `{shell.command(args[0])}`: {e.strerror}") from None
         last: dict[str, Any] | None = None
         try:
             assert proc.stdin is not None and proc.stdout is not None

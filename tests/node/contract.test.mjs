@@ -148,3 +148,22 @@ test("the extension's default socket is config.py's, with and without XDG_RUNTIM
 		fs.rmSync(runUser, { recursive: true, force: true });
 	}
 });
+
+test("a command the extension shows is quoted as webfetch/shell.py quotes it: bash reads back each argument and runs nothing", TIMEOUT, async () => {
+	const { shellCommand } = await createJiti(import.meta.url).import(path.join(EXTENSION, "index.ts"));
+	const argv = ["/opt/my apps/webfetch", "-m", "it's", "$(touch pwned)", "`touch pwned2`", "a;touch pwned3", "", "two\nlines",
+		"plain-1.2/x:y@z%+=,"];
+	const code = "import json, sys\nfrom webfetch.shell import command\nsys.stdout.write(command(*json.loads(sys.argv[1])))";
+	const py = spawnSync(PYTHON, ["-c", code, JSON.stringify(argv)], { encoding: "utf8", cwd: ROOT });
+	assert.equal(py.status, 0, py.stderr);
+	assert.equal(shellCommand(argv), py.stdout);
+	const dir = tempDir("wf-quote");
+	try {
+		const back = spawnSync("bash", ["-c", `printf '%s\\0' ${shellCommand(argv)}`], { cwd: dir, encoding: "utf8" });
+		assert.equal(back.status, 0, back.stderr);
+		assert.deepEqual(back.stdout.split("\0").slice(0, -1), argv);
+		assert.deepEqual(fs.readdirSync(dir), [], "nothing ran");
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});

@@ -151,6 +151,29 @@ async function save() {
 </body></html>"""
 PNG = bytes.fromhex("89504e470d0a1a0a") + bytes(range(256))
 
+# an app that sends every kind of secret (issue 34 item 8): its Send posts JSON with a password, an
+# Authorization, an X-Api-Key and an X-CSRF-Token header, and an access_token in the URL beside q=ok; then
+# a login form with a password; then goes where an OAuth server would send it, the tokens in the fragment.
+# The cookie comes from the page's Set-Cookie, the API answers with another. Each secret's value is built
+# by the script (`tok`), so that no body holds it and a view without them has them redacted.
+SECRET_VALUES = ("qs-secret", "bearer-secret", "apikey-secret", "csrf-secret", "json-secret", "form-secret",
+                 "frag-secret", "idtoken-secret", "cookie-secret-s", "setcookie-secret")
+SECRETS_PAGE = """<!doctype html><html><head><title>Secrets</title></head><body><h1>Secrets</h1>
+<button onclick="send()">Send</button><p id="out"></p>
+<script>
+const tok = (name) => [name, "secret"].join("-");
+async function send() {
+  await fetch("/api/echo?access_token=" + tok("qs") + "&q=ok", {method: "POST",
+    headers: {"Content-Type": "application/json", "Authorization": "Bearer " + tok("bearer"),
+              "X-Api-Key": tok("apikey"), "X-CSRF-Token": tok("csrf")},
+    body: JSON.stringify({user: {name: "ann", password: tok("json")}})});
+  await fetch("/api/echo?form=1", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"},
+    body: "user=ann&password=" + tok("form") + "&remember=yes"});
+  location.assign("/landing?q=ok#access_token=" + tok("frag") + "&id_token=" + tok("idtoken") + "&state=ok");
+}
+</script>
+</body></html>"""
+
 # a click that starts a fetch whose no-store body the page never reads (issue 30: it held every click to
 # the settle cap, since Chrome never finishes loading such a body)
 NO_STORE = """<!doctype html><html><head><title>Unread</title></head><body>
@@ -249,6 +272,10 @@ class App:
                     to = query["to"][0]
                     page = NETWORK % {"to": to, "down": query.get("down", [to])[0]}
                     self.reply(200, page, headers={"Set-Cookie": "sid=cookie-secret-1; Path=/"})
+                elif path == "/secrets":
+                    self.reply(200, SECRETS_PAGE, headers={"Set-Cookie": "sess=cookie-secret-s; Path=/"})
+                elif path == "/landing":
+                    self.reply(200, "<html><head><title>Landed</title></head><body><h1>Landed</h1></body></html>")
                 elif path == "/api/logo.png":
                     self.send_response(200)
                     self.send_header("Content-Type", "image/png")
@@ -325,6 +352,9 @@ class App:
                     app.state["fail"] = raw
                     self.reply(500, json.dumps({"error": "database is down", "retry": False}), "application/json",
                                {"Set-Cookie": "sid=cookie-secret-3; Path=/"})
+                elif path == "/api/echo":
+                    app.state.setdefault("echo", []).append((self.headers.get("Authorization"), raw))
+                    self.reply(200, '{"ok": true}', "application/json", {"Set-Cookie": "sid=setcookie-secret; Path=/"})
                 elif path.startswith("/api/"):
                     app.state[path[5:]] = json.loads(raw or "{}")
                     self.reply(200, "{}", "application/json")

@@ -81,9 +81,10 @@ class Harness:
 
 class ServedDaemon:
     """`webfetch serve` as its own process, with `config` (TOML text) in `tmp`/config.toml, its socket at
-    `tmp`/wf.sock and its output in `tmp`/daemon.log. `stop()` ends it."""
+    `tmp`/wf.sock and its output (its log, at `log_level`) in `tmp`/daemon.log. `stop()` ends it."""
 
-    def __init__(self, tmp: Path, config: str, env: dict[str, str] | None = None, tree: Path = ROOT) -> None:
+    def __init__(self, tmp: Path, config: str, env: dict[str, str] | None = None, tree: Path = ROOT,
+                 log_level: str = "warning") -> None:
         # `tree`: the source tree whose webfetch runs (`-m` imports from the working directory), so that
         # bin/bench can set another commit's code beside this one
         self.tmp = tmp
@@ -96,7 +97,7 @@ class ServedDaemon:
         if "XDG_CACHE_HOME" not in (env or {}):
             env = {**(os.environ if env is None else env), "XDG_CACHE_HOME": str(tmp / "cache")}
         self.proc = subprocess.Popen([sys.executable, "-m", "webfetch", "serve", "--socket", str(self.sock),
-                                      "--config", str(cfg), "--log-level", "warning"],
+                                      "--config", str(cfg), "--log-level", log_level],
                                      stdout=self.log, stderr=self.log, cwd=tree, env=env)
 
     def status(self, timeout: float = 30) -> dict:

@@ -1,6 +1,7 @@
 """A browse session's traffic as a HAR 1.2 file (http://www.softwareishard.com/blog/har-12-spec/), the format
 Chrome DevTools, Firefox and HAR viewers open: one page per tab, one entry per request (each redirect hop
-its own), header values through the network log's one redaction rule, text bodies Chrome still holds.
+its own), text bodies Chrome still holds; unless `browse.redact_secrets` is false, its headers, cookies, URLs
+and request bodies through `redact.py`, the rule the network log's other views follow.
 
 The file is written whole or not at all, 0600 (`profiles.write_private`): it holds headers and bodies."""
 
@@ -15,10 +16,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
-from .. import __version__
+from .. import __version__, redact
 from ..errors import BadRequest
 from ..profiles import write_private
-from .network import Call, Recorded, body_bytes, headers, is_text
+from .network import Call, Recorded, body_bytes, headers, is_text, shown_url
 
 BODY_BYTES = 1 << 20     # a text body included up to this size; larger ones are left out (size and type kept)
 TOTAL_BYTES = 32 << 20   # bodies in one file, at most
@@ -48,14 +49,16 @@ async def build(records: list[Recorded], calls: Mapping[str, Call], titles: Mapp
 def _entry(r: Recorded, body: str | None, redacting: bool) -> dict[str, Any]:
     time_ms = float(r.time_ms() or 0)
     send, wait, receive = _timings(r, time_ms)
+    url = shown_url(r.url, redacting)
     request: dict[str, Any] = {
-        "method": r.method, "url": r.url, "httpVersion": _version(r.protocol),
+        "method": r.method, "url": url, "httpVersion": _version(r.protocol),
         "headers": _headers(r.request_headers, redacting),
-        "queryString": [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(r.url).query, keep_blank_values=True)],
+        "queryString": [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)],
         "cookies": _cookies(r.request_headers, "cookie", redacting), "headersSize": -1,
         "bodySize": r.post_size}
     if r.post_data is not None:
-        request["postData"] = {"mimeType": _get(r.request_headers, "content-type"), "text": r.post_data}
+        mime = _get(r.request_headers, "content-type")
+        request["postData"] = {"mimeType": mime, "text": redact.body(r.post_data, mime) if redacting else r.post_data}
     content: dict[str, Any] = {"size": r.size, "mimeType": r.mime_type or "x-unknown"}
     if body is not None:
         content["text"] = body
@@ -63,7 +66,7 @@ def _entry(r: Recorded, body: str | None, redacting: bool) -> dict[str, Any]:
         "status": r.status or 0, "statusText": r.status_text, "httpVersion": _version(r.protocol),
         "headers": _headers(r.response_headers, redacting),
         "cookies": _cookies(r.response_headers, "set-cookie", redacting), "content": content,
-        "redirectURL": _get(r.response_headers, "location"), "headersSize": -1,
+        "redirectURL": shown_url(_get(r.response_headers, "location"), redacting), "headersSize": -1,
         "bodySize": r.size if r.status is not None else -1}
     entry: dict[str, Any] = {
         "pageref": f"page_{r.tab}", "startedDateTime": _iso(r.wall), "time": time_ms, "request": request,
@@ -93,14 +96,15 @@ def _headers(raw: dict[str, str], redacting: bool) -> list[dict[str, str]]:
 
 
 def _cookies(raw: dict[str, str], name: str, redacting: bool) -> list[dict[str, str]]:
-    """The cookies a Cookie or Set-Cookie header carries, their values through the same redaction."""
+    """The cookies a Cookie or Set-Cookie header carries, their values masked as the header's (a credential
+    header) is."""
     value = _get(raw, name)
     pairs = value.split(";") if name == "cookie" else [line.split(";", 1)[0] for line in value.split("\n")]
     cookies = []
     for pair in pairs:
         key, eq, val = pair.strip().partition("=")
         if key and eq:
-            cookies.append({"name": key, "value": headers({name: val}, redacting)[0].value})
+            cookies.append({"name": key, "value": redact.MASK if redacting else val})
     return cookies
 
 

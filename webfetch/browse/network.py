@@ -6,9 +6,10 @@ count), so recording is a few dictionary updates per event; bodies are not copie
 tab's Network buffer (`Network.getResponseBody`, asked only when a request or a HAR wants one). The log keeps
 the newest `RING` requests of the session, newest last, each hop of a redirect as a request of its own.
 
-Header values that carry credentials (`SECRET_HEADERS`) are shown as `REDACTED` by `header_value`, the one
-rule every output of this log (request, HAR) goes through, unless the config's `browse.redact_secrets` is
-false. Headers and bodies are the page's traffic: they go to the client, never to the daemon's log."""
+What the log shows (network's lines, request, the HAR) goes through `redact.py`'s one rule unless the config's
+`browse.redact_secrets` is false: credential headers masked, and secret parameters of URLs and fields of
+request bodies; the log itself keeps what Chrome sent, for the user who turns redaction off. Headers and
+bodies are the page's traffic: they go to the client, never to the daemon's log."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import redact
 from ..cdp import CDPClosed, CDPError
 from ..protocol import BodyInfo, HeaderLine, NetworkEntry, RequestDetail
 from ..proxy import Failure
@@ -27,8 +29,6 @@ RING = 1000               # requests kept per session; older ones are dropped
 POST_CHARS = 8_000        # a request body kept from requestWillBeSent, cut beyond this (1 000 of them: 8 MB)
 _PENDING_MAX = 2000       # headers that came before their request (ExtraInfo events), at most this many waiting
 
-SECRET_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
-REDACTED = "<redacted>"
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "failed")
 _TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml", "application/xhtml",
                "application/x-www-form-urlencoded", "application/ecmascript", "image/svg")
@@ -36,16 +36,15 @@ _TEXT_TYPES = ("text/", "application/json", "application/javascript", "applicati
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-def header_value(name: str, value: str, redacting: bool) -> str:
-    """The value shown for a header: credentials (cookies, authorization) redacted unless the user said not to."""
-    return REDACTED if redacting and name.lower() in SECRET_HEADERS else value
-
-
 def headers(raw: dict[str, str], redacting: bool) -> list[HeaderLine]:
-    """A CDP header map as lines, in order, each value through `header_value`; Chrome joins repeated
-    headers (Set-Cookie) with newlines: one line each."""
-    return [HeaderLine(name, header_value(name, part, redacting))
+    """A CDP header map as lines, in order, each value through `redact.header` unless the user said not
+    to; Chrome joins repeated headers (Set-Cookie) with newlines: one line each."""
+    return [HeaderLine(name, redact.header(name, part) if redacting else part)
             for name, value in raw.items() for part in str(value).split("\n")]
+
+
+def shown_url(address: str, redacting: bool) -> str:
+    return redact.url(address) if redacting else address
 
 
 @dataclass
@@ -77,8 +76,9 @@ class Recorded:
     blocked: str | None = None
     redirected: bool = False         # a hop a redirect ended: its body is not kept (the next hop shares its id)
 
-    def entry(self) -> NetworkEntry:
-        return NetworkEntry(id=self.id, tab=self.tab, method=self.method, url=self.url, type=self.type,
+    def entry(self, redacting: bool) -> NetworkEntry:
+        return NetworkEntry(id=self.id, tab=self.tab, method=self.method, url=shown_url(self.url, redacting),
+                            type=self.type,
                             status=self.status, size=self.size if self.status is not None else None,
                             time_ms=self.time_ms(), failure=None if self.blocked else self.failure,
                             blocked=self.blocked)
@@ -241,17 +241,18 @@ class NetworkLog:
 
 
 def matching(records: list[Recorded], find: str | None, status_class: str | None,
-             resource_type: str | None) -> list[Recorded]:
-    """The records whose URL contains `find` (any case), in the status class and of the resource type."""
+             resource_type: str | None, redacting: bool) -> list[Recorded]:
+    """The records whose URL as shown contains `find` (any case), in the status class and of the resource
+    type (as shown: a search for `token=ab` must not tell what a masked token starts with)."""
     needle = find.casefold() if find else None
     kind = resource_type.lower() if resource_type else None
     return [r for r in records
-            if (needle is None or needle in r.url.casefold())
+            if (needle is None or needle in shown_url(r.url, redacting).casefold())
             and (status_class is None or r.status_class() == status_class)
             and (kind is None or r.type == kind)]
 
 
-def line(r: Recorded) -> str:
+def line(r: Recorded, redacting: bool) -> str:
     """One request as the network action lists it: `r3 GET 500 fetch URL — 52 B, 12 ms`."""
     if r.blocked is not None:
         outcome, tail = "blocked", f"blocked by the address policy: {r.blocked}"
@@ -262,17 +263,18 @@ def line(r: Recorded) -> str:
     else:
         ms = r.time_ms()
         outcome, tail = str(r.status), _size(r.size) + (f", {ms} ms" if ms is not None else ", loading")
-    return f"{r.id} {r.method} {outcome} {r.type} {r.url} — {tail}"
+    return f"{r.id} {r.method} {outcome} {r.type} {shown_url(r.url, redacting)} — {tail}"
 
 
-def listing(records: list[Recorded], offset: int, max_chars: int) -> tuple[list[Recorded], str, int | None]:
+def listing(records: list[Recorded], offset: int, max_chars: int,
+            redacting: bool) -> tuple[list[Recorded], str, int | None]:
     """From the `offset`th record on, as many as fit `max_chars` as lines (at least one): those records,
     their text, and the offset of the next page (None when they are the last)."""
     lines: list[str] = []
     size = 0
     end = offset
     for r in records[offset:]:
-        text = line(r)
+        text = line(r, redacting)
         if lines and size + len(text) + 1 > max_chars:
             break
         lines.append(text)
@@ -289,14 +291,19 @@ async def detail(r: Recorded, call: Call | None, redacting: bool, max_chars: int
         if (text is None or r.post_size > len(text)) and call is not None:
             text = await _post_data(r, call) or text  # the whole of it, while Chrome holds it
         mime = _header(r.request_headers, "content-type")
-        request_body = (BodyInfo(size=0, mime_type=mime, note="not available any more") if text is None
-                        else _text_body(text, mime, max_chars // 4))
-        if request_body.text is not None and r.post_size > len(text or ""):
-            request_body.truncated = True  # the log's cut: Chrome no longer had the rest
+        if text is None:
+            request_body = BodyInfo(size=0, mime_type=mime, note="not available any more")
+        else:
+            # cut first, then masked: a body cut mid-way is masked by its look (redact.body), and the work
+            # stays bounded by the cut
+            request_body = _text_body(text, mime, max_chars // 4)
+            request_body.truncated = request_body.truncated or r.post_size > len(text)  # the log's cut too
+            if redacting and request_body.text is not None:
+                request_body.text = redact.body(request_body.text, mime)
     response_body = None
     if r.status is not None and r.blocked is None:
         response_body = await _response_body(r, call, max_chars)
-    return RequestDetail(entry=r.entry(), status_text=r.status_text,
+    return RequestDetail(entry=r.entry(redacting), status_text=r.status_text,
                          request_headers=headers(r.request_headers, redacting),
                          response_headers=headers(r.response_headers, redacting),
                          request_body=request_body, response_body=response_body)

@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from .. import redact
 from ..cdp import CDPClosed, CDPError
 from ..chrome import BrowserContext, Chrome, PageTarget
 from ..config import Config
@@ -234,9 +235,11 @@ class Browse:
         self._wake.set()
 
     def statistics(self) -> list[BrowseSessionStatus]:
+        """The sessions as `status` shows them: their URLs' secrets masked whatever browse.redact_secrets says
+        (status is read by anyone who asks the daemon, not by the one reading their own app's traffic)."""
         now = trio.current_time()
         return [BrowseSessionStatus(session=s.name, tabs=len(s.tabs),
-                                    url=s.tabs[s.active].url if s.active in s.tabs else "",
+                                    url=redact.url(s.tabs[s.active].url) if s.active in s.tabs else "",
                                     idle_s=round(now - s.last_used, 1), profile=s.profile)
                 for s in self.sessions.values()]
 

@@ -311,8 +311,10 @@ async def network(c: Call) -> BrowseResult:
     session, req, config = c.session, c.req, c.actor.config
     tab = session.tab(req.tab)
     log = _log(session)
-    records = network_log.matching(log.entries(tab.name), req.find, req.status_class, req.resource_type)
-    shown, text, next_offset = network_log.listing(records, req.offset, req.max_chars or config.snapshot_chars)
+    redacting = config.redact_secrets
+    records = network_log.matching(log.entries(tab.name), req.find, req.status_class, req.resource_type, redacting)
+    shown, text, next_offset = network_log.listing(records, req.offset, req.max_chars or config.snapshot_chars,
+                                                   redacting)
     filters = ", ".join(f"{k} {v}" for k, v in (("URL containing", req.find), ("status", req.status_class),
                                                    ("type", req.resource_type)) if v)
     head = (f"network: {len(records)} request{'s' if len(records) != 1 else ''} of {tab.name}"
@@ -320,9 +322,9 @@ async def network(c: Call) -> BrowseResult:
             + (f"; from #{req.offset + 1}" if req.offset else "")
             + (f"; the session's {log.dropped} oldest are no longer kept" if log.dropped else "")
             + ("; `request` with a request_id shows one's headers and bodies" if records else ""))
-    return c.reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
-                          requests=[r.entry() for r in shown], content=head + ("\n" + text if text else ""),
-                          next_offset=next_offset)
+    page = PageInfo(tab=tab.name, url=network_log.shown_url(tab.url, redacting), title=await tab.title())
+    return c.reply.result(page, tab, requests=[r.entry(redacting) for r in shown],
+                          content=head + ("\n" + text if text else ""), next_offset=next_offset)
 
 
 async def request(c: Call) -> BrowseResult:
@@ -335,7 +337,8 @@ async def request(c: Call) -> BrowseResult:
     tab = session.tabs.get(record.tab)
     call = tab.call if tab is not None and not tab.closed else None
     detail = await network_log.detail(record, call, config.redact_secrets, req.max_chars or config.snapshot_chars)
-    shown = PageInfo(tab=tab.name, url=tab.url, title=await tab.title()) if call is not None and tab else None
+    shown = (PageInfo(tab=tab.name, url=network_log.shown_url(tab.url, config.redact_secrets),
+                      title=await tab.title()) if call is not None and tab else None)
     return c.reply.result(shown, tab if call is not None else None, request=detail,
                           content=network_log.detail_text(detail))
 
@@ -350,8 +353,8 @@ async def har(c: Call) -> BrowseResult:
     document = await har_file.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
                                     config.redact_secrets)
     size = await har_file.write(path, document)
-    secrets = "with cookie and authorization values redacted" if config.redact_secrets else \
-        "with cookie and authorization values IN CLEAR (browse.redact_secrets = false)"
+    secrets = "with secrets redacted (credential headers, and secret URL parameters and form fields)" \
+        if config.redact_secrets else "with secrets IN CLEAR (browse.redact_secrets = false)"
     return c.reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "
                                         f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
 

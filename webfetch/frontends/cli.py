@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..config import DEFAULTS, Config, ConfigSource, load_config_and_source, socket_path
 from ..errors import ConfigError
+from ..socket_trust import UntrustedSocket
 
 if TYPE_CHECKING:
     from .client import Client
@@ -150,6 +150,15 @@ def main(argv: list[str] | None = None) -> int:
         # the daemon reads its file itself and names what is wrong in it; here only the socket is needed
         config, source = Config(), DEFAULTS
     path = socket_path(config, args.socket)
+    try:
+        return _dispatch(args, config, source, path)
+    except UntrustedSocket as e:  # before a byte was sent: the message names the path, its owner, the fix
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace, config: Config, source: ConfigSource, path: Path) -> int:
+    """The commands that need the config and the socket path."""
     if args.command == "serve":
         return _serve(config, source, path, args)
     if args.command in ("stop", "restart", "reload", "logs", "cache"):
@@ -188,14 +197,14 @@ def _serve(config: Config, source: ConfigSource, path: Path, args: argparse.Name
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
-    from .logs import FORMAT, log_to_file
+    from .logs import log_to_file, log_to_stderr
 
     limit_malloc_arenas()  # before any thread exists
     log_path = Path(args.log_file).absolute() if args.log_file else None
     if log_path is not None:
         log_to_file(log_path, args.log_level)
     else:
-        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format=FORMAT)
+        log_to_stderr(args.log_level)
     try:
         trio.run(lambda: serve(config, path, exit_when_idle=args.exit_when_idle, source=source, log_path=log_path))
     except DaemonError as e:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import socket_trust
 from ..config import log_path_for
 from ..protocol import decode_frame
 
@@ -21,17 +22,14 @@ START_TIMEOUT_S = 30.0
 
 
 class ClientError(Exception):
-    pass
+    """No daemon could be reached or started; callers may read it as "none runs". An UntrustedSocket is
+    not one: it must never be taken for that."""
 
 
 def connect(path: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    """A connection to the user's own daemon on `path` (socket_trust.connect: UntrustedSocket, before a
+    byte is sent, when the socket's directory or the process listening is not the user's)."""
+    return socket_trust.connect(path)
 
 
 def _not_listening(e: OSError) -> bool:
@@ -40,8 +38,9 @@ def _not_listening(e: OSError) -> bool:
 
 def start_daemon(path: Path, config: str | None) -> None:
     """Start `webfetch serve` in the background (it exits by itself when idle) and wait until it answers.
-    It logs to a file under the user's state directory (config.log_path_for)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    It logs to a file under the user's state directory (config.log_path_for). A socket directory someone
+    else made first is refused (UntrustedSocket) before anything starts."""
+    socket_trust.make_directory(path)
     log_path = log_path_for(path)
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(log_path.parent, 0o700)  # the umask filters mkdir's mode; the log names the URLs people read
@@ -58,7 +57,7 @@ def start_daemon(path: Path, config: str | None) -> None:
         try:
             connect(path).close()
             return
-        except OSError:
+        except OSError:  # UntrustedSocket is not one: it ends the wait at once
             pass
         if proc.poll() is not None:
             # Maybe another client's daemon won the race for the socket: that is fine too.

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import importlib
 import os
-import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
+from .. import redact, shell
 from ..config import Config
 from ..errors import WebfetchError
+from ..socket_trust import UntrustedSocket, check_directory
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
@@ -70,7 +71,7 @@ async def _browser_version(config: Config) -> str:
 def check_chrome(config: Config) -> Check:
     from ..launch import INSTALL_HINT, find_chrome
 
-    where = config.browser.endpoint
+    where = redact.url(config.browser.endpoint) if config.browser.endpoint else None  # its token: masked
     if not where:
         where = find_chrome(config.browser.executable)
         if where is None:
@@ -80,7 +81,7 @@ def check_chrome(config: Config) -> Check:
     try:
         version = trio.run(_browser_version, config)
     except Exception as e:
-        return Check(FAIL, "chrome", f"{where} does not start: {e}",
+        return Check(FAIL, "chrome", f"{where} does not start: {redact.text(str(e))}",
                      "run it by hand with --headless to see why, or point browser.executable / browser.endpoint "
                      "in the config at a working Chrome")
     return Check(OK, "chrome", f"{version} ({where}, started headless and answered)")
@@ -107,7 +108,7 @@ def check_subagent(config: Config) -> Check:
     command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
     if command is None:
-        return Check(FAIL, "sub-agent", f"`{config.subagent.command}` not found", fix)
+        return Check(FAIL, "sub-agent", f"`{shell.command(config.subagent.command)}` not found", fix)
     try:
         done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=30,
                               stdin=subprocess.DEVNULL)
@@ -139,22 +140,22 @@ def check_subagent_model(config: Config) -> Check:
 def check_socket_dir(path: Path) -> Check:
     directory = path.parent
     probe = directory
-    while not probe.exists():
+    while not os.path.lexists(probe):  # a dangling link is there: someone's, judged below
         probe = probe.parent
-    info = probe.stat()
     if probe != directory:
         if not os.access(probe, os.W_OK | os.X_OK):
             return Check(FAIL, "socket path", f"{directory} does not exist and {probe} is not writable",
                          "pass --socket or set WEBFETCH_SOCKET / server.socket to a path in a directory of yours")
         return Check(OK, "socket path", f"{path} (its directory will be created 0700)")
-    if info.st_uid != os.geteuid():
-        return Check(FAIL, "socket path", f"{directory} belongs to uid {info.st_uid}, not you",
-                     "remove it, or use --socket / WEBFETCH_SOCKET with a directory of your own")
+    try:
+        check_directory(path)  # the rule every client and the daemon apply
+    except UntrustedSocket as e:
+        return Check(FAIL, "socket path", e.problem, e.remedy)
+    except NotADirectoryError as e:
+        return Check(FAIL, "socket path", str(e), "remove it, or pass --socket with a path in a directory of yours")
     if not os.access(directory, os.W_OK | os.X_OK):
         return Check(FAIL, "socket path", f"{directory} is not writable", f"chmod u+rwx {directory}")
-    mode = stat.S_IMODE(info.st_mode)
-    note = f" (mode {mode:o}: the daemon will make it 0700)" if mode & 0o077 else ""
-    return Check(OK, "socket path", f"{path}{note}")
+    return Check(OK, "socket path", str(path))
 
 
 def check_daemon(path: Path) -> list[Check]:
@@ -163,6 +164,8 @@ def check_daemon(path: Path) -> list[Check]:
     try:
         with Client(path, autostart=False) as client:
             frames = list(client.request("status"))
+    except UntrustedSocket as e:
+        return [Check(FAIL, "daemon", e.problem, e.remedy)]
     except (ClientError, OSError):
         return [Check(WARN, "daemon", f"not running on {path}",
                       "`webfetch fetch`, the pi extension and the systemd socket start it "

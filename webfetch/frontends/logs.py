@@ -2,7 +2,11 @@
 
 A daemon in a terminal logs to stderr, and under systemd to the journal; one that a client starts (the
 CLI, the MCP server, the pi extension) has no terminal, so it logs to a file under the user's state
-directory (config.log_path_for), bounded: LOG_BYTES a file, LOG_BACKUPS old files kept."""
+directory (config.log_path_for), bounded: LOG_BYTES a file, LOG_BACKUPS old files kept.
+
+Wherever it logs (`log_to_file`, `log_to_stderr`), each line, traceback included, goes through `Redacting`:
+no secret a URL in it carries (an `access_token=`, a browser endpoint's password) reaches a log, whatever
+browse.redact_secrets says."""
 
 from __future__ import annotations
 
@@ -17,10 +21,29 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from .. import redact
+
 LOG_BYTES = 1 << 20
 LOG_BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TAIL_LINES = 200
+
+
+class Redacting(logging.Formatter):
+    """FORMAT, with the secrets of every URL in the line masked (redact.text)."""
+
+    def __init__(self) -> None:
+        super().__init__(FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact.text(super().format(record))
+
+
+def log_to_stderr(level: str) -> None:
+    """The process's logging to stderr (a terminal, the journal under systemd, an MCP client's log)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(Redacting())
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 class _RotatingLog(logging.handlers.RotatingFileHandler):
@@ -46,7 +69,7 @@ def log_to_file(path: Path, level: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.close(fd)
     handler = _RotatingLog(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(Redacting())
     logging.basicConfig(level=level.upper(), handlers=[handler])
     if handler.stream is not None:
         os.dup2(handler.stream.fileno(), sys.stderr.fileno())

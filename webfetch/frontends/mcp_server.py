@@ -15,7 +15,6 @@ import logging
 import os
 import secrets
 import signal
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from .. import __version__
 from ..config import load_config_and_source, log_path_for
 from ..errors import ConfigError
 from ..protocol import decode_frame
+from ..socket_trust import UntrustedSocket, open_stream
 from . import arguments, contract
 from .client import ClientError, start_daemon
 from .skew import reconcile
@@ -93,8 +93,12 @@ class DaemonLink:
         return note
 
     async def _connect(self, start: bool) -> trio.SocketStream:
+        """A connection to the user's own daemon (socket_trust.open_stream: nothing is sent to a socket in
+        a directory or served by a process of another user), started first when none listens and `start`."""
         try:
-            return await trio.open_unix_socket(str(self.path))
+            return await open_stream(self.path)
+        except UntrustedSocket as e:
+            raise DaemonUnreachable(str(e)) from None
         except (FileNotFoundError, ConnectionRefusedError) as e:
             if not start:
                 raise DaemonUnreachable(f"no webfetch daemon listens on {self.path}: {e}") from None
@@ -102,14 +106,16 @@ class DaemonLink:
             raise DaemonUnreachable(f"cannot reach the webfetch daemon at {self.path}: {e}") from None
         async with self._starting:
             try:  # another call may have started it while we waited for the lock
-                return await trio.open_unix_socket(str(self.path))
+                return await open_stream(self.path)
             except (FileNotFoundError, ConnectionRefusedError):
                 pass
+            except (UntrustedSocket, OSError) as e:
+                raise DaemonUnreachable(str(e)) from None
             log.info("no daemon listens on %s; starting one", self.path)
             try:
                 await trio.to_thread.run_sync(start_daemon, self.path, self.config, abandon_on_cancel=True)
-                return await trio.open_unix_socket(str(self.path))
-            except (ClientError, OSError) as e:
+                return await open_stream(self.path)
+            except (ClientError, UntrustedSocket, OSError) as e:
                 raise DaemonUnreachable(str(e)) from None
 
     async def request(self, body: dict[str, Any], progress: Progress | None = None, *, start: bool = True,
@@ -392,8 +398,9 @@ def main(path: Path, config: str | None, log_level: str = "warning", config_erro
     """Serve until stdin ends. `config_error`: the config could not be read; every call answers with it."""
     import anyio
 
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .logs import log_to_stderr
+
+    log_to_stderr(log_level)
     if config_error is not None:
         log.error("%s", config_error)
     try:

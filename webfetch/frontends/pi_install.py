@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, shell
 from ..config import Config
 from ..subagent import pi_agent_dir
 from .installation import package_file, webfetch_command
@@ -51,7 +51,7 @@ def main(action: str, config: Config, socket: str | None = None) -> int:
     if action == "install":
         target, replaced = install(socket or config.server.socket)
         print(f"{'replaced' if replaced else 'installed'} the web_fetch extension for pi in {target}")
-        print(f"it starts the daemon, when none is running, with: {' '.join(webfetch_command())} serve")
+        print(f"it starts the daemon, when none is running, with: {shell.command(*webfetch_command(), 'serve')}")
         print("start pi and ask it about a web page; `webfetch pi uninstall` removes the extension")
         print(f"(pi's own way, loading it in place: pi install {SOURCE})")
         return 0

@@ -23,6 +23,7 @@ from ..cdp import CDPClosed, CDPConnection, CDPError, open_cdp
 from ..launch import INSTALL_HINT, find_chrome
 from ..procs import ChildProcess, private_tempdir
 from ..profiles import ProfileError, StorageState
+from ..shell import command
 from .profile_browser import read_state
 
 POLL_S = 1.0
@@ -39,9 +40,9 @@ def no_display_error(name: str) -> ProfileError | None:
         f"profile login opens a browser window, and there is no display here ($DISPLAY and "
         f"$WAYLAND_DISPLAY are unset). The other two ways in: log in with a browser where you have one and "
         f"save its state (a Playwright storage state, or a cookies.txt from a cookies export extension), then "
-        f"`webfetch profile import {name} FILE`; or start Chrome with `--remote-debugging-port=9222 "
-        f"--user-data-dir=DIR`, log in there, and `webfetch profile import {name} --from-browser "
-        f"http://127.0.0.1:9222 --hosts HOST`")
+        f"`{command('webfetch', 'profile', 'import', name, 'FILE')}`; or start Chrome with "
+        f"`--remote-debugging-port=9222 --user-data-dir=DIR`, log in there, and "
+        f"`{command('webfetch', 'profile', 'import', name, '--from-browser', 'http://127.0.0.1:9222')} --hosts HOST`")
 
 
 async def login_window(url: str, executable: str | None) -> StorageState:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import ConfigSource
+from ..socket_trust import UntrustedSocket
 from .client import Client, ClientError
 
 
@@ -50,7 +51,7 @@ def reconcile(path: Path, source: ConfigSource) -> str | None:
     try:
         with Client(path, autostart=False, timeout=30) as client:
             status = next((f for f in client.request("status") if f.get("type") == "result"), None)
-    except (ClientError, OSError):
+    except (ClientError, OSError, UntrustedSocket):  # the request that follows says why
         return None
     if status is None:
         return None

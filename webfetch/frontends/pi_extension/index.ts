@@ -208,6 +208,14 @@ interface ExtensionAPI {
 type Settings = { command: string[]; socket: string; log: string; version: string | null };
 
 /**
+ * A command line that is safe to paste (webfetch/shell.py's twin): each argument single-quoted for a POSIX
+ * shell unless it is made only of characters no shell treats specially, a quote inside as '"'"'.
+ */
+export function shellCommand(argv: string[]): string {
+	return argv.map((a) => (/^[A-Za-z0-9@%+=:,./_-]+$/.test(a) ? a : `'${a.replaceAll("'", `'"'"'`)}'`)).join(" ");
+}
+
+/**
  * Where the daemon is and how to start it: WEBFETCH_SOCKET / WEBFETCH_BIN, then what `webfetch pi install`
  * recorded, then the webfetch this file belongs to, then `webfetch` on PATH.
  */
@@ -325,8 +333,100 @@ function errnoOf(e: unknown): NodeJS.ErrnoException {
 	return e instanceof Error ? e : new Error(String(e));
 }
 
+/**
+ * Clients talk only to their own user's daemon (socket_trust.py's rule, HONESTY.md): without XDG_RUNTIME_DIR
+ * the socket falls back to /tmp/webfetch-<uid>/, a name another user can take first and answer every
+ * request from. A socket that fails this is an UntrustedSocket error naming the path, its owner and what to
+ * do, thrown before a byte is sent.
+ */
+export class UntrustedSocket extends Error {}
+
+const OTHERS_WRITE = 0o022; // group and others write: either could put a socket of theirs there
+const ADVICE =
+	"or point webfetch at a directory of your own: set XDG_RUNTIME_DIR, or WEBFETCH_SOCKET (`webfetch pi install --socket`) to a path in one";
+const euid = () => process.geteuid?.() ?? os.userInfo().uid;
+
+/** `name, uid N` from /etc/passwd, or `uid N` (Node names only the current user). */
+function user(uid: number): string {
+	try {
+		for (const line of fs.readFileSync("/etc/passwd", "utf8").split("\n")) {
+			const [name, , id] = line.split(":");
+			if (id === String(uid)) return `${name}, uid ${uid}`;
+		}
+	} catch {
+		// no passwd file to read: the number alone
+	}
+	return `uid ${uid}`;
+}
+
+const mode = (info: fs.Stats) => (info.mode & 0o7777).toString(8);
+
+/**
+ * socket_trust.check_directory: the socket's directory must be ours (its own entry: another user's symbolic
+ * link is refused even when it leads to a directory of ours; a link of ours must lead to one that passes)
+ * and writable by no one else. Then the socket file must be ours too: Node cannot read the listener's uid
+ * (SO_PEERCRED, which the Python clients check), and in such a directory only we (and root) can put one.
+ * ENOENT (nothing listens there) is thrown as fs throws it.
+ */
+export function checkSocket(socket: string, me: number = euid()): void {
+	const directory = path.dirname(socket);
+	const entry = fs.lstatSync(directory);
+	if (entry.uid !== me) {
+		const kind = entry.isSymbolicLink() ? " is a symbolic link that" : "";
+		throw untrusted(
+			`the socket directory ${directory}${kind} belongs to another user (${user(entry.uid)}), not to you (${user(me)}); its mode is ${mode(entry)}`,
+			`Have it removed (its owner or root can: \`rm -r ${directory}\`), ${ADVICE}`,
+		);
+	}
+	const info = entry.isSymbolicLink() ? fs.statSync(directory) : entry;
+	if (info.uid !== me) {
+		throw untrusted(
+			`the socket directory ${directory} is a link to ${fs.realpathSync(directory)}, which belongs to another user (${user(info.uid)}), not to you (${user(me)}); its mode is ${mode(info)}`,
+			`Remove the link (\`rm ${directory}\`), ${ADVICE}`,
+		);
+	}
+	if (!info.isDirectory()) throw new Error(`${directory} is not a directory; remove it or choose another WEBFETCH_SOCKET`);
+	if (info.mode & OTHERS_WRITE) {
+		throw untrusted(
+			`the socket directory ${directory}, yours (${user(me)}), can be written by other users (mode ${mode(info)}), so a socket in it may be theirs`,
+			`Make it private (\`chmod 700 ${directory}\`) or remove it, ${ADVICE}`,
+		);
+	}
+	const file = fs.lstatSync(socket);
+	if (file.uid !== me) {
+		throw untrusted(
+			`the socket ${socket} belongs to another user (${user(file.uid)}), not to you (${user(me)}); its mode is ${mode(file)}`,
+			`Stop whatever listens there or remove the socket (its owner or root can), ${ADVICE}`,
+		);
+	}
+}
+
+function untrusted(problem: string, remedy: string): UntrustedSocket {
+	return new UntrustedSocket(`${problem}: it may not be your webfetch daemon, so nothing was sent to it. ${remedy}`);
+}
+
+/** socket_trust.make_directory: the socket's directory, made 0700 when missing; an existing one (someone
+ * else's made first, too) must pass checkSocket's directory rule. */
+function makeSocketDirectory(socket: string): void {
+	const directory = path.dirname(socket);
+	fs.mkdirSync(path.dirname(directory), { recursive: true });
+	try {
+		fs.mkdirSync(directory, { mode: 0o700 });
+		fs.chmodSync(directory, 0o700); // mkdir's mode is filtered by the umask
+	} catch (e) {
+		if (errnoOf(e).code !== "EEXIST") throw e;
+	}
+	try {
+		checkSocket(socket);
+	} catch (e) {
+		if (errnoOf(e).code !== "ENOENT") throw e; // no socket yet: the directory passed
+	}
+}
+
+/** Connect to our own daemon (checkSocket first: an UntrustedSocket is thrown before anything is sent). */
 function connectOnce(socket: string): Promise<net.Socket> {
 	return new Promise((resolve, reject) => {
+		checkSocket(socket);
 		const conn = net.createConnection(socket);
 		conn.once("connect", () => {
 			conn.removeAllListeners("error");
@@ -340,7 +440,7 @@ const NOT_LISTENING = new Set(["ENOENT", "ECONNREFUSED"]);
 
 /** Start `webfetch serve` in the background the way the CLI does (it exits by itself when idle). */
 function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
-	fs.mkdirSync(path.dirname(s.socket), { recursive: true, mode: 0o700 });
+	makeSocketDirectory(s.socket);
 	fs.mkdirSync(path.dirname(s.log), { recursive: true, mode: 0o700 });
 	const log = fs.openSync(s.log, "a", 0o600);
 	const [exe, ...args] = s.command;
@@ -353,7 +453,7 @@ function startDaemon(s: Settings): Promise<ReturnType<typeof spawn>> {
 			fs.closeSync(log);
 			reject(
 				new Error(
-					`the webfetch daemon is not running and \`${s.command.join(" ")}\` could not be started (${e.code}). ` +
+					`the webfetch daemon is not running and \`${shellCommand(s.command)}\` could not be started (${e.code}). ` +
 						"Install webfetch and run `webfetch pi install`, or set WEBFETCH_BIN to the webfetch executable.",
 				),
 			);
@@ -370,6 +470,7 @@ async function connect(s: Settings, signal?: AbortSignal, start = true): Promise
 	try {
 		return await connectOnce(s.socket);
 	} catch (caught) {
+		if (caught instanceof UntrustedSocket) throw caught;
 		const e = errnoOf(caught);
 		if (!NOT_LISTENING.has(e.code ?? "")) throw new Error(`cannot reach the webfetch daemon at ${s.socket}: ${e.message}`);
 		if (!start) throw new Error(`no webfetch daemon listens on ${s.socket}`);
@@ -381,18 +482,19 @@ async function connect(s: Settings, signal?: AbortSignal, start = true): Promise
 		const exited = child.exitCode !== null || child.signalCode !== null; // before the try: no race
 		try {
 			return await connectOnce(s.socket);
-		} catch {
+		} catch (caught) {
+			if (caught instanceof UntrustedSocket) throw caught;
 			if (exited) {
 				// (another client's daemon winning the race for the socket would have let us connect)
 				throw new Error(
 					`the webfetch daemon exited at start (${child.exitCode ?? child.signalCode}): ${logTail(s.log)} ` +
-						`— see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+						`— see ${s.log}, or run \`${shellCommand([...s.command, "serve"])}\` in a terminal to see why`,
 				);
 			}
 			if (Date.now() > deadline) {
 				throw new Error(
 					`the webfetch daemon did not start listening on ${s.socket} within ${START_TIMEOUT_MS / 1000} s; ` +
-						`see ${s.log}, or run \`${s.command.join(" ")} serve\` in a terminal to see why`,
+						`see ${s.log}, or run \`${shellCommand([...s.command, "serve"])}\` in a terminal to see why`,
 				);
 			}
 		}
@@ -993,7 +1095,7 @@ function statusProblems(s: StatusResult): string[] {
 	const problems = [...(s.problems ?? [])];
 	if (s.subagent && s.subagent.available === false) {
 		problems.push(
-			`the sub-agent CLI \`${s.subagent.command}\` was not found, so web_fetch prompts return raw pages; ` +
+			`the sub-agent CLI \`${shellCommand([s.subagent.command])}\` was not found, so web_fetch prompts return raw pages; ` +
 				"install pi (npm install -g @earendil-works/pi-coding-agent, Node.js 22.19 or newer) " +
 				"or set subagent.command in ~/.config/webfetch/config.toml",
 		);

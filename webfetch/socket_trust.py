@@ -1,0 +1,155 @@
+"""Clients talk only to their own user's daemon (HONESTY.md), and the daemon puts its socket only where no
+one else can: the one rule every Python client (the CLI, `webfetch mcp`) and the daemon apply.
+
+The default socket falls back to /tmp/webfetch-<uid>/ when there is no XDG_RUNTIME_DIR (MCP clients, cron,
+ssh, containers), a name any user can take first in /tmp. A client that connected there would send its
+requests (URLs, prompts, profile names) to whoever listens and show their answers as pages. So before a
+byte is sent:
+- the socket's directory must be ours and writable by no one else. Its own entry is judged (lstat): a
+  symbolic link is its owner's, so another user's link, even to a directory of ours, is refused; a link of
+  ours must lead to a directory that passes too. In such a directory only we (and root) can put a socket.
+- the process listening must run as our uid (SO_PEERCRED), whatever the files say.
+The same directory rule holds for a path given with --socket, WEBFETCH_SOCKET or server.socket: the daemon
+never binds in a directory that fails it, so a socket in one is not a daemon of ours. Only the socket's own
+directory is judged, not those above it: the peer check covers what a loose parent could let happen.
+
+The pi extension (index.ts, checkSocket) mirrors this: the same directory rule, and the socket file's owner
+in place of the peer's uid, which Node cannot read."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import stat
+import struct
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+from .shell import command
+
+# group and others write: either could put a socket of theirs in the directory, or replace ours
+OTHERS_WRITE = 0o022
+ADVICE = ("or point webfetch at a directory of your own: set XDG_RUNTIME_DIR, or pass --socket (or set "
+          "WEBFETCH_SOCKET) with a path in one")
+
+
+class UntrustedSocket(Exception):
+    """The socket is not certainly our own user's daemon: `problem` says why (the path, its owner, its mode),
+    `remedy` what to do. str() is the client's message; `for_daemon()` the daemon's."""
+
+    def __init__(self, problem: str, remedy: str) -> None:
+        self.problem = problem
+        self.remedy = remedy
+        super().__init__(f"{problem}: it may not be your webfetch daemon, so nothing was sent to it. {remedy}")
+
+    def for_daemon(self) -> str:
+        return f"{self.problem}; webfetch will not put its socket there. {self.remedy}"
+
+
+def user(uid: int) -> str:
+    """`name, uid N`, or `uid N` for a uid with no name."""
+    try:
+        return f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_directory(socket_path: Path) -> None:
+    """Raise UntrustedSocket unless the directory of `socket_path` is ours and no one else can write it.
+    FileNotFoundError when it does not exist (nothing listens there: a client may start a daemon);
+    NotADirectoryError when it is our own file, not a directory."""
+    directory = socket_path.parent
+    me = os.geteuid()
+    entry = os.lstat(directory)
+    if entry.st_uid != me:
+        kind = " is a symbolic link that" if stat.S_ISLNK(entry.st_mode) else ""
+        raise UntrustedSocket(
+            f"the socket directory {directory}{kind} belongs to another user ({user(entry.st_uid)}), not to you "
+            f"({user(me)}); its mode is {stat.S_IMODE(entry.st_mode):o}",
+            f"Have it removed (its owner or root can: `{command('rm', '-r', str(directory))}`), {ADVICE}")
+    info = os.stat(directory) if stat.S_ISLNK(entry.st_mode) else entry
+    if stat.S_ISLNK(entry.st_mode) and info.st_uid != me:
+        raise UntrustedSocket(
+            f"the socket directory {directory} is a link to {os.path.realpath(directory)}, which belongs to "
+            f"another user ({user(info.st_uid)}), not to you ({user(me)}); its mode is {stat.S_IMODE(info.st_mode):o}",
+            f"Remove the link (`{command('rm', str(directory))}`), {ADVICE}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"{directory} is not a directory; remove it or choose another --socket")
+    if stat.S_IMODE(info.st_mode) & OTHERS_WRITE:
+        raise UntrustedSocket(
+            f"the socket directory {directory}, yours ({user(me)}), can be written by other users "
+            f"(mode {stat.S_IMODE(info.st_mode):o}), so a socket in it may be theirs",
+            f"Make it private (`{command('chmod', '700', str(directory))}`) or remove it, {ADVICE}")
+
+
+def make_directory(socket_path: Path) -> None:
+    """The directory of `socket_path`, made 0700 when missing; an existing one must pass check_directory
+    (UntrustedSocket otherwise): a directory someone else made first is never used."""
+    directory = socket_path.parent
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+    check_directory(socket_path)
+
+
+class _HasSockopt(Protocol):
+    def getsockopt(self, level: int, option: int, buflen: int) -> bytes: ...
+
+
+def peer_credentials(sock: _HasSockopt) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a connected Unix socket (SO_PEERCRED: for a client,
+    the one that called listen()); None where the platform cannot tell."""
+    try:
+        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+    except (OSError, AttributeError):
+        return None
+    return int(pid), int(uid)
+
+
+def check_peer(sock: _HasSockopt, socket_path: Path) -> None:
+    """Raise UntrustedSocket unless the process listening on the connected `sock` runs as our uid."""
+    me = os.geteuid()
+    peer = peer_credentials(sock)
+    if peer is None:
+        raise UntrustedSocket(f"cannot tell which user listens on {socket_path} (no SO_PEERCRED here)",
+                              "webfetch needs Linux's SO_PEERCRED to know its daemon")
+    pid, uid = peer
+    if uid != me:
+        raise UntrustedSocket(
+            f"the process listening on {socket_path} (pid {pid}) runs as another user ({user(uid)}), not as "
+            f"you ({user(me)})", f"Stop it or remove the socket (its owner or root can), {ADVICE}")
+
+
+def connect(socket_path: Path) -> socket.socket:
+    """A connection to our own daemon on `socket_path`, nothing sent yet. UntrustedSocket when the
+    directory or the listener is not ours; OSError as connect(2) gives it (ENOENT, ECONNREFUSED: none
+    listens)."""
+    check_directory(socket_path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(socket_path))
+        check_peer(sock, socket_path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def open_stream(socket_path: Path) -> trio.SocketStream:
+    """connect()'s trio twin, for `webfetch mcp`."""
+    check_directory(socket_path)
+    stream = await trio.open_unix_socket(str(socket_path))
+    try:
+        check_peer(stream.socket, socket_path)
+    except BaseException:
+        stream.socket.close()
+        raise
+    return stream
