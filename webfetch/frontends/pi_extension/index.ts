@@ -1094,8 +1094,9 @@ export function registerBrowser(pi: ExtensionAPI): BrowserOffer {
 function statusProblems(s: StatusResult): string[] {
 	const problems = [...(s.problems ?? [])];
 	if (s.subagent && s.subagent.available === false) {
+		// protocol.py allows no command; the daemon always names one (its config's, `pi` by default)
 		problems.push(
-			`the sub-agent CLI \`${shellCommand([s.subagent.command])}\` was not found, so web_fetch prompts return raw pages; ` +
+			`the sub-agent CLI \`${shellCommand([s.subagent.command ?? "pi"])}\` was not found, so web_fetch prompts return raw pages; ` +
 				"install pi (npm install -g @earendil-works/pi-coding-agent, Node.js 22.19 or newer) " +
 				"or set subagent.command in ~/.config/webfetch/config.toml",
 		);
