@@ -238,7 +238,7 @@ def main() -> None:
             render_rows(server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb}, tmp)
         if not args.skip_memory:
             from bench_memory import memory_rows
-            memory_rows(lambda where: start_daemon(where, args.render, args.block), server,
+            memory_rows(lambda where: start_daemon(where, args.render, args.block, devtools_port=True), server,
                         {"scrapinghub-aeb": aeb, "wcxb-test": wcxb}, tmp, args.memory_fetches)
     finally:
         daemon.stop()
@@ -507,7 +507,7 @@ def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]
     daemon keeps between fetches, which starts a renderer process per page). The times."""
     import trio
 
-    from webfetch.cdp import CDPConnection, open_cdp
+    from webfetch.cdp import CDPConnection
     from webfetch.config import BrowserConfig
     from webfetch.launch import launch_chrome
 
@@ -563,7 +563,7 @@ def rendered_limit(pages_urls: list[str], context_per_page: bool) -> list[float]
 
     async def run() -> list[float]:
         times: list[float] = []
-        async with launch_chrome(chrome, [RESOLVER]) as (ws_url, _), open_cdp(ws_url) as conn:
+        async with launch_chrome(chrome, [RESOLVER]) as (conn, _):
             if not context_per_page:
                 return (await in_tab(conn, None, pages_urls * 2))[len(pages_urls):]  # round 1 warms up
             for n, url in enumerate(pages_urls * 2):

@@ -34,7 +34,6 @@ import trio  # noqa: E402
 from tests.support.browse_app import App  # noqa: E402
 from tests.support.daemon import ServedDaemon  # noqa: E402
 from webfetch.browse.tab import VIEWPORT  # noqa: E402
-from webfetch.cdp import open_cdp  # noqa: E402
 from webfetch.frontends.client import Client  # noqa: E402
 from webfetch.launch import find_chrome, launch_chrome  # noqa: E402
 
@@ -148,7 +147,7 @@ async def _limits(app: App) -> dict[str, list[float]]:
     if executable is None:
         raise SystemExit("no Chromium found for the limit rows")
     times: dict[str, list[float]] = defaultdict(list)
-    async with launch_chrome(executable, []) as (ws_url, _proc), open_cdp(ws_url) as conn:
+    async with launch_chrome(executable, []) as (conn, _proc):
         target = (await conn.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
         sid = (await conn.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
         await conn.call("Page.enable", None, sid)

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.daemon import ServedDaemon  # noqa: E402
+from tests.support.daemon import DEVTOOLS_PORT_ARG, ServedDaemon  # noqa: E402
 from tests.support.site import QuietHTTPServer  # noqa: E402
 
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
@@ -102,12 +102,15 @@ DAEMON_TREE = ROOT  # whose webfetch the daemons run: --daemon-tree sets another
 
 
 def start_daemon(tmp: Path, render: str = "auto", block: list[str] | None = None, *, pi: Path = PI,
-                 subagent_mode: str = "rpc", env: dict[str, str] | None = None) -> ServedDaemon:
+                 subagent_mode: str = "rpc", env: dict[str, str] | None = None,
+                 devtools_port: bool = False) -> ServedDaemon:
     """A ready daemon of the bench's config (no DNS but 127.0.0.1, a cache that holds every page), its tab
-    pool filled."""
+    pool filled. With `devtools_port`, its Chrome opens a DevTools port too, for a reading from outside
+    (procs.devtools_url: the memory rows count Chrome's own targets)."""
     blocked = json.dumps(["Image", "Media", "Font", "Stylesheet", *(block or [])])
+    chrome_args = json.dumps([RESOLVER, *([DEVTOOLS_PORT_ARG] if devtools_port else [])])
     daemon = ServedDaemon(tmp, f'[fetch]\nallow_private = true\nrender = "{render}"\n'
-                               f'[browser]\nargs = [{json.dumps(RESOLVER)}]\nblock_resources = {blocked}\n'
+                               f'[browser]\nargs = {chrome_args}\nblock_resources = {blocked}\n'
                                f'[cache]\nmax_bytes = 1073741824\n[subagent]\ncommand = {json.dumps(str(pi))}\n'
                                f'mode = "{subagent_mode}"\n', env, tree=DAEMON_TREE)
     daemon.wait_ready(30, then_s=1.0)  # then let the tab pool fill

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support import procs  # noqa: E402
 from tests.support.client import LineClient  # noqa: E402
-from tests.support.daemon import ServedDaemon  # noqa: E402
+from tests.support.daemon import DEVTOOLS_PORT_ARG, ServedDaemon  # noqa: E402
 from tests.support.fake_llm import FakeLLM  # noqa: E402
 from tests.support.site import ARTICLE_TEXT, Site  # noqa: E402
 
@@ -42,7 +42,9 @@ def start_daemon(tmp: Path, llm: FakeLLM, cache_kb: int | None = None) -> Served
     agent.mkdir()
     (agent / "models.json").write_text(json.dumps(llm.models_json()))
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "TMPDIR": str(tmp)}
-    return ServedDaemon(tmp, f"[fetch]\nallow_private = true\ntimeout_s = 20\n[subagent]\n"
+    # a DevTools port of its Chrome's own: the leak check counts Chrome's page targets from outside
+    return ServedDaemon(tmp, f"[fetch]\nallow_private = true\ntimeout_s = 20\n"
+                             f"[browser]\nargs = [{json.dumps(DEVTOOLS_PORT_ARG)}]\n[subagent]\n"
                              f"command = {json.dumps(str(PI))}\ntimeout_s = 60\n"
                              + (f"[cache]\nmax_bytes = {cache_kb * 1024}\n" if cache_kb else ""), env)
 

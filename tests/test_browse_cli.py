@@ -40,6 +40,16 @@ def test_a_session_by_hand_open_fill_click_read(short_tmp, app):
     shot = short_tmp / "shot.png"
     assert f"{shot}: 1280x800 PNG" in browse("screenshot", "-o", str(shot))
     assert shot.read_bytes().startswith(b"\x89PNG")
+    assert shot.stat().st_mode & 0o777 == 0o600, "a page shown signed in is the user's alone, as a PDF is"
+    # an explicit file that is there is refused, as pdf and har refuse one, unless --overwrite
+    shot.write_bytes(b"the user's own picture")
+    again = run_cli("browse", "screenshot", "-o", str(shot), "--session", "by-hand", env=env)
+    assert (again.returncode, again.stdout) == (1, "")
+    assert again.stderr == (f"webfetch: file_exists: {shot} exists already; pass --overwrite to replace it, or give "
+                            f"another file\n")
+    assert shot.read_bytes() == b"the user's own picture"
+    assert f"{shot}: 1280x800 PNG" in browse("screenshot", "-o", str(shot), "--overwrite")
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_mode & 0o777 == 0o600
     status = run_cli("status", env=env)
     assert "browse:   enabled, 1 session\n" in status.stdout and "by-hand: 1 tab(s)" in status.stdout
     doctor = run_cli("doctor", env=env, timeout=120)
@@ -70,3 +80,21 @@ def test_viewport_and_pdf_from_the_command_line(tmp_path, monkeypatch):
     assert (fields["width"], fields["height"]) == (800, 600) and "mobile" not in fields
     with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
         request_fields(parser.parse_args(["browse", "viewport", "wide"]))
+
+
+def test_a_screenshot_without_a_file_never_replaces_the_last_one(tmp_path, monkeypatch, capsys):
+    import argparse
+    import base64
+
+    from webfetch.frontends.browse_cli import _print_result
+
+    monkeypatch.chdir(tmp_path)
+    frame = {"action": "screenshot", "image": base64.b64encode(b"\x89PNG first").decode(), "width": 10, "height": 20,
+             "page": {"tab": "t1", "url": "http://127.0.0.1/", "title": ""}}
+    args = argparse.Namespace(output=None, overwrite=False)
+    _print_result(frame, args)
+    _print_result({**frame, "image": base64.b64encode(b"\x89PNG second").decode()}, args)
+    assert capsys.readouterr().out == "browse-t1.png: 10x20 PNG\nbrowse-t1-2.png: 10x20 PNG\n"
+    assert (tmp_path / "browse-t1.png").read_bytes() == b"\x89PNG first"
+    assert (tmp_path / "browse-t1-2.png").read_bytes() == b"\x89PNG second"
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o600}

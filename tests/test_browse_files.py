@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from webfetch.browse.downloads import safe_filename
+from webfetch.browse.downloads import Downloads, safe_filename
 from webfetch.browse.uploads import upload_path
 from webfetch.config import BrowseConfig, FetchConfig
 from webfetch.errors import BadRequest, FileNotFound, UploadRefused
@@ -261,3 +262,68 @@ def test_download_names_are_made_safe(given: str, saved: str):
 def test_a_long_download_name_is_cut_and_keeps_its_extension():
     name = safe_filename("é" * 200 + ".tar.gz")
     assert name.endswith(".gz") and len(name.encode()) <= 120 and name.startswith("é")
+
+
+# --- no swapped upload, no lost download (issue 34, item 10) -------------------------------------------------
+
+
+def _upload_copies() -> list[Path]:
+    """The private copy directories of this process's browse sessions (the daemon runs in the test's process)."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"webfetch-upload-{os.getpid()}-*"))
+
+
+async def test_a_file_swapped_after_the_upload_is_not_what_the_form_sends(files_daemon, app: FilesApp,
+                                                                          project: Path, tmp_path: Path):
+    b = Browser(await files_daemon.client())
+    snap = (await b.ok("open", url=app.url("/upload")))["snapshot"]
+    before = set(_upload_copies())
+    assert (await b.ok("upload", ref=ref(snap, '- button "Document"'), files=["docs/report.bin"],
+                       cwd=str(project)))["files"] == ["report.bin"]
+    # between the check and the submit, the checked path comes to name another file (its bytes are a secret's)
+    (tmp_path / "outside" / "swap").write_bytes(b"PRIVATE KEY\n")
+    os.replace(tmp_path / "outside" / "swap", project / "docs" / "report.bin")
+    await b.ok("click", ref=ref(snap, '- button "Send"'))
+    [form] = app.uploads
+    assert form["doc"] == [("report.bin", DATA)], "the file as it was checked"
+    [copies] = set(_upload_copies()) - before  # Chrome was handed a private copy, 0600 in a 0700 directory
+    assert os.stat(copies).st_mode & 0o777 == 0o700
+    [copy] = copies.rglob("report.bin")
+    assert copy.stat().st_mode & 0o777 == 0o600 and copy.read_bytes() == DATA
+    await b.ok("close")
+    assert not copies.exists(), "the copies go with the session"
+
+
+def test_a_file_replaced_between_the_check_and_the_copy_is_refused(tmp_path: Path, project: Path):
+    from webfetch.browse.uploads import PrivateCopies, checked_upload
+
+    path, checked = checked_upload("docs/report.bin", str(project), BrowseConfig())
+    (project / "docs" / "other").write_bytes(b"not the checked file\n")
+    os.replace(project / "docs" / "other", path)
+    copies = PrivateCopies(tmp_path / "copies")
+    with pytest.raises(UploadRefused, match="replaced by another file after it was checked"):
+        copies.private_copy(path, checked)
+    # a symlink put in its place is not followed
+    path, checked = checked_upload("notes.txt", str(project), BrowseConfig())
+    os.unlink(path)
+    os.symlink(tmp_path / "outside" / "id_ed25519", path)
+    with pytest.raises(UploadRefused, match="replaced by another file after it was checked"):
+        copies.private_copy(path, checked)
+    assert not [p for p in (tmp_path / "copies").rglob("*") if p.is_file()], "nothing was copied"
+
+
+def test_a_download_chrome_finished_as_its_session_closed_is_kept(tmp_path: Path):
+    """Chrome writes a download to `<guid>.crdownload` and renames it to `<guid>` when every byte is there,
+    then reports it: a session that closes in between has its pumps stopped already, so the report is never
+    handled. The finished file is kept under its name; one still going is removed."""
+    directory = tmp_path / "session"
+    directory.mkdir(mode=0o700)
+    downloads = Downloads(directory, CAP, context=None)  # type: ignore[arg-type]  # only a cancel uses it
+    downloads.began({"guid": "g-done", "url": "http://x/report.csv", "suggestedFilename": "report.csv"}, "text/csv")
+    downloads.began({"guid": "g-going", "url": "http://x/big.bin", "suggestedFilename": "big.bin"}, None)
+    downloads.began({"guid": "g-big", "url": "http://x/huge.bin", "suggestedFilename": "huge.bin"}, None)
+    (directory / "g-done").write_bytes(REPORT)
+    (directory / "g-going.crdownload").write_bytes(b"half of it")
+    (directory / "g-big").write_bytes(b"x" * (CAP + 1))  # finished, but over the cap: not kept
+    downloads.aclose()
+    assert _listing(directory) == {"report.csv": REPORT}
+    assert (directory / "report.csv").stat().st_mode & 0o777 == 0o600

@@ -194,3 +194,40 @@ async def test_the_page_saved_as_pdf(daemon, dev, tmp_path, monkeypatch):
         assert "leave `path` out" in bad["message"]
     assert sorted(p.name for p in target.parent.iterdir()) == ["page.pdf"]
     assert (await b.ok("snapshot"))["page"]["title"] == "Tall"
+
+
+async def test_pdf_and_har_never_replace_a_file_unless_told_to(daemon, dev, tmp_path):
+    app, _ = dev
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/tall"))
+    for action, suffix, magic in (("pdf", ".pdf", b"%PDF"), ("har", ".har", b"{")):
+        mine = tmp_path / f"mine{suffix}"
+        mine.write_bytes(b"the user's own file\n")
+        link = tmp_path / f"link{suffix}"  # a dangling symlink is a name taken too: nothing is made where it points
+        link.symlink_to(tmp_path / f"elsewhere{suffix}")
+        for taken in (mine, link):
+            refused = await b(action, path=str(taken))
+            assert refused["code"] == "file_exists", refused
+            assert refused["message"].startswith(f"{taken} exists already; pass `overwrite: true` to replace it (CLI: "
+                                                 f"--overwrite), or give another path, or leave `path` out")
+        assert mine.read_bytes() == b"the user's own file\n" and not (tmp_path / f"elsewhere{suffix}").exists()
+        replaced = await b.ok(action, path=str(mine), overwrite=True)
+        assert str(mine) in (replaced.get("path") or replaced["content"])
+        assert mine.read_bytes().startswith(magic) and mine.stat().st_mode & 0o777 == 0o600
+        new = tmp_path / f"new{suffix}"
+        await b.ok(action, path=str(new))
+        assert new.read_bytes().startswith(magic) and new.stat().st_mode & 0o777 == 0o600
+    # no temporary file left beside them
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.har", "link.pdf", "mine.har", "mine.pdf", "new.har",
+                                                          "new.pdf"]
+
+
+def test_a_file_made_between_the_check_and_the_write_is_not_replaced(tmp_path):
+    """`overwrite` false: the file is linked into its name, which fails when one got there meanwhile."""
+    from webfetch.private_files import write_file
+
+    raced = tmp_path / "page.pdf"
+    raced.write_bytes(b"made meanwhile\n")
+    with pytest.raises(FileExistsError):
+        write_file(raced, b"%PDF-1.7 ...", overwrite=False)
+    assert raced.read_bytes() == b"made meanwhile\n" and os.listdir(tmp_path) == ["page.pdf"]

@@ -1,5 +1,5 @@
-"""Faults in the browser (a renderer crash in one tab, the CDP websocket dropped with Chrome alive) and
-in the parsers (a worker process crashing under a page, a cancel mid-parse)."""
+"""Faults in the browser (a renderer crash in one tab, the CDP connection, its DevTools pipe, dropped with
+Chrome alive) and in the parsers (a worker process crashing under a page, a cancel mid-parse)."""
 
 import contextlib
 import os
@@ -64,11 +64,11 @@ async def test_a_renderer_crash_fails_only_its_own_request(start_daemon, site):
             await trio.sleep(0.05)
 
 
-async def test_a_dropped_websocket_is_detected_and_the_browser_replaced(start_daemon, site):
+async def test_a_dropped_devtools_connection_is_detected_and_the_browser_replaced(start_daemon, site):
     d = await start_daemon()
     browser = await d.daemon.chrome.wait_browser()
     old_pid = browser.pid
-    await browser.conn._ws._stream.aclose()  # the transport goes; Chrome itself is fine
+    await browser.conn._transport.aclose()  # the pipe goes; Chrome itself is fine
     with trio.fail_after(30):
         r = await d.fetch(site.url("/article"))
     assert r["type"] == "result" and ARTICLE_TEXT[0] in r["content"]

@@ -11,6 +11,7 @@ import trio
 
 from webfetch.config import BrowserConfig, Config, FetchConfig
 
+from .support.chromium import Chromium
 from .support.daemon import make_config
 from .support.procs import pid_alive, renderers
 from .support.site import ARTICLE_TEXT, CYRILLIC, free_port, simple_page
@@ -547,16 +548,18 @@ async def test_extra_chrome_args_and_allowed_hosts(start_daemon, site):
     assert blocked["code"] == "blocked_url", blocked
 
 
-async def test_attaching_to_an_existing_browser(start_daemon, site):
-    from webfetch.launch import find_chrome, launch_chrome
-    async with launch_chrome(find_chrome(), []) as (ws_url, proc):
-        d = await start_daemon(make_config(browser=BrowserConfig(endpoint=ws_url)))
+async def test_attaching_to_an_existing_browser(start_daemon, site, tmp_path):
+    browser = Chromium(tmp_path / "existing")  # a browser someone else runs, with a DevTools port
+    try:
+        d = await start_daemon(make_config(browser=BrowserConfig(endpoint=browser.ws_url)))
         r = await d.fetch(site.url("/article"))
         assert r["type"] == "result", r and ARTICLE_TEXT[0] in r["content"]
         s = await d.request({"id": "s", "op": "status"})
-        assert s["browser"]["endpoint"] == ws_url and s["browser"]["executable"] is None
+        assert s["browser"]["endpoint"] == browser.ws_url and s["browser"]["executable"] is None
         assert s["browser"]["state"] == "ready"
-        assert proc.poll() is None
+        assert browser.proc.poll() is None
+    finally:
+        browser.stop()
 
 
 async def test_a_browser_that_keeps_failing_is_a_crash_loop(start_daemon, site, short_tmp):

@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from .support import procs
 from .support.browse_app import App
 from .support.client import LineClient, run_cli
+from .support.daemon import DEVTOOLS_PORT_ARG
 from .support.procs import children, gone
 from .support.site import ARTICLE_TEXT, free_port
 from .test_browse import ref
@@ -69,9 +70,10 @@ class McpSetup:
             await c.aclose()
 
     async def loaded_tabs(self) -> list[str]:
-        """The URLs of the daemon's Chrome tabs that hold a page (pool tabs are blank), as Chrome lists them."""
+        """The URLs of the daemon's Chrome tabs that hold a page (pool tabs are blank), as Chrome lists them
+        (on the port the setup gave it: `mcp_setup(devtools_port=True)`)."""
         ports = list(self.dir.glob("webfetch-chrome-*/profile/DevToolsActivePort"))
-        assert ports, "the daemon's Chrome has no DevToolsActivePort"
+        assert ports, "the daemon's Chrome has no DevToolsActivePort: give it one with mcp_setup(devtools_port=True)"
         port = ports[0].read_text().split("\n")[0].strip()
 
         def get() -> list[dict[str, Any]]:
@@ -91,9 +93,11 @@ class McpSetup:
 def mcp_setup(short_tmp):
     made: list[McpSetup] = []
 
-    def make(config: str = "", *, private: bool = True, **env: str) -> McpSetup:
+    def make(config: str = "", *, private: bool = True, devtools_port: bool = False, **env: str) -> McpSetup:
+        """`devtools_port`: the daemon's Chrome opens a DevTools port as well as its pipe, for `loaded_tabs`."""
         fetch = "[fetch]\nallow_private = true\n" if private else ""
-        s = McpSetup(short_tmp, fetch + "[server]\nidle_exit_s = 120\n" + config, env)
+        port = f"[browser]\nargs = [{json.dumps(DEVTOOLS_PORT_ARG)}]\n" if devtools_port else ""
+        s = McpSetup(short_tmp, fetch + port + "[server]\nidle_exit_s = 120\n" + config, env)
         made.append(s)
         return s
     yield make
@@ -228,7 +232,7 @@ async def test_a_prompt_gets_the_configured_models_answer_and_cancel_kills_the_s
 
 
 async def test_cancel_ends_the_daemon_request_and_closes_its_tab(mcp_setup, site):
-    setup = mcp_setup()
+    setup = mcp_setup(devtools_port=True)
     with trio.fail_after(90):
         async with setup.client() as client:
             await client.call_tool("web_fetch", {"url": site.url("/article")})  # the daemon and Chrome are up
@@ -351,7 +355,7 @@ async def _sessions(setup: McpSetup) -> list[str]:
 
 async def test_the_browser_tool_logs_in_and_saves_a_profile_the_server_records_and_closes_with_the_client(
         mcp_setup, app):
-    setup = mcp_setup()
+    setup = mcp_setup(devtools_port=True)
     progress: list[str | None] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -444,7 +448,7 @@ async def test_the_browser_tool_logs_in_and_saves_a_profile_the_server_records_a
 
 
 async def test_a_server_killed_with_sigterm_closes_its_browse_session_first(mcp_setup, app):
-    setup = mcp_setup()
+    setup = mcp_setup(devtools_port=True)
     lines = raw_session("agent_browser", {"action": "open", "url": app.url("/login")})
     proc = await trio.lowlevel.open_process([sys.executable, *setup.argv()], env=setup.env,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,9 @@ import trio
 
 from webfetch.cdp import open_cdp
 from webfetch.frontends.cli import main
+from webfetch.launch import find_chrome
 
+from .support.chromium import Chromium, devtools_port
 from .support.login_app import LoginApp
 from .support.site import QuietHTTPServer
 
@@ -46,6 +47,7 @@ START_HINT = ("start Chrome with remote debugging and a profile directory of its
 @pytest.fixture
 def data_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("WEBFETCH_SOCKET", str(tmp_path / "no-daemon.sock"))  # `delete` asks no real daemon
     monkeypatch.chdir(tmp_path)
     return tmp_path / "data"
 
@@ -269,37 +271,6 @@ def test_an_endpoint_that_is_not_devtools_or_refuses_is_named(existing, not_devt
                f"answered HTTP 403 to the websocket handshake); {START_HINT}\n")
 
 
-class Chromium:
-    """A second real Chromium, headless, with remote debugging on a port of its own: the user's browser."""
-
-    def __init__(self, data_dir: Path) -> None:
-        args = ["chromium", "--headless", "--remote-debugging-port=0", f"--user-data-dir={data_dir}",
-                "--no-first-run", "--password-store=basic", "about:blank"]
-        if os.geteuid() == 0:
-            args.insert(1, "--no-sandbox")
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        self.port, self.ws_url = devtools_port(data_dir)
-
-    def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-
-def devtools_port(data_dir: Path, timeout: float = 30) -> tuple[int, str]:
-    """Chrome's DevToolsActivePort: its port and the browser's websocket URL."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            port, path = (data_dir / "DevToolsActivePort").read_text().split("\n")[:2]
-            if port and path:
-                return int(port), f"ws://127.0.0.1:{port}{path}"
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"no DevToolsActivePort in {data_dir}")
-
-
 SIGN_IN = ("document.getElementById('user').value = 'ada'; document.getElementById('password').value = 'hunter2'; "
            "document.querySelector('form').submit()")
 
@@ -382,7 +353,16 @@ def xvfb():
 async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(data_home, short_tmp, xvfb):
     app = LoginApp().start()
     tmp = short_tmp  # Chrome's singleton socket goes under TMPDIR, and a socket's path has at most 108 bytes
-    env = {**os.environ, "DISPLAY": xvfb, "TMPDIR": str(tmp), "XDG_DATA_HOME": str(data_home)}
+    # The person at the window is played over a DevTools port the test adds to Chromium's command line (a
+    # wrapper given as the executable): webfetch drives the window over its pipe, with no port of its own.
+    chromium = find_chrome()
+    assert chromium is not None
+    wrapper = tmp / "chromium-with-a-port"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp}/args-from-webfetch\n'
+                       f'exec {chromium} --remote-debugging-port=0 "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "DISPLAY": xvfb, "TMPDIR": str(tmp), "XDG_DATA_HOME": str(data_home),
+           "WEBFETCH_CHROME": str(wrapper)}
     env.pop("WAYLAND_DISPLAY", None)
     out_path, err_path = tmp / "out", tmp / "err"
     with out_path.open("w") as out_file, err_path.open("w") as err_file:
@@ -401,6 +381,7 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
                 assert page["url"] == app.url("/login"), "the window opens on the URL given"
                 session = (await conn.call("Target.attachToTarget", {"targetId": page["targetId"],
                                                                      "flatten": True}))["sessionId"]
+                await sign_in(conn, session, app, "127.0.0.2")  # a sign-on provider's host, say
                 await sign_in(conn, session, app, "127.0.0.1")
                 await trio.sleep(1.5)  # a person reads the page before closing the window
                 await conn.call("Target.closeTarget", {"targetId": page["targetId"]})
@@ -412,16 +393,22 @@ async def test_login_opens_a_visible_window_and_saves_the_login_when_it_closes(d
         app.stop()
     out, err = out_path.read_text(), err_path.read_text()
     assert proc.returncode == 0, err
+    given = (tmp / "args-from-webfetch").read_text().splitlines()
+    assert "--remote-debugging-pipe" in given and not [a for a in given if a.startswith("--remote-debugging-port")]
     assert out == ""
     assert err == ("webfetch: a Chromium window is open: log in there, then close the window (the login is saved "
                    "when it closes)\n"
-                   "webfetch: profile site: 1 cookie imported; it holds 1 cookie and localStorage for 0 origins, and "
-                   "may be used for 127.0.0.1\n")
-    token = next(iter(app.sessions))
-    assert token not in err
+                   "webfetch: profile site: 2 cookies imported; it holds 2 cookies and localStorage for 0 origins, "
+                   "and may be used for 127.0.0.1\n"
+                   "webfetch: the login also set cookies for 127.0.0.2 (a sign-on provider, a tracker, or the site's "
+                   "parent domain); the profile keeps them, but no page gets them until the profile may be used "
+                   "there. To allow one:\n  webfetch profile allow site 127.0.0.2\n"
+                   "(or log in with --hosts naming every host the profile is for)\n")
+    assert len(app.sessions) == 2 and not any(token in err for token in app.sessions)
     saved = json.loads(profile_file(data_home, "site").read_bytes())
-    assert saved["hosts"] == ["127.0.0.1"]
-    assert [(c["name"], c["value"], c["httpOnly"]) for c in saved["state"]["cookies"]] == [("sid", token, True)]
+    assert saved["hosts"] == ["127.0.0.1"], "bound to the URL's host alone"
+    assert sorted((c["domain"], c["name"], c["httpOnly"]) for c in saved["state"]["cookies"]) == [
+        ("127.0.0.1", "sid", True), ("127.0.0.2", "sid", True)]
     assert stat.S_IMODE(profile_file(data_home, "site").stat().st_mode) == 0o600
     assert not glob.glob(str(tmp / "webfetch-login-*")), "the window's user-data-dir is removed"
     assert not glob.glob(str(tmp / ".org.chromium.*")), "and Chrome's own files under TMPDIR"

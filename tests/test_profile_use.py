@@ -6,6 +6,7 @@ a log, a progress frame or an error. Real Chromium against tests/support/login_a
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -17,7 +18,9 @@ from typing import Any
 import pytest
 import trio
 
-from webfetch.config import log_path_for
+from webfetch.config import BrowserConfig, FetchConfig, log_path_for
+from webfetch.disk_cache import DiskCache, StoredPage, decode_entry, default_directory
+from webfetch.dns import resolve
 from webfetch.pipeline import Page, login_hint
 from webfetch.profile_use import apply_changes
 from webfetch.profiles import Cookie, LocalStorageItem, OriginState, Profile, ProfileStore, StorageState
@@ -26,6 +29,7 @@ from .support.client import run_cli
 from .support.daemon import TRANSPORT_NOTES, Harness, make_config
 from .support.login_app import MEMBER_TEXT, LoginApp
 from .test_browse import Browser, ref
+from .test_hostile import CHROME_LNA_OFF
 
 
 @pytest.fixture
@@ -302,3 +306,105 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
     log = log_path_for(path).read_text()
     assert "op=fetch" in log and "op=BrowseRequest" in log, log  # it logged the requests
     assert token not in log and refreshed not in log
+
+
+# --- a profile's cookies stay on its hosts (issue 34, item 6) ---------------------------------------------
+
+CORP = "app.corp.test"     # the host a profile is bound to
+SIBLING = "evil.corp.test"  # another host of the same site, whose script a page of CORP loads
+
+
+async def corp_resolver(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """corp.test and every name under it is this machine (the login app listens there); the rest as usual."""
+    if host == "corp.test" or host.endswith(".corp.test"):
+        return [ipaddress.ip_address("127.0.0.1")]
+    return await resolve(host)
+
+
+def corp_profile(token: str, hosts: list[str]) -> None:
+    """A profile bound to `hosts` holding a session cookie for the parent domain, as a site that signs in
+    once for all its hosts sets it."""
+    ProfileStore().save(Profile(name="corp", hosts=hosts, state=StorageState(cookies=[
+        Cookie(name="sid", value=token, domain=".corp.test", path="/", httpOnly=True)])))
+
+
+def sent_to(app: LoginApp, host: str, path: str) -> list[str | None]:
+    return [token for h, p, token in app.hits if (h, p) == (host, path)]
+
+
+@pytest.mark.chromium
+async def test_a_parent_domain_cookie_reaches_no_sibling_host_unless_the_parent_is_listed(app, data_home,
+                                                                                          start_daemon):
+    """Fetch and browse alike. (A fetch with a profile loads in Chrome whatever fetch.transport says: the
+    http transport never holds a profile's cookies. Rendered always here, so that the page's script is
+    asked for before the fetch answers.)"""
+    token = app.login("ann")
+    corp_profile(token, [CORP])
+    daemon = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always"),
+                                            browser=BrowserConfig(args=CHROME_LNA_OFF)), resolver=corp_resolver)
+    page = app.url(f"/embeds?from={SIBLING}", host=CORP)
+    r = await daemon.fetch(page, profile="corp")
+    assert r["type"] == "result" and "Embeds" in r["content"], r
+    b = Browser(await daemon.client())
+    await b.ok("open", url=page, profile="corp")
+    await b.ok("close")
+    # the page was read and its sibling's script asked for, twice: never with the parent domain's cookie, and
+    # the bound host did not get it either (a cookie the profile may not give is not given at all)
+    assert sent_to(app, SIBLING, "/whoami") == [None, None], app.hits
+    assert sent_to(app, CORP, "/embeds") == [None, None], app.hits
+    # listed, the parent is the user's choice: the cookie goes wherever Chrome sends it
+    corp_profile(token, [CORP, "corp.test"])
+    assert (await daemon.fetch(page, profile="corp", fresh=True))["type"] == "result"
+    assert sent_to(app, SIBLING, "/whoami")[2:] == [token] and sent_to(app, CORP, "/embeds")[2:] == [token]
+
+
+@pytest.mark.chromium
+async def test_a_write_back_refuses_cookies_for_domains_outside_the_binding(app, data_home, start_daemon):
+    ProfileStore().save(Profile(name="corp", hosts=[CORP]))
+    daemon = await start_daemon(make_config(browser=BrowserConfig(args=CHROME_LNA_OFF)), resolver=corp_resolver)
+    # the page sets `theme` for the parent domain corp.test, and a host-only `lang`
+    r = await daemon.fetch(app.url("/set-cookies?domain=corp.test", host=CORP), profile="corp")
+    note = ("profile corp: 1 cookie the pages set for corp.test was not saved, as the profile is not bound to "
+            "that domain (to keep such cookies: webfetch profile allow corp corp.test)")
+    assert note in r["notes"], r
+    saved = json.loads((data_home / "corp.json").read_text())["state"]["cookies"]
+    assert [(c["name"], c["domain"]) for c in saved] == [("lang", CORP)]
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/set-cookies?domain=corp.test&again=1", host=CORP), profile="corp")
+    assert (await b.ok("save"))["notes"] == [
+        "saved the session's cookies to profile 'corp'; a fetch with that profile uses them now", note]
+    assert (await b.ok("close")).get("notes") is None  # told once: nothing changed since the save
+    saved = json.loads((data_home / "corp.json").read_text())["state"]["cookies"]
+    assert [(c["name"], c["domain"]) for c in saved] == [("lang", CORP)]
+    assert "dark" not in json.dumps(r)  # a refused cookie's value is never shown
+
+
+@pytest.mark.chromium
+async def test_deleting_a_profile_deletes_the_pages_read_with_it(app, data_home, start_daemon, short_tmp, cache_home):
+    token = app.login("ann")
+    save_profile("club", token)
+    daemon = await start_daemon()
+    assert member_page(await daemon.fetch(app.url(), profile="club"))
+    assert (await daemon.fetch(app.url("/whoami")))["type"] == "result"  # an anonymous page: it stays
+    pages = cache_home / "webfetch" / "pages"
+    assert len(daemon.daemon.cache) == 2 and len(list(pages.iterdir())) == 2
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock")}  # the daemon above; $XDG_DATA_HOME is inherited
+    done = await trio.to_thread.run_sync(lambda: run_cli("profile", "delete", "club", env=env))
+    assert (done.returncode, done.stderr) == (0, "webfetch: profile club deleted, and its 1 cached page\n")
+    assert len(daemon.daemon.cache) == 1 and len(list(pages.iterdir())) == 1
+    # a profile of the same name made anew is not served the old one's page
+    save_profile("club", "not-a-session")
+    r = await daemon.fetch(app.url(), profile="club")
+    assert r["type"] == "result" and "login_wall" in r["flags"], r
+
+
+def test_with_no_daemon_deleting_a_profile_deletes_its_pages_on_disk(data_home, short_tmp, cache_home):
+    disk = DiskCache(default_directory(), 1 << 20)
+    for key in ("https://a.test/x\nprofile=club", "https://a.test/x", "https://a.test/y\nprofile=club2"):
+        disk._write(key, StoredPage(key, 1.0, b"page"))
+    save_profile("club", "t")
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "none.sock")}
+    done = run_cli("profile", "delete", "club", env=env)
+    assert (done.returncode, done.stderr) == (0, "webfetch: profile club deleted, and its 1 cached page\n")
+    assert sorted(decode_entry(p.read_bytes()).key for p in default_directory().iterdir()) == [
+        "https://a.test/x", "https://a.test/y\nprofile=club2"]

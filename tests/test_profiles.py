@@ -179,6 +179,23 @@ def test_only_the_listed_hosts_cookies_and_storage_ever_go_into_a_browser():
     assert [o.origin for o in usable.origins] == ["https://wiki.example.com"]
 
 
+def test_a_parent_domain_cookie_goes_into_a_browser_only_when_the_parent_is_listed():
+    """A `.corp.test` cookie in Chrome reaches every host under corp.test (a script from evil.corp.test on
+    the page): a profile bound to app.corp.test gives its own host's and its subdomains' cookies only."""
+    cookies = [Cookie(name="parent", value="1", domain=".corp.test"),
+               Cookie(name="parent-host-only", value="2", domain="corp.test"),
+               Cookie(name="own", value="3", domain="app.corp.test"),
+               Cookie(name="own-domain", value="4", domain=".APP.corp.test."),
+               Cookie(name="below", value="5", domain=".eu.app.corp.test"),
+               Cookie(name="sibling", value="6", domain="evil.corp.test"),
+               Cookie(name="lookalike", value="7", domain="xapp.corp.test")]
+    bound = Profile(name="p", hosts=["app.corp.test"], state=StorageState(cookies=cookies))
+    assert [c.name for c in bound.usable_state().cookies] == ["own", "own-domain", "below"]
+    assert [c.name for c in bound.unbound(cookies)] == ["parent", "parent-host-only", "sibling", "lookalike"]
+    listed = Profile(name="p", hosts=["app.corp.test", "corp.test"], state=StorageState(cookies=cookies))
+    assert [c.name for c in listed.usable_state().cookies] == [c.name for c in cookies]
+
+
 def test_a_profiled_page_and_an_anonymous_url_can_never_share_a_cache_key():
     from webfetch.pipeline import cache_key
     from webfetch.urls import AddressPolicy, likely_key

@@ -56,6 +56,9 @@ class Tick(Struct, tag_field="type", tag="tick", kw_only=True):
 
 
 class Done(Struct, tag_field="type", tag="result", kw_only=True, omit_defaults=True):
+    """A frame that leaves out what is at its default: in TypeScript, an optional field
+    (this line indented in Python, not in the comment)."""
+
     id: str | int | None
     tabs: list[dict[str, str]] | None = None
     count: int = 0
@@ -92,6 +95,10 @@ export interface Cost {
 	total: number;
 }
 
+/**
+ * A frame that leaves out what is at its default: in TypeScript, an optional field
+ * (this line indented in Python, not in the comment).
+ */
 export interface Done {
 	type: "result";
 	id: string | number | null;

@@ -17,6 +17,15 @@ log = logging.getLogger("webfetch.cache")
 
 V = TypeVar("V")
 
+# A page read with a profile is cached under its URL, this, and the profile's name (pipeline.cache_key).
+PROFILE_MARK = "\nprofile="
+
+
+def read_with(profile: str) -> Callable[[str], bool]:
+    """Whether a cache key is of a page read with `profile`: its pages go when it is deleted."""
+    mark = f"{PROFILE_MARK}{profile}"
+    return lambda key: key.endswith(mark)
+
 
 @dataclass
 class _Entry(Generic[V]):
@@ -98,6 +107,15 @@ class Cache(Generic[V]):
         self._entries.clear()
         self.bytes = 0
         self.generation += 1
+
+    def forget(self, matching: Callable[[str], bool]) -> int:
+        """Forget the entries whose key `matching` accepts (a deleted profile's pages); how many. Loads
+        under way finish for their callers and are not kept, as after `clear`."""
+        keys = [k for k in self._entries if matching(k)]
+        for key in keys:
+            self._remove(key)
+        self.generation += 1
+        return len(keys)
 
     def _remove(self, key: str) -> None:
         entry = self._entries.pop(key, None)

@@ -1,16 +1,16 @@
 """A small Chrome DevTools Protocol client with no Chrome knowledge.
 
-One websocket, one reader task. Replies are routed by `id` to the waiting caller, events by `sessionId`
-to subscribers. Sessions are flat (`Target.attachToTarget` with `flatten: true`), so every tab shares the
-one websocket. A cancelled call forgets its pending entry; a closed connection fails every pending call
-at once, so nothing waits forever on a browser that went away.
+One connection (a transport, cdp_transport.py: the pipes of a Chrome we launched, or a websocket to one we
+attach to), one reader task. Replies are routed by `id` to the waiting caller, events by `sessionId` to
+subscribers. Sessions are flat (`Target.attachToTarget` with `flatten: true`), so every tab shares the one
+connection. A cancelled call forgets its pending entry; a closed connection fails every pending call at
+once, so nothing waits forever on a browser that went away.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -21,12 +21,11 @@ import trio_websocket
 
 from . import redact
 from ._trio import single_error
+from .cdp_transport import MAX_MESSAGE_BYTES, PipeTransport, Transport, TransportClosed, WebSocketTransport
 
 log = logging.getLogger("webfetch.cdp")
 
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a DOM or a response body comes back as one message
 SEND_TIMEOUT_S = 10.0
-CLOSE_HANDSHAKE_S = 2.0  # for the browser's reply to our close frame, when its reader still runs
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -43,7 +42,7 @@ class CDPError(Exception):
 
 
 class CDPClosed(Exception):
-    """The websocket to the browser is gone (the browser died, or the connection dropped)."""
+    """The connection to the browser is gone (the browser died, or the connection dropped)."""
 
 
 class _Slot:
@@ -87,8 +86,8 @@ class Subscription:
 
 
 class CDPConnection:
-    def __init__(self, ws: trio_websocket.WebSocketConnection) -> None:
-        self._ws = ws
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
         self._ids = itertools.count(1)
         self._pending: dict[int, _Slot] = {}
         self._subs: dict[str | None, set[Subscription]] = {}
@@ -118,7 +117,7 @@ class CDPConnection:
                 if session_id is not None:
                     msg["sessionId"] = session_id
                 slots[msg_id] = self._pending[msg_id] = _Slot(method)
-                await self._send(_encode(msg).decode())
+                await self._send(_encode(msg))
             for slot in slots.values():
                 await slot.event.wait()
         finally:
@@ -134,19 +133,19 @@ class CDPConnection:
             results.append(slot.result)
         return results
 
-    async def _send(self, text: str) -> None:
-        # A send cancelled half-way would corrupt the websocket for every tab: finish it shielded, but
+    async def _send(self, message: bytes) -> None:
+        # A send cancelled half-way would corrupt the connection for every tab: finish it shielded, but
         # never wait forever on a browser that stopped reading.
         with trio.CancelScope(shield=True):
             with trio.move_on_after(SEND_TIMEOUT_S) as timeout:
                 try:
-                    await self._ws.send_message(text)
-                except trio_websocket.ConnectionClosed as e:
-                    self._close(CDPClosed(f"websocket closed: {e.reason}"))
+                    await self._transport.send(message)
+                except TransportClosed as e:
+                    self._close(CDPClosed(str(e)))
                     raise CDPClosed(str(self._closed)) from None
         if timeout.cancelled_caught:
-            self._close(CDPClosed("browser stopped reading the websocket"))
-            await self._ws.aclose()
+            self._close(CDPClosed("the browser stopped reading its DevTools connection"))
+            await self._transport.aclose()
             raise CDPClosed(str(self._closed))
 
     @contextmanager
@@ -167,16 +166,16 @@ class CDPConnection:
             sub._send.close()
 
     async def run_reader(self) -> None:
-        """Route every incoming message until the websocket closes; then fail everything pending."""
-        reason: BaseException = CDPClosed("websocket closed")
+        """Route every incoming message until the connection closes; then fail everything pending."""
+        reason: BaseException = CDPClosed("connection closed")
         try:
             while True:
                 try:
-                    text = await self._ws.get_message()
-                except trio_websocket.ConnectionClosed as e:
-                    reason = CDPClosed(f"websocket closed: {e.reason}")
+                    message = await self._transport.receive()
+                except TransportClosed as e:
+                    reason = CDPClosed(str(e))
                     return
-                self._route(_decode(text))
+                self._route(_decode(message))
         finally:
             self._close(reason)
 
@@ -215,13 +214,7 @@ class CDPConnection:
 
     async def aclose(self) -> None:
         self._close(CDPClosed("connection closed by webfetch"))
-        # The closing handshake completes when trio-websocket's reader task reads the browser's reply, and
-        # that task runs in open_cdp's nursery: when the block ends because it was cancelled (the daemon
-        # stopping), the reader is cancelled too and the reply is never read. Waiting for it anyway cost
-        # every stop of the daemon these 2 s. Then the socket is closed at once instead.
-        wait_s = 0.0 if trio.current_effective_deadline() == -math.inf else CLOSE_HANDSHAKE_S
-        with trio.CancelScope(shield=True), trio.move_on_after(wait_s):
-            await self._ws.aclose()
+        await self._transport.aclose()
 
 
 @asynccontextmanager
@@ -238,13 +231,29 @@ async def open_cdp(ws_url: str, connect_timeout: float = 10.0) -> AsyncIterator[
                 except (OSError, trio_websocket.HandshakeError, trio.TooSlowError) as e:
                     raise CDPClosed(f"cannot connect to {redact.url(ws_url)}: {redact.text(str(e)) or 'timed out'}") \
                         from None
-                conn = CDPConnection(ws)
-                nursery.start_soon(conn.run_reader)
-                try:
+                async with _reading(nursery, WebSocketTransport(ws)) as conn:
                     yield conn
-                finally:
-                    await conn.aclose()
-                    nursery.cancel_scope.cancel()
     except trio_websocket.ConnectionRejected as e:
         raise CDPClosed(f"cannot connect to {redact.url(ws_url)}: the server answered HTTP {e.status_code} to the "
                         f"websocket handshake") from None
+
+
+@asynccontextmanager
+async def open_cdp_pipe(pipe: PipeTransport) -> AsyncIterator[CDPConnection]:
+    """Speak CDP over the DevTools pipe of a Chrome we started (launch.py); the reader runs until the block
+    ends or Chrome closes its end (it exited). The pipe is closed when the block ends."""
+    with single_error():
+        async with trio.open_nursery() as nursery:
+            async with _reading(nursery, pipe) as conn:
+                yield conn
+
+
+@asynccontextmanager
+async def _reading(nursery: trio.Nursery, transport: Transport) -> AsyncIterator[CDPConnection]:
+    conn = CDPConnection(transport)
+    nursery.start_soon(conn.run_reader)
+    try:
+        yield conn
+    finally:
+        await conn.aclose()
+        nursery.cancel_scope.cancel()

@@ -1,8 +1,9 @@
-"""The Chrome actor: keeps one browser up (launched by launch.py, or attached to by websocket URL) with
-one CDP connection, restarts it when it dies (at once after a healthy run, with backoff while it keeps
-failing), and hands out tabs, each in a browser context of its own, from a small pool, and browser
-contexts (`BrowserContext`) for browse sessions. It is the one module that speaks CDP's Target and Browser
-domains: the others get handles (`Tab`, `BrowserContext`, `PageTarget`) that do it for them."""
+"""The Chrome actor: keeps one browser up (launched by launch.py and driven over its DevTools pipe, or
+attached to by websocket URL) with one CDP connection, restarts it when it dies (at once after a healthy
+run, with backoff while it keeps failing), and hands out tabs, each in a browser context of its own, from
+a small pool, and browser contexts (`BrowserContext`) for browse sessions. It is the one module that
+speaks CDP's Target and Browser domains: the others get handles (`Tab`, `BrowserContext`, `PageTarget`)
+that do it for them."""
 
 from __future__ import annotations
 
@@ -578,12 +579,13 @@ class Chrome:
             return
         if self.executable is None:
             raise BrowserLaunchError(f"no Chrome found; {INSTALL_HINT}")
-        async with launch_chrome(self.executable, self.config.args) as (ws_url, proc):
+        async with launch_chrome(self.executable, self.config.args) as (conn, proc):
             with single_error():
                 async with trio.open_nursery() as nursery:
-                    async with open_cdp(ws_url) as conn:
-                        nursery.start_soon(_close_when_exits, proc, conn)
-                        yield Browser(conn, await browser_version(conn), generation, proc.pid, self.proxy)
+                    # Chrome's end of the pipe closing says it exited too; its pid says so even when a child
+                    # of its (one it started and that outlives it) still holds that end
+                    nursery.start_soon(_close_when_exits, proc, conn)
+                    yield Browser(conn, await browser_version(conn), generation, proc.pid, self.proxy)
                     nursery.cancel_scope.cancel()
 
 

@@ -20,7 +20,7 @@ from msgspec.structs import replace
 from . import PROTOCOL_VERSION, __version__, redact
 from .batch import fetch_batch
 from .browse import Browse
-from .cache import Cache
+from .cache import Cache, read_with
 from .chrome import Chrome
 from .config import (
     DEFAULTS,
@@ -182,7 +182,7 @@ class Daemon:
         if isinstance(req, ReloadRequest):
             return replace(self.reload(), id=rid)
         if isinstance(req, CacheClearRequest):
-            return await self.clear_cache(rid)
+            return await self.clear_cache(rid, req.profile)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def stop(self, rid: RequestId) -> StopResult:
@@ -193,9 +193,15 @@ class Daemon:
         return StopResult(id=rid, pid=os.getpid(), in_flight=self.server.in_flight - 1,
                           browse_sessions=len(self.browse.sessions), socket_activated=self.socket_activated)
 
-    async def clear_cache(self, rid: RequestId) -> CacheClearResult:
+    async def clear_cache(self, rid: RequestId, profile: str | None = None) -> CacheClearResult:
         """Forget every page, in memory and on disk (loads under way still answer their callers, and are
-        kept)."""
+        kept); with `profile`, the pages read with that profile (it was deleted: what its login showed goes
+        with it; a load with it under way is not kept)."""
+        if profile is not None:
+            entries = self.cache.forget(read_with(profile))
+            files, size = await self.disk.forget(read_with(profile))
+            log.info("cache: %d pages of a deleted profile forgotten in memory, %d on disk", entries, files)
+            return CacheClearResult(id=rid, entries=entries, disk_entries=files, disk_bytes=size)
         entries = len(self.cache)
         self.cache.clear()
         files, size = await self.disk.clear()

@@ -20,6 +20,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,34 @@ def decode_entry(data: bytes) -> StoredPage:
         return _decode(body)
     except msgspec.DecodeError as e:
         raise Damaged(f"it does not decode ({e})") from None
+
+
+def read_key(path: str) -> str | None:
+    """The cache key a page file holds, from its head alone (the msgpack array `StoredPage` starts with
+    the key's string); None when the file is not one of ours or cannot be read. The digest is not checked:
+    this only chooses files to delete."""
+    start = len(MAGIC) + DIGEST_BYTES
+    try:
+        with open(path, "rb") as f:
+            head = f.read(start + 1 + 5)
+            body = head[start:]
+            if not head.startswith(MAGIC) or body[:1] != b"\x93":  # a fixarray of StoredPage's three fields
+                return None
+            if len(body) > 1 and 0xA0 <= body[1] <= 0xBF:
+                length, at = body[1] & 0x1F, 2
+            else:
+                width = {b"\xd9": 1, b"\xda": 2, b"\xdb": 4}.get(body[1:2])
+                if width is None:
+                    return None
+                length, at = int.from_bytes(body[2:2 + width], "big"), 2 + width
+            f.seek(start + at)
+            raw = f.read(length)  # at most the file's size
+    except OSError:
+        return None
+    try:
+        return raw.decode() if len(raw) == length else None
+    except UnicodeDecodeError:
+        return None
 
 
 def file_name(key: str) -> str:
@@ -122,6 +151,12 @@ class DiskCache:
         if self.enabled:
             entry = StoredPage(key, time.time() if stored_at is None else stored_at, page)
             await trio.to_thread.run_sync(self._write, key, entry)
+
+    async def forget(self, matching: Callable[[str], bool]) -> tuple[int, int]:
+        """Delete the entries whose key `matching` accepts (a deleted profile's pages): (how many, bytes)."""
+        if self.directory is None:
+            return 0, 0
+        return await trio.to_thread.run_sync(self.forget_now, matching)
 
     async def clear(self) -> tuple[int, int]:
         """Delete every entry: (how many, their bytes)."""
@@ -273,6 +308,32 @@ class DiskCache:
             self._bytes -= f.size
             gone += 1
         return gone
+
+    def forget_now(self, matching: Callable[[str], bool]) -> tuple[int, int]:
+        """`forget`, blocking (for `webfetch profile delete` when no daemon runs). Only the head of each file
+        is read, for its key: the pages of one profile go without reading the whole cache."""
+        assert self.directory is not None
+        count = size = 0
+        try:
+            with os.scandir(self.directory) as entries:
+                names = [(e.name, e.path) for e in entries if len(e.name) == NAME_CHARS]
+        except FileNotFoundError:
+            return 0, 0
+        for name, path in names:
+            key = read_key(path)
+            if key is None or not matching(key):
+                continue
+            try:
+                bytes_ = os.stat(path, follow_symlinks=False).st_size
+                os.unlink(path)
+            except OSError:
+                continue
+            count, size = count + 1, size + bytes_
+            with self._lock:
+                f = self._files.pop(name, None)
+                if f is not None:
+                    self._bytes -= f.size
+        return count, size
 
     def clear_now(self) -> tuple[int, int]:
         """`clear`, blocking (for `webfetch cache clear` when no daemon runs)."""

@@ -189,6 +189,12 @@ class FileNotFound(WebfetchError):
     code = "file_not_found"
 
 
+class FileExists(WebfetchError):
+    """A file a browse action was told to write is there already, and the request did not say to replace it."""
+
+    code = "file_exists"
+
+
 class NotFileInput(WebfetchError):
     code = "not_file_input"
 

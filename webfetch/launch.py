@@ -1,4 +1,5 @@
-"""Finding and launching Chrome: the executable, its flags and profile, and the DevTools websocket it opens.
+"""Finding and launching Chrome: the executable, its flags and profile, and the CDP connection over its
+DevTools pipe (`--remote-debugging-pipe`: no port, so nothing but the daemon's process can drive it).
 
 The Chrome actor (chrome.py) supervises what this module starts; `webfetch doctor` launches through it too."""
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import trio
 
 from ._trio import pop_lines, single_error
+from .cdp import CDPClosed, CDPConnection, open_cdp_pipe
+from .cdp_transport import PipeTransport
 from .procs import ChildProcess, private_tempdir
 
 CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -47,11 +50,10 @@ BASE_FLAGS = [
 PREFERENCES = {"webrtc": {"ip_handling_policy": "disable_non_proxied_udp"}}
 LAUNCH_TIMEOUT_S = 30.0
 STDERR_LINES = 20  # kept to explain a Chrome that fails
-_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
 
 
 class BrowserLaunchError(Exception):
-    """Chrome did not start, or did not open its DevTools port; the message carries its last words."""
+    """Chrome did not start, or did not answer on its DevTools pipe; the message carries its last words."""
 
 
 def find_chrome(configured: str | None = None) -> str | None:
@@ -85,7 +87,10 @@ async def installed_version(executable: str) -> str | None:
 
 
 def chrome_command(executable: str, user_data_dir: str, extra: list[str]) -> list[str]:
-    args = [*BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0"]
+    # SECURITY: the pipe, never --remote-debugging-port: a DevTools port on loopback has no authentication,
+    # and any local user (or process sharing the network namespace) could read every cookie in it
+    # (Storage.getCookies) and open file:// pages as the daemon's user.
+    args = [*BASE_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe"]
     if os.geteuid() == 0:
         args.append("--no-sandbox")  # Chrome refuses to run as root with its sandbox
     return [executable, *merge_feature_flags([*args, *extra]), "about:blank"]
@@ -109,12 +114,11 @@ def merge_feature_flags(args: list[str]) -> list[str]:
 
 
 class _Stderr:
-    """Reads Chrome's stderr for as long as it runs (a full pipe would stall it): the DevTools line it
-    prints once its port is open, and its last lines, which explain a failure."""
+    """Reads Chrome's stderr for as long as it runs (a full pipe would stall it), keeping its last lines,
+    which explain a failure."""
 
     def __init__(self) -> None:
-        self.ws_url: str | None = None
-        self.ended = trio.Event()  # the websocket URL is known, or Chrome closed its stderr (it exited)
+        self.ended = trio.Event()  # Chrome closed its stderr (it exited)
         self.tail: deque[str] = deque(maxlen=STDERR_LINES)
 
     async def read(self, stream: trio.lowlevel.FdStream) -> None:
@@ -123,57 +127,62 @@ class _Stderr:
             while data := await stream.receive_some(65536):
                 buf += data
                 for line in pop_lines(buf):
-                    self._line(line)
+                    if line.strip():
+                        self.tail.append(line.decode(errors="replace").strip())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             self.ended.set()
-
-    def _line(self, line: bytes) -> None:
-        found = _DEVTOOLS_LINE.search(line)
-        if found and self.ws_url is None:
-            self.ws_url = found.group(1).decode()
-            self.ended.set()
-        elif line.strip():
-            self.tail.append(line.decode(errors="replace").strip())
 
     def last_words(self, lines: int = 3) -> str:
         return " | ".join(list(self.tail)[-lines:])
 
 
 @asynccontextmanager
-async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[str, ChildProcess]]:
-    """Start Chrome in its own process group with a throwaway profile; yield its websocket URL and process.
-    On exit the whole group is killed and reaped, and the profile removed."""
+async def launch_chrome(executable: str, extra: list[str]) -> AsyncIterator[tuple[CDPConnection, ChildProcess]]:
+    """Start Chrome in its own process group with a throwaway profile; yield the CDP connection over its
+    DevTools pipe, once Chrome answers on it, and its process. On exit the pipe is closed, the whole group
+    killed and reaped, and the profile removed."""
     tmp = private_tempdir("chrome")
     try:
         profile = Path(tmp) / "profile"
         (profile / "Default").mkdir(parents=True)
         (profile / "Default" / "Preferences").write_text(json.dumps(PREFERENCES))
-        proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr_pipe=True)
+        proc = ChildProcess(chrome_command(executable, str(profile), extra), stderr_pipe=True, devtools_pipe=True)
         try:
-            assert proc.stderr is not None
+            assert proc.stderr is not None and proc.devtools_in is not None and proc.devtools_out is not None
             stderr = _Stderr()
             with single_error():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(stderr.read, proc.stderr)
-                    with trio.move_on_after(LAUNCH_TIMEOUT_S):
-                        await stderr.ended.wait()
-                    if stderr.ws_url is None:
-                        with trio.move_on_after(2):  # a closed stderr means it is exiting: get its code
-                            await proc.wait()
-                        code = proc.poll()
-                        what = (f"exited with code {code}" if code is not None
-                                else f"did not open its DevTools port within {LAUNCH_TIMEOUT_S:.0f} s")
-                        tail = stderr.last_words()
-                        raise BrowserLaunchError(f"{executable} {what}" + (f": {tail}" if tail else ""))
-                    yield stderr.ws_url, proc
+                    async with open_cdp_pipe(PipeTransport(proc.devtools_in, proc.devtools_out)) as conn:
+                        await _answers(conn, proc, stderr, executable)
+                        yield conn, proc
                     nursery.cancel_scope.cancel()
         finally:
             await proc.aclose()
     finally:
         remove_singleton_dir(Path(tmp) / "profile")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _answers(conn: CDPConnection, proc: ChildProcess, stderr: _Stderr, executable: str) -> None:
+    """Return once Chrome answers a first call on its pipe (it reads the pipe once it is up); else raise
+    BrowserLaunchError with why: its exit code and last words, or that it did not answer in time."""
+    with trio.move_on_after(LAUNCH_TIMEOUT_S):
+        try:
+            await conn.call("Browser.getVersion")
+            return
+        except CDPClosed:  # it closed the pipe: it is exiting
+            pass
+    with trio.move_on_after(2):  # its exit code, and the last lines of its stderr
+        await proc.wait()
+        await stderr.ended.wait()
+    code = proc.poll()
+    what = (f"exited with code {code}" if code is not None
+            else f"did not answer on its DevTools pipe within {LAUNCH_TIMEOUT_S:.0f} s")
+    tail = stderr.last_words()
+    raise BrowserLaunchError(f"{executable} {what}" + (f": {tail}" if tail else ""))
 
 
 def remove_singleton_dir(profile: Path) -> None:

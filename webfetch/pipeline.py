@@ -17,7 +17,7 @@ import trio
 from msgspec.structs import replace
 
 from . import find, shell
-from .cache import Cache
+from .cache import PROFILE_MARK, Cache
 from .chrome import BrowserContext, Chrome
 from .config import Config, default_max_renders
 from .disk_cache import DiskCache
@@ -186,7 +186,8 @@ class Pipeline:
             await self.disk.put(ck, stored.page)
             return stored.page, 0.0
         packed = pack_page(page)
-        await self.disk.put(ck, packed)
+        if profile is None or await trio.to_thread.run_sync(self.profiles.store.exists, profile.name):
+            await self.disk.put(ck, packed)  # not for a profile deleted meanwhile: its pages went with it
         return packed, None
 
     async def load_page(self, url: str, progress: ReportProgress, *, fresh: bool = False) -> LoadedPage:
@@ -355,7 +356,7 @@ class Pipeline:
                     return got
                 prefetched, why = got, "the page needs rendering"
             log.debug("%s: rendered by Chrome (%s)", key, why)
-            return await self._in_chrome(key, progress, profile, validators, prefetched, read_server_html)
+            return await self._in_chrome(key, progress, profile, validators, prefetched, read_server_html, how)
 
     def chrome_reason(self, profile: Profile | None) -> str | None:
         """Why the main document goes through Chrome rather than http_fetch.py; None when it need not."""
@@ -389,9 +390,10 @@ class Pipeline:
 
     async def _in_chrome(self, key: str, progress: ReportProgress, profile: Profile | None,
                          validators: Validators | None, prefetched: Prefetched | None,
-                         read_server_html: ReadServerHtml) -> Outcome:
-        """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given);
-        a browser that went away is tried once more."""
+                         read_server_html: ReadServerHtml, how: list[str]) -> Outcome:
+        """The page's render outcome, on a tab of its own (with the profile's cookies, when one is given:
+        what the site set in return is written back, `how` told of cookies refused); a browser that went
+        away is tried once more."""
         bc = self.config.browser
         for attempt in (1, 2):
             try:
@@ -411,7 +413,7 @@ class Pipeline:
                                             prefetched=prefetched)
                     finally:
                         if profile is not None:
-                            await self._keep_cookies(profile, tab.context, given)
+                            await self._keep_cookies(profile, tab.context, given, how)
             except BrowserCrashed as e:
                 if attempt == 2:
                     raise BrowserUnavailable(f"the browser failed twice while loading {key} ({e}); "
@@ -420,12 +422,18 @@ class Pipeline:
                 progress("render", f"loading again: {e}")
         raise AssertionError("unreachable")
 
-    async def _keep_cookies(self, profile: Profile, context: BrowserContext, given: list[Cookie]) -> None:
-        """The cookies the site set in return go into the profile (a refreshed session stays alive)."""
+    async def _keep_cookies(self, profile: Profile, context: BrowserContext, given: list[Cookie],
+                            how: list[str]) -> None:
+        """The cookies the site set in return go into the profile (a refreshed session stays alive), those
+        for domains it is not bound to refused with a note in `how`."""
         try:
-            await self.profiles.write_back(profile.name, context, given)
+            done = await self.profiles.write_back(profile.name, context, given)
         except ProfileError as e:  # a full disk: the page is read all the same, the profile is as it was
             log.warning("%s", e)
+            return
+        note = None if done is None else done.note(profile.name)
+        if note is not None and note not in how:  # a render tried again refuses the same cookies
+            how.append(note)
 
     async def _read_server_html(self, progress: ReportProgress, how: list[str], body: bytes, charset: str | None,
                                 url: str) -> ServerRead:
@@ -504,7 +512,7 @@ def cache_key(key: str, profile: Profile | None) -> str:
     The separator is a newline because no normalized URL holds one (urlsplit drops it, as WHATWG URL
     parsing does), so no URL's key can be another's; a space can (parse_url keeps it: a fetch of
     `…/x profile=work` would have been served `…/x` as read with profile work)."""
-    return key if profile is None else f"{key}\nprofile={profile.name}"
+    return key if profile is None else f"{key}{PROFILE_MARK}{profile.name}"
 
 
 def _address_policy(config: Config) -> tuple[object, ...]:

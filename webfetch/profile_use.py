@@ -6,7 +6,9 @@ Its cookies go into a browser context before anything loads there; afterwards th
 compared with what went in, and only the changes (cookies the site set, refreshed or deleted) are written
 over the profile as it is on disk *then*, under one lock per profile. So two users of one profile (two
 browse sessions, a fetch during a session) never interleave their writes and never undo each other's
-changes: each writes what it changed; for one cookie both changed, the later write wins.
+changes: each writes what it changed; for one cookie both changed, the later write wins. A cookie the
+context got for a domain the profile is not bound to (a single sign-on provider's, a tracker's, a parent
+domain's) is not written: the write-back says how many and for which domains (`WriteBack.note`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -32,7 +35,7 @@ from .profiles import (
     StorageState,
     UnknownProfile,
     check_name,
-    cookies_for_hosts,
+    domains_of,
     from_cdp,
     merge_cookies,
     normalize_host,
@@ -69,6 +72,27 @@ def apply_changes(current: list[Cookie], before: Sequence[Cookie], after: Sequen
     gone = was.keys() - now.keys()
     changed = [c for k, c in now.items() if was.get(k) != c]
     return merge_cookies([c for c in current if _key(c) not in gone], changed)
+
+
+@dataclass
+class WriteBack:
+    """What a write-back did: the context's cookies as read (the next `before`), and the changed cookies it
+    refused for domains the profile is not bound to."""
+
+    cookies: list[Cookie]
+    refused: list[Cookie] = field(default_factory=list)
+
+    def note(self, name: str) -> str | None:
+        """What the user is told of the refused cookies (their count and domains, never a value); None when
+        there were none."""
+        if not self.refused:
+            return None
+        domains = domains_of(self.refused)
+        count = len(self.refused)
+        return (f"profile {name}: {count} cookie{'s' if count != 1 else ''} the pages set for "
+                f"{', '.join(domains)} {'were' if count != 1 else 'was'} not saved, as the profile is not bound to "
+                f"{'those domains' if len(domains) != 1 else 'that domain'} (to keep such cookies: "
+                f"{shell.command('webfetch', 'profile', 'allow', name, domains[0])})")
 
 
 class ProfileUse:
@@ -142,11 +166,12 @@ class ProfileUse:
         return None
 
     async def write_back(self, name: str, context: BrowserContext, before: list[Cookie],
-                         origins: Sequence[OriginState] = ()) -> list[Cookie] | None:
+                         origins: Sequence[OriginState] = ()) -> WriteBack | None:
         """Write what the context changed since `before` over the profile on disk (and the localStorage of
-        `origins`, read from its pages, for the origins on hosts the profile lists); the context's cookies
-        (the next `before`), or None when they could not be read (the browser went away: nothing written).
-        Shielded and bounded: it runs when a request or a session ends, cancelled or not."""
+        `origins`, read from its pages, for the origins on hosts the profile lists), but no cookie for a
+        domain the profile is not bound to; what was done, or None when the context's cookies could not be
+        read (the browser went away: nothing written). Shielded and bounded: it runs when a request or a
+        session ends, cancelled or not."""
         with trio.CancelScope(shield=True):
             after = None
             with trio.move_on_after(WRITE_BACK_TIMEOUT_S):
@@ -158,27 +183,34 @@ class ProfileUse:
             if after is None:
                 return None
             async with self._lock(name):
-                written: list[Cookie] = await trio.to_thread.run_sync(self._write, name, before, after, origins)
-        return written
+                done: WriteBack = await trio.to_thread.run_sync(self._write, name, before, after, origins)
+        if done.refused:
+            log.info("%s", done.note(name))
+        return done
 
     def _write(self, name: str, before: list[Cookie], after: list[Cookie],
-               origins: Sequence[OriginState]) -> list[Cookie]:
+               origins: Sequence[OriginState]) -> WriteBack:
         with self.store.locked():
             return self._write_locked(name, before, after, origins)
 
     def _write_locked(self, name: str, before: list[Cookie], after: list[Cookie],
-                      origins: Sequence[OriginState]) -> list[Cookie]:
+                      origins: Sequence[OriginState]) -> WriteBack:
         try:
             current = self.store.load(name)
         except UnknownProfile:
             log.info("profile %r was deleted while in use; its changes are dropped", name)
-            return after
-        # only the listed hosts' cookies are kept: a session's third-party and elsewhere-clicked cookies
-        # would otherwise be given to Chrome with the profile next time
-        cookies = cookies_for_hosts(apply_changes(current.state.cookies, before, after), current.hosts)
+            return WriteBack(after)
+        # a changed cookie for a domain the profile is not bound to (a session's third-party and
+        # elsewhere-clicked cookies, a parent domain's) is refused: it would be given to Chrome with the
+        # profile once its domain is listed. What the file already holds for such domains stays as it is.
+        was = {_key(c): c for c in before}
+        refused = [c for c in current.unbound(after) if was.get(_key(c)) != c]
+        out = {_key(c) for c in refused}
+        # a refused cookie is neither written nor taken for deleted: the file's own one (if any) stays
+        cookies = apply_changes(current.state.cookies, [c for c in before if _key(c) not in out],
+                                [c for c in after if _key(c) not in out])
         stored = {o.origin: o for o in current.state.origins}
         stored |= {o.origin: o for o in origins if current.allows(urlsplit(o.origin).hostname or "")}
         state = StorageState(cookies=cookies, origins=list(stored.values()))
         self.store.save(msgspec.structs.replace(current, state=state, last_used=time.time()))
-        return after
-
+        return WriteBack(after, refused)

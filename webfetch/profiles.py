@@ -20,7 +20,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -96,14 +96,21 @@ class Profile(Struct, kw_only=True):
         return host_listed(host, self.hosts)
 
     def usable_state(self) -> StorageState:
-        """What of the stored state may go into a browser: the live cookies of the hosts this profile lists
-        (a login window or a browse session also picked up a single sign-on provider's and trackers'
-        cookies, and `allow --remove` leaves a host's cookies in the file), and those hosts' localStorage.
-        Chrome sends a cookie it holds wherever the page's requests go, so a cookie for another host must
-        never be given to it: this is `allows` for what a browser would send."""
+        """What of the stored state may go into a browser: the live cookies whose domain is a listed host or
+        below one (`cookie_listed`), and the listed hosts' localStorage. Chrome sends a cookie it holds
+        wherever the page's requests go, so a cookie for another host must never be given to it: a
+        `.corp.test` cookie given for `app.corp.test` would reach every script host under corp.test
+        (`evil.corp.test`). A login window or a browse session also picked up a single sign-on provider's
+        and trackers' cookies, and `allow --remove` leaves a host's cookies in the file: they stay stored,
+        and go to Chrome once their host is listed. This is `allows` for what a browser would send."""
         live = merge_cookies([], self.state.cookies)  # expired ones dropped
         return StorageState(cookies=cookies_for_hosts(live, self.hosts),
                             origins=[o for o in self.state.origins if self.allows(urlsplit(o.origin).hostname or "")])
+
+    def unbound(self, cookies: Sequence[Cookie]) -> list[Cookie]:
+        """Those of `cookies` this profile may not hold for use: a domain it does not list (a write-back
+        refuses them, naming their domains)."""
+        return [c for c in cookies if not cookie_listed(c, self.hosts)]
 
     def refuse(self, host: str) -> ProfileNotAllowed:
         """The error for a request that would use this profile on a host it does not list."""
@@ -184,8 +191,8 @@ def normalize_host(host: str) -> str:
 
 
 def cookie_hosts(cookies: list[Cookie]) -> list[str]:
-    """The hosts a set of cookies belongs to: a profile's default host list."""
-    return sorted({c.domain.lower().lstrip(".").rstrip(".") for c in cookies if c.domain.strip(".")})
+    """The hosts a set of cookies belongs to: an import's default host list."""
+    return domains_of(cookies)
 
 
 def data_home() -> Path:
@@ -375,23 +382,28 @@ def from_cdp(cookie: dict[str, object]) -> Cookie:
                   sameSite=same_site if same_site in ("Strict", "Lax", "None") else "Lax")
 
 
-def cookie_matches(cookie: Cookie, host: str) -> bool:
-    """Whether a browser would send `cookie` to `host`, as far as the domain goes: a host-only cookie to
-    its own host, a domain cookie (".example.com") to that domain and its subdomains."""
-    domain = cookie.domain.lower().rstrip(".")
-    if domain.startswith("."):
-        domain = domain[1:]
-        return host == domain or host.endswith("." + domain)
-    return host == domain
+def cookie_domain(cookie: Cookie) -> str:
+    """The domain a cookie is for, as profiles list hosts: ".corp.test" (it and its subdomains) and a
+    host-only "app.corp.test" are "corp.test" and "app.corp.test"."""
+    return cookie.domain.lower().strip(".")
+
+
+def cookie_listed(cookie: Cookie, hosts: list[str]) -> bool:
+    """Whether `cookie` belongs to a profile bound to `hosts`: its domain is a listed host or below one. A
+    cookie for a parent domain (".corp.test" for a profile bound to app.corp.test) only when that parent is
+    listed itself, since Chrome would send it to every sibling host (evil.corp.test) too."""
+    return host_listed(cookie_domain(cookie), hosts)
 
 
 def cookies_for_hosts(cookies: list[Cookie], hosts: list[str]) -> list[Cookie]:
-    """The cookies that belong to `hosts` and their subdomains (an import told which hosts to copy): each
-    cookie a browser would send to one of them, or set for one of their subdomains."""
-    def wanted(c: Cookie) -> bool:
-        domain = c.domain.lower().strip(".")
-        return any(cookie_matches(c, h) or domain.endswith("." + h) for h in hosts)
-    return [c for c in cookies if wanted(c)]
+    """The cookies that belong to `hosts` (`cookie_listed`): what a profile gives a browser, and what an
+    import or a login told which hosts to copy keeps."""
+    return [c for c in cookies if cookie_listed(c, hosts)]
+
+
+def domains_of(cookies: Sequence[Cookie]) -> list[str]:
+    """The domains of `cookies`, sorted, each once: what a note may name (a domain is no secret; a value is)."""
+    return sorted({cookie_domain(c) for c in cookies if cookie_domain(c)})
 
 
 def merge_state(old: StorageState, new: StorageState) -> StorageState:

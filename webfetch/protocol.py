@@ -63,7 +63,10 @@ class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
 
 
 class CacheClearRequest(Struct, tag_field="op", tag="cache_clear", kw_only=True):
-    """Forget every cached page, in memory and on disk (`webfetch cache clear`)."""
+    """Forget every cached page, in memory and on disk (`webfetch cache clear`); with `profile`, only the
+    pages read with that profile (`webfetch profile delete`)."""
+
+    profile: Annotated[str, Meta(max_length=200)] | None = None
 
 
 class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
@@ -112,6 +115,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     mobile: bool | None = None
     scale: Annotated[float, Meta(ge=0.5, le=5)] | None = None
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
+    overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an

@@ -69,6 +69,7 @@ before(async () => {
 		subagent: PI,
 		search: site.url(""),
 		env: { PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1" },
+		devtoolsPort: true, // a test lists Chrome's tabs
 	});
 	process.env.WEBFETCH_SOCKET = daemon.socket;
 	process.env.WEBFETCH_CONFIG = daemon.config; // the config a daemon the extension starts would read

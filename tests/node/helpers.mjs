@@ -286,13 +286,16 @@ export function writeConfig(dir, { subagent = "/nonexistent/pi-for-tests", extra
 }
 
 /**
- * A real `webfetch serve` with its own Chrome. TMPDIR is the daemon's own directory, so the test can find
- * its Chrome's DevTools port (Chrome writes DevToolsActivePort into its profile) and list its tabs.
+ * A real `webfetch serve` with its own Chrome. webfetch drives that Chrome over its DevTools pipe, with no
+ * port; with `devtoolsPort` its config gives Chrome a port as well, and TMPDIR is the daemon's own
+ * directory, so the test can find that port (Chrome writes DevToolsActivePort into its profile) and list
+ * its tabs (`pageTargets`).
  */
-export async function startDaemon({ subagent, extra = "", search, env = {}, args = [] } = {}) {
+export async function startDaemon({ subagent, extra = "", search, env = {}, args = [], devtoolsPort = false } = {}) {
 	const dir = tempDir("wf-d");
 	const socket = path.join(dir, "s.sock");
 	if (search) extra += `\n[search]\nsearxng_url = ${JSON.stringify(search)}\n`;
+	if (devtoolsPort) extra += '\n[browser]\nargs = ["--remote-debugging-port=0"]\n';
 	const config = writeConfig(dir, { subagent, extra });
 	const log = fs.openSync(path.join(dir, "daemon.log"), "a");
 	const proc = spawn(PYTHON, ["-m", "webfetch", "serve", "--socket", socket, "--config", config, ...args], {
@@ -316,7 +319,7 @@ export async function startDaemon({ subagent, extra = "", search, env = {}, args
 				.filter((n) => n.startsWith("webfetch-chrome-"))
 				.map((n) => path.join(dir, n, "profile", "DevToolsActivePort"))
 				.find((p) => fs.existsSync(p));
-			if (!profile) throw new Error("the daemon's Chrome has no DevToolsActivePort yet");
+			if (!profile) throw new Error("the daemon's Chrome has no DevToolsActivePort (yet? startDaemon({ devtoolsPort: true }))");
 			const port = fs.readFileSync(profile, "utf8").split("\n")[0].trim();
 			const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
 			return list.filter((t) => t.type === "page");

@@ -24,6 +24,9 @@ from . import procs
 from .client import LineClient
 
 ROOT = Path(__file__).resolve().parents[2]
+# webfetch drives its Chrome over the DevTools pipe, with no port: a harness that reads Chrome's own state
+# from outside (its targets, for a leak count) gives that Chrome a port as well, in browser.args
+DEVTOOLS_PORT_ARG = "--remote-debugging-port=0"
 
 
 # The main document's transport the tests' daemons use unless a test sets its own: bin/test runs the fetch
@@ -133,6 +136,7 @@ class ServedDaemon:
         return next((p for p in procs.children(self.proc.pid) if procs.is_chrome(p)), None)
 
     def devtools_port(self) -> int | None:
+        """Its Chrome's DevTools port, when its config gave it one (DEVTOOLS_PORT_ARG)."""
         url = procs.devtools_url(self.proc.pid)
         return None if url is None else int(url.split(":")[2].split("/")[0])
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import trio
 from curl_cffi import CurlOpt, requests
 
-from webfetch.cdp import open_cdp
 from webfetch.http_fetch import IMPERSONATE
 from webfetch.launch import find_chrome, launch_chrome
 
@@ -56,7 +55,7 @@ async def record_chromium(rec: FingerprintRecorder, path: str = "/chromium") -> 
         raise AssertionError("no Chromium found: bin/test installs it (or set WEBFETCH_CHROME)")
     flags = [f"--ignore-certificate-errors-spki-list={rec.cert.spki_sha256}",
              f"--host-resolver-rules=MAP {HOST} 127.0.0.1"]
-    async with launch_chrome(chrome, flags) as (ws_url, _), open_cdp(ws_url) as cdp:
+    async with launch_chrome(chrome, flags) as (cdp, _):
         product = str((await cdp.call("Browser.getVersion"))["product"])
         await cdp.call("Target.createTarget", {"url": rec.url(path)})
         with trio.fail_after(RECORD_TIMEOUT_S):

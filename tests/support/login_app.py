@@ -16,6 +16,10 @@ Routes (any host):
   GET  /logout           the session ended, the cookie cleared
   GET  /whoami           text/plain: the user, or "anonymous"
   GET  /store            a page whose script keeps `greeting` in localStorage and shows what it found there
+  GET  /embeds?from=HOST  a page whose script comes from HOST (this server's port): what a page's third-party
+                         script host receives is in `hits` (names like app.corp.test need a resolver that maps
+                         them here)
+  GET  /set-cookies?domain=D  a page that sets `theme` for domain D (Domain=D) and a host-only `lang`
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ STORE = """<!doctype html><html><head><title>Store</title></head><body><h1>Store
 document.getElementById("value").textContent = localStorage.getItem("greeting") || "nothing";
 localStorage.setItem("greeting", "hello from " + location.host);
 </script></body></html>"""
+
+EMBEDS = """<!doctype html><html><head><title>Embeds</title><script src="%(src)s"></script></head><body>
+<main><h1>Embeds</h1><p>A page with a script from another host of the same site.</p></main></body></html>"""
 
 
 class LoginApp:
@@ -177,6 +184,14 @@ class LoginApp:
                     self.send(200, user or "anonymous", "text/plain; charset=utf-8")
                 elif path == "/store":
                     self.send(200, STORE)
+                elif path == "/embeds":
+                    source = dict(urllib.parse.parse_qsl(query)).get("from", "")
+                    self.send(200, EMBEDS % {"src": html.escape(f"http://{source}:{app.port}/whoami")})
+                elif path == "/set-cookies":
+                    domain = dict(urllib.parse.parse_qsl(query)).get("domain", "")
+                    self.send(200, "<html><head><title>Cookies</title></head><body><h1>Cookies set</h1></body></html>",
+                              headers=[("Set-Cookie", f"theme=dark; Domain={domain}; Path=/"),
+                                       ("Set-Cookie", "lang=en; Path=/")])
                 else:
                     self.send(404, "<html><head><title>Not found</title></head><body><h1>Not found</h1></body></html>")
 

@@ -128,9 +128,10 @@ def parser_workers(pid: int) -> list[int]:
 
 
 def devtools_url(daemon_pid: int) -> str | None:
-    """The DevTools websocket of a daemon's browser: Chrome writes its port and path to DevToolsActivePort
-    in the profile named by --user-data-dir on its command line (the browser is the daemon's child that is
-    Chrome)."""
+    """The DevTools websocket of a daemon's browser, when its config gave Chrome a port of its own
+    (daemon.DEVTOOLS_PORT_ARG in browser.args; webfetch itself opens none): Chrome writes its port and path
+    to DevToolsActivePort in the profile named by --user-data-dir on its command line (the browser is the
+    daemon's child that is Chrome)."""
     for pid in children(daemon_pid):
         if not is_chrome(pid):
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 import os
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Sequence
@@ -155,15 +156,29 @@ class Downloads:
                 await self._changed.wait()
 
     def aclose(self) -> None:
-        """The session ended: the partial files of downloads still going are removed, and the directory
-        too if nothing was saved in it."""
+        """The session ended: a download Chrome finished whose `completed` event had not been handled yet
+        is saved under its name as any other (the session's event pumps stop before its context goes, so
+        one finishing then is never told); the partial files of downloads still going are removed, and the
+        directory too if nothing was saved in it."""
         for record in self._records.values():
+            if record.state == "in_progress" and self._finished_on_disk(record):
+                self._save(record)
+                log.info("browse: a download that finished as its session closed was kept: %s", record.path)
             if record.state != "saved":
                 self._remove_partial(record.guid)
         try:
             self.directory.rmdir()
         except OSError:
             pass  # it holds downloads: they are the user's now
+
+    def _finished_on_disk(self, record: DownloadRecord) -> bool:
+        """Whether Chrome finished `record`'s file: it writes a download to `<guid>.crdownload` and renames
+        it to `<guid>` once every byte is there. Not when it is over the cap (then it is removed)."""
+        try:
+            st = (self.directory / record.guid).lstat()
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size <= min(self.max_bytes, self._session_left())
 
     def _session_left(self) -> int:
         return SESSION_CAPS * self.max_bytes - sum(r.size or 0 for r in self._records.values() if r.state == "saved")

@@ -3,7 +3,7 @@ Chrome DevTools, Firefox and HAR viewers open: one page per tab, one entry per r
 its own), text bodies Chrome still holds; unless `browse.redact_secrets` is false, its headers, cookies, URLs
 and request bodies through `redact.py`, the rule the network log's other views follow.
 
-The file is written whole or not at all, 0600 (`profiles.write_private`): it holds headers and bodies."""
+The file is written whole or not at all, 0600 (`private_files.write_file`): it holds headers and bodies."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import trio
 
 from .. import __version__, redact
 from ..errors import BadRequest
-from ..profiles import write_private
+from ..private_files import write_file
+from . import saving
 from .network import Call, Recorded, body_bytes, headers, is_text, shown_url
 
 BODY_BYTES = 1 << 20     # a text body included up to this size; larger ones are left out (size and type kept)
@@ -121,16 +122,19 @@ def _iso(wall: float) -> str:
     return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-async def write(path: Path, har: dict[str, Any]) -> int:
-    """Write the document to `path` whole or not at all, 0600; its size in bytes. A path that cannot be
-    written is bad_request naming why, and leaves no file behind."""
+async def write(session: str, path: Path, har: dict[str, Any], overwrite: bool = False) -> int:
+    """Write the document to `path` whole or not at all, 0600, never over a file that is there unless
+    `overwrite` (private_files.write_file); its size in bytes. A path that cannot be written is bad_request naming
+    why (file_exists when a file is there), and leaves no file behind."""
     def encode_and_write() -> int:  # in a thread: tens of MB of bodies would hold the event loop
         data = json.dumps(har, ensure_ascii=False, indent=1).encode()
-        write_private(path, data)
+        write_file(path, data, overwrite)
         return len(data)
 
     try:
         return await trio.to_thread.run_sync(encode_and_write)
+    except FileExistsError:
+        raise saving.exists(path, f"leave `path` out to save it in {saving.session_dir(session)}") from None
     except OSError as e:
         raise BadRequest(f"cannot write the HAR file {str(path)!r}: {e.strerror or e}; give a path in an existing "
                          f"directory you can write to") from None

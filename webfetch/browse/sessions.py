@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -34,6 +36,7 @@ from ..errors import (
     NoSuchTab,
 )
 from ..extractor import Extractor
+from ..procs import private_tempdir
 from ..profile_use import ProfileUse
 from ..profiles import Cookie, Profile, ProfileError
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
@@ -44,6 +47,7 @@ from .downloads import Downloads, session_directory
 from .reply import Reply, after_action
 from .settle import Marks, settle
 from .tab import BrowseTab
+from .uploads import PrivateCopies
 from .verbs import VERBS, Acted, Call, SessionUse, Verb, need
 
 log = logging.getLogger("webfetch.browse")
@@ -66,6 +70,7 @@ class Session:
         self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
         self.context = context
         self.downloads = downloads           # where its pages' downloads are saved, and how each went
+        self.uploads: PrivateCopies | None = None  # copies of the files it uploaded (made at the first upload)
         self.profiles = profiles
         self.profile = profile               # the profile it started with, written back when it ends
         self.given: list[Cookie] = []        # the profile's cookies as last given to or saved from the context
@@ -144,24 +149,31 @@ class Session:
                 while self._adopting:
                     await self._adopted.wait()
 
-    async def save(self) -> None:
+    async def save(self) -> list[str]:
         """Write the cookies the session's pages changed, and the localStorage of the origins its tabs show,
-        to its profile (ProfileError: the profile is as it was)."""
-        if self.profile is not None:
-            origins = []
-            for tab in list(self.tabs.values()):
-                if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
-                    origin = await self.profiles.read_storage(tab)
-                    if origin is not None and origin.origin.startswith(("http://", "https://")):
-                        origins.append(origin)
-            kept = await self.profiles.write_back(self.profile, self.context, self.given, origins)
-            if kept is not None:
-                self.given = kept
+        to its profile (ProfileError: the profile is as it was); the notes on it (cookies refused for
+        domains the profile is not bound to)."""
+        if self.profile is None:
+            return []
+        origins = []
+        for tab in list(self.tabs.values()):
+            if not tab.closed and tab.dialog is None:  # an open dialog blocks every script
+                origin = await self.profiles.read_storage(tab)
+                if origin is not None and origin.origin.startswith(("http://", "https://")):
+                    origins.append(origin)
+        done = await self.profiles.write_back(self.profile, self.context, self.given, origins)
+        if done is None:
+            return []
+        self.given = done.cookies
+        note = done.note(self.profile)
+        return [] if note is None else [note]
 
-    async def aclose(self) -> None:
-        """End the session: its profile written back, then its tabs, its tasks and its browser context."""
+    async def aclose(self) -> list[str]:
+        """End the session: its profile written back, then its tabs, its tasks and its browser context; the
+        write-back's notes."""
+        notes: list[str] = []
         try:
-            await self.save()
+            notes = await self.save()
         except ProfileError as e:  # a full disk: the session ends all the same; the profile is as it was
             log.warning("browse session %r: %s", self.name, e)
         for tab in self.tabs.values():
@@ -169,9 +181,19 @@ class Session:
         self._scope.cancel()
         await self.context.aclose()
         self.downloads.aclose()
+        if self.uploads is not None:
+            self.uploads.remove()
         # the tabs' pumps end at once now; waited for, bounded, even in a cancelled scope
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
+        return notes
+
+    def private_copies(self, checked: list[tuple[str, os.stat_result]]) -> list[str]:
+        """The files the upload rule let through, each as a private copy of the very file it checked
+        (uploads.PrivateCopies): what Chrome is handed. Blocking: run in a thread."""
+        if self.uploads is None:
+            self.uploads = PrivateCopies(Path(private_tempdir("upload")))
+        return [self.uploads.private_copy(path, st) for path, st in checked]
 
     async def _add(self, page: PageTarget) -> BrowseTab:
         tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads)
@@ -315,11 +337,12 @@ class Browse:
         self.sessions[req.session] = session
         return session
 
-    async def close_session(self, session: Session) -> None:
+    async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
             del self.sessions[session.name]
-        await session.aclose()
+        notes = await session.aclose()
         self._wake.set()
+        return notes
 
     # --- requests ---------------------------------------------------------------------------------
 

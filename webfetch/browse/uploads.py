@@ -3,11 +3,19 @@ page talks to, must not make the daemon hand it the user's keys).
 
 A file may be uploaded when, once symlinks and `..` are resolved, it is a regular file under one of the
 roots: the client's working directory (sent with the request) and `browse.upload_roots`; and no part of
-its path below that root starts with a dot (`.env`, `.ssh/id_ed25519`) unless `browse.upload_dotfiles`."""
+its path below that root starts with a dot (`.env`, `.ssh/id_ed25519`) unless `browse.upload_dotfiles`.
+
+Chrome is not handed the checked path: a file swapped there between the check and the form's submit (a
+symlink to ~/.ssh put in its place) would be what it sends. It gets a private copy (`private_copy`), read
+from a descriptor opened on the checked path without following a symlink, whose device and inode must be
+the ones checked, into a 0700 directory of the session's own, removed when the session closes."""
 
 from __future__ import annotations
 
+import errno
+import itertools
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -21,6 +29,11 @@ DOTFILES_KEY = "browse.upload_dotfiles"
 def upload_path(given: str, cwd: str | None, config: BrowseConfig) -> str:
     """The real path of the file `given` names (relative to `cwd`), when an upload may read it; else
     upload_refused (outside the roots, a dotfile, not a regular file) or file_not_found."""
+    return checked_upload(given, cwd, config)[0]
+
+
+def checked_upload(given: str, cwd: str | None, config: BrowseConfig) -> tuple[str, os.stat_result]:
+    """`upload_path`, and the file's status as it was checked (what `private_copy` must find again)."""
     if "\0" in given or (cwd is not None and "\0" in cwd):
         raise BadRequest("a file path or the working directory holds a NUL character; give real paths")
     roots = _roots(cwd, config)
@@ -37,12 +50,12 @@ def upload_path(given: str, cwd: str | None, config: BrowseConfig) -> str:
     if hidden and not config.upload_dotfiles:
         raise UploadRefused(f"{given} is a dotfile or inside a dot-directory ({hidden[0]}), which uploads may not "
                             f"read; set {DOTFILES_KEY} = true in the config to allow it")
-    _check_file(real, given)
-    return str(real)
+    return str(real), _check_file(real, given)
 
 
-def _check_file(real: Path, given: str) -> None:
-    """A regular file of its own that the daemon's user can read; upload_refused or file_not_found else."""
+def _check_file(real: Path, given: str) -> os.stat_result:
+    """A regular file of its own that the daemon's user can read (its status); upload_refused or
+    file_not_found else."""
     try:
         st = real.stat()
     except OSError as e:
@@ -54,6 +67,45 @@ def _check_file(real: Path, given: str) -> None:
                             f"uploads may read; upload a copy of it")
     if not os.access(real, os.R_OK):
         raise UploadRefused(f"{given} is not readable by the daemon's user")
+    return st
+
+
+class PrivateCopies:
+    """A session's copies of the files it uploaded: `<directory>/<n>/<the file's own name>` (the page sees
+    the name), 0600 in 0700 directories; `remove` when the session ends."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._numbers = itertools.count(1)
+
+    def private_copy(self, path: str, checked: os.stat_result) -> str:
+        """A copy of the file checked at `path`, read from a descriptor that does not follow a symlink and
+        is the same file (device, inode) as checked: upload_refused when it is not (swapped since), or
+        file_not_found when it is gone."""
+        replaced = UploadRefused(f"{path} was replaced by another file after it was checked; nothing was "
+                                 f"uploaded: upload it again")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # a symlink now: never followed
+                raise replaced from None
+            raise FileNotFound(f"cannot read {path}: {e.strerror}; it changed after it was checked") from None
+        with os.fdopen(fd, "rb") as source:
+            st = os.fstat(source.fileno())
+            if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(st.st_mode) \
+                    or st.st_nlink > 1:
+                raise replaced
+            folder = self.directory / str(next(self._numbers))
+            folder.mkdir(mode=0o700, parents=True)
+            os.chmod(self.directory, 0o700)
+            copy = folder / Path(path).name
+            out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(out, "wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+        return str(copy)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _real(given: str, cwd: str | None) -> Path:

@@ -32,7 +32,7 @@ from .device import requested, wants_device
 from .reply import Reply
 from .settle import Marks, settle
 from .tab import BrowseTab
-from .uploads import upload_path
+from .uploads import checked_upload
 
 if TYPE_CHECKING:
     from .sessions import Browse, Session
@@ -188,12 +188,14 @@ async def viewport(c: Call) -> Acted:
 
 
 async def upload(c: Call) -> Acted:
-    """Every path through the upload rule first (uploads.py), so a refused one sets nothing."""
+    """Every path through the upload rule first (uploads.py), so a refused one sets nothing; Chrome gets
+    private copies of the files checked, so a file swapped before the form is sent is not what it sends."""
     files = need(c.req.files, "upload", "files")
     if not files:
         raise BadRequest("upload needs at least one path in `files`")
-    paths = [upload_path(f, c.req.cwd, c.actor.config) for f in files]
-    names = await actions.upload(c.tab, need(c.req.ref, "upload", "ref"), paths)
+    checked = [checked_upload(f, c.req.cwd, c.actor.config) for f in files]
+    copies = await trio.to_thread.run_sync(c.session.private_copies, checked)
+    names = await actions.upload(c.tab, need(c.req.ref, "upload", "ref"), copies)
     return Acted(fields={"files": names})
 
 
@@ -255,9 +257,9 @@ async def screenshot(c: Call) -> BrowseResult:
 
 
 async def pdf(c: Call) -> BrowseResult:
-    destination = saving.target(c.session.name, c.tab.name, c.req.path, ".pdf")
+    destination = saving.target(c.session.name, c.tab.name, c.req.path, ".pdf", c.req.overwrite)
     data = await actions.pdf(c.tab)
-    await trio.to_thread.run_sync(saving.save, c.session.name, destination, data)
+    await trio.to_thread.run_sync(saving.save, c.session.name, destination, data, c.req.overwrite)
     return await c.actor.answer(c.session, c.tab, c.reply, c.marks, snapshot=False, path=str(destination),
                                 size=len(data))
 
@@ -288,14 +290,14 @@ async def save(c: Call) -> BrowseResult:
     if session.profile is None:
         raise BadRequest(f"browse session {session.name!r} has no profile to save to: open it with a "
                          f"profile (open with profile NAME) to keep its logins")
-    await session.save()
+    notes = await session.save()  # cookies refused for domains the profile is not bound to, if any
     return c.reply.result(None, notes=[f"saved the session's cookies to profile {session.profile!r}; a fetch "
-                                       f"with that profile uses them now"])
+                                       f"with that profile uses them now", *notes])
 
 
 async def close(c: Call) -> BrowseResult:
-    await c.actor.close_session(c.session)
-    return c.reply.result(None)
+    notes = await c.actor.close_session(c.session)  # the profile write-back's refusals, if any
+    return c.reply.result(None, notes=notes or None)
 
 
 # --- the network log's verbs (network.py, har.py): they read what the session recorded, change no page ---
@@ -346,13 +348,13 @@ async def request(c: Call) -> BrowseResult:
 async def har(c: Call) -> BrowseResult:
     session, config = c.session, c.actor.config
     tab_name = session.active if session.active in session.tabs else "t0"
-    path = saving.target(session.name, tab_name, c.req.path, ".har")
+    path = saving.target(session.name, tab_name, c.req.path, ".har", c.req.overwrite)
     records = _log(session).entries()
     open_tabs = {t.name: t for t in session.tabs.values() if not t.closed}
     titles = {name: await t.title() for name, t in open_tabs.items()}
     document = await har_file.build(records, {name: t.call for name, t in open_tabs.items()}, titles,
                                     config.redact_secrets)
-    size = await har_file.write(path, document)
+    size = await har_file.write(session.name, path, document, c.req.overwrite)
     secrets = "with secrets redacted (credential headers, and secret URL parameters and form fields)" \
         if config.redact_secrets else "with secrets IN CLEAR (browse.redact_secrets = false)"
     return c.reply.result(None, content=f"wrote {path} (HAR 1.2, {len(records)} requests of session "

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .contract import BROWSER_ACTIONS
@@ -21,10 +22,10 @@ USAGE = """actions:
   hover eN                      scroll [eN] [--up] [--px N]    nav back|forward|reload
   wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
-  read [eN]                     screenshot [eN] [--full-page] [-o FILE]    console
+  read [eN]                     screenshot [eN] [--full-page] [-o FILE] [--overwrite]    console
   network [--find URLPART] [--status 2xx|3xx|4xx|5xx|failed] [--type fetch] [--offset N]
-  request rN                    har FILE (the session's traffic, HAR 1.2)
-  viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf]
+  request rN                    har FILE [--overwrite] (the session's traffic, HAR 1.2)
+  viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf] [--overwrite]
   upload eN FILE...  (files under the working directory or browse.upload_roots)
   close
 open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
@@ -61,6 +62,8 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--full-page", action="store_true")
     p.add_argument("-o", "--output", help="screenshot: the PNG file to write (default browse-<tab>.png); pdf: the "
                                           "PDF file the daemon writes (default: in the session's directory)")
+    p.add_argument("--overwrite", action="store_true", help="screenshot -o, pdf -o, har: replace the file if it is "
+                                                            "there (else it is refused: file_exists)")
     p.add_argument("--size", metavar="WIDTHxHEIGHT", help="open: the viewport's size in CSS pixels")
     p.add_argument("--mobile", action="store_const", const=True, help="open, viewport: emulate a phone")
     p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
@@ -111,7 +114,7 @@ def _viewport_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
 
 def _pdf_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     # the daemon does not know this command's working directory
-    return {"path": os.path.abspath(args.output) if args.output else None}
+    return {"path": os.path.abspath(args.output) if args.output else None, "overwrite": args.overwrite or None}
 
 
 def _nav_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
@@ -189,7 +192,8 @@ def _request_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
 
 def _har_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     # the daemon does not run in this directory: it is given the absolute path
-    return {"path": os.path.abspath(os.path.expanduser(w.take("the HAR file to write")))}
+    return {"path": os.path.abspath(os.path.expanduser(w.take("the HAR file to write"))),
+            "overwrite": args.overwrite or None}
 
 
 _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
@@ -222,6 +226,10 @@ def run(client: Any, args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"webfetch: {e}\n{USAGE}", file=sys.stderr)
         return 2
+    if args.action == "screenshot" and args.output and not args.overwrite and os.path.lexists(args.output):
+        # before the page is shot: the same refusal as pdf's and har's, and nothing is asked of the daemon
+        print(f"webfetch: file_exists: {_exists(args.output)}", file=sys.stderr)
+        return 1
     fields.pop("action")
     for frame in client.request("browse", action=args.action, **fields):
         if args.json:
@@ -233,26 +241,51 @@ def run(client: Any, args: argparse.Namespace) -> int:
             return 1
         if kind != "result" or args.json:
             continue
-        _print_result(frame, args)
+        return _print_result(frame, args)
     return 0
 
 
-def _print_result(r: dict[str, Any], args: argparse.Namespace) -> None:
-    if r.get("image"):
-        _save_image(r, args)
+def _print_result(r: dict[str, Any], args: argparse.Namespace) -> int:
+    if r.get("image") and not _save_image(r, args):
+        return 1
     _print_events(r)
     _print_outcome(r)
     for note in r.get("notes") or []:
         print(f"webfetch: note: {note}", file=sys.stderr)
     if r.get("next_offset") is not None:
         print(f"webfetch: more: continue with --offset {r['next_offset']}", file=sys.stderr)
+    return 0
 
 
-def _save_image(r: dict[str, Any], args: argparse.Namespace) -> None:
-    path = args.output or f"browse-{(r.get('page') or {}).get('tab', 't')}.png"
-    with open(path, "wb") as f:
-        f.write(base64.b64decode(r["image"]))
-    print(f"{path}: {r['width']}x{r['height']} PNG")
+def _exists(path: str) -> str:
+    return f"{path} exists already; pass --overwrite to replace it, or give another file"
+
+
+def _save_image(r: dict[str, Any], args: argparse.Namespace) -> bool:
+    """The screenshot to -o FILE (never over a file there unless --overwrite), or to a new browse-<tab>.png
+    (browse-<tab>-2.png… when taken): whole or not at all, 0600 like a PDF or a HAR (a page shown signed in
+    is the user's alone). False, said on stderr, when it cannot be written."""
+    from ..private_files import write_file
+
+    data = base64.b64decode(r["image"])
+    tab = (r.get("page") or {}).get("tab", "t")
+    names = [args.output] if args.output else [f"browse-{tab}{f'-{n}' if n > 1 else ''}.png" for n in range(1, 1000)]
+    for name in names:
+        try:
+            write_file(Path(os.path.abspath(name)), data, overwrite=bool(args.output and args.overwrite))
+        except FileExistsError:
+            if args.output:
+                print(f"webfetch: file_exists: {_exists(name)}", file=sys.stderr)
+                return False
+            continue
+        except OSError as e:
+            print(f"webfetch: cannot write {name}: {e.strerror or e}", file=sys.stderr)
+            return False
+        print(f"{name}: {r['width']}x{r['height']} PNG")
+        return True
+    print("webfetch: browse-<tab>.png and its 998 numbered variants are taken here; give a file with -o",
+          file=sys.stderr)
+    return False
 
 
 def _print_events(r: dict[str, Any]) -> None:

@@ -63,9 +63,8 @@ async def _browser_version(config: Config) -> str:
                 return await browser_version(conn)
         executable = find_chrome(config.browser.executable)
         assert executable is not None
-        async with launch_chrome(executable, config.browser.args) as (ws_url, _proc):
-            async with open_cdp(ws_url) as conn:
-                return await browser_version(conn)
+        async with launch_chrome(executable, config.browser.args) as (conn, _proc):
+            return await browser_version(conn)
 
 
 def check_chrome(config: Config) -> Check:

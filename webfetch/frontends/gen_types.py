@@ -16,6 +16,7 @@ their default. `_as_sent` rewrites the frames' `required` lists to say that.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -110,7 +111,7 @@ def _interface(name: str, schema: Schema) -> str:
 def _doc(text: str | None, indent: str) -> str:
     if not text:
         return ""
-    body = text.strip().replace("*/", "*\\/").split("\n")
+    body = inspect.cleandoc(text).replace("*/", "*\\/").split("\n")  # a docstring's own indent dropped
     if len(body) == 1:
         return f"{indent}/** {body[0]} */"
     return "\n".join([f"{indent}/**", *(f"{indent} * {line}".rstrip() for line in body), f"{indent} */"])

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .. import shell
 from ..errors import WebfetchError
 from ..profiles import (
     Profile,
@@ -32,6 +33,7 @@ from ..profiles import (
     check_name,
     cookie_hosts,
     cookies_for_hosts,
+    domains_of,
     export_state,
     host_listed,
     merge_state,
@@ -59,8 +61,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     q = ps.add_parser("login", help="open a Chromium window on URL to log in; its state is saved when you close it")
     q.add_argument("name")
     q.add_argument("url")
-    q.add_argument("--hosts", help="comma-separated hosts it may be used for (default: URL's host and the hosts "
-                                   "of the cookies the login set)")
+    q.add_argument("--hosts", help="comma-separated hosts it may be used for, each with its subdomains (default: "
+                                   "the URL's host; the other hosts that set cookies are named, with the "
+                                   "`profile allow` that adds one)")
     q = ps.add_parser("import", help="a Playwright storageState JSON or a cookies.txt, or the cookies of a Chrome "
                                      "running with remote debugging (--from-browser)")
     q.add_argument("name")
@@ -77,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     q.add_argument("name")
     q.add_argument("hosts", nargs="+", metavar="HOST")
     q.add_argument("--remove", action="store_true", help="take these hosts off the list instead")
-    q = ps.add_parser("delete", help="delete a profile and the logins it holds")
+    q = ps.add_parser("delete", help="delete a profile, the logins it holds and the pages read with it")
     q.add_argument("name")
 
 
@@ -225,11 +228,32 @@ def _login(store: ProfileStore, args: argparse.Namespace) -> int:
     if not state.cookies:
         raise ProfileError(f"the window closed with no cookies set, so there was no login to save; profile "
                            f"{args.name} is as it was")
+    everything = state.cookies
     if hosts:  # the single sign-on provider's and trackers' cookies stay out, as on an import
         state = StorageState(cookies=cookies_for_hosts(state.cookies, hosts), origins=state.origins)
-    profile = _store_state(store, args.name, state, hosts or [parts.hostname, *cookie_hosts(state.cookies)])
+    # bound to the URL's host alone unless told: a login also collects the cookies of every host its pages
+    # reached, and a profile goes only where the user sends it
+    profile = _store_state(store, args.name, state, hosts or [normalize_host(parts.hostname)])
     _saved(profile, len(state.cookies))
+    others = domains_of(profile.unbound(everything))
+    if others:
+        _other_hosts(args.name, others, hosts)
     return 0
+
+
+def _other_hosts(name: str, others: list[str], hosts: list[str] | None) -> None:
+    """Tell of the hosts that set cookies during a login which the profile is not bound to (a single sign-on
+    provider, a tracker, the site's parent domain), and how to add one: a profile goes only where it is sent."""
+    if hosts:
+        again = ",".join([*hosts, *others])
+        print(f"webfetch: the login also set cookies for {', '.join(others)}, which --hosts does not list, so they "
+              f"were not kept; to keep them, log in again with {shell.command('--hosts', again)}", file=sys.stderr)
+        return
+    commands = "".join(f"\n  {shell.command('webfetch', 'profile', 'allow', name, h)}" for h in others)
+    print(f"webfetch: the login also set cookies for {', '.join(others)} (a sign-on provider, a tracker, or the "
+          f"site's parent domain); the profile keeps them, but no page gets them until the profile may be used "
+          f"there. To allow one:{commands}\n(or log in with --hosts naming every host the profile is for)",
+          file=sys.stderr)
 
 
 def _configured_chrome() -> str | None:
@@ -277,8 +301,38 @@ def _allow(store: ProfileStore, args: argparse.Namespace) -> int:
 
 def _delete(store: ProfileStore, args: argparse.Namespace) -> int:
     store.delete(args.name)
-    print(f"webfetch: profile {args.name} deleted", file=sys.stderr)
+    pages = _forget_pages(args.name)
+    print(f"webfetch: profile {args.name} deleted{pages}", file=sys.stderr)
     return 0
+
+
+def _forget_pages(name: str) -> str:
+    """The pages read with a deleted profile go too (what its login showed): the running daemon forgets them
+    in memory and on disk (the `cache_clear` op with the profile); with none running, their files are
+    deleted here. What went, for the message."""
+    from ..cache import read_with
+    from ..config import Config, load_config_and_source, socket_path
+    from ..disk_cache import DiskCache, default_directory
+    from ..errors import ConfigError
+    from .client import Client, ClientError
+
+    try:
+        config = load_config_and_source(None)[0]
+    except ConfigError:
+        config = Config()
+    path = socket_path(config)
+    try:
+        with Client(path, autostart=False, timeout=30) as client:
+            answer = list(client.request("cache_clear", profile=name))[-1]
+    except ClientError:
+        files, _ = DiskCache(default_directory(), 1).forget_now(read_with(name))
+        return f", and its {_n(files, 'cached page')}" if files else ""
+    if answer.get("type") != "result":
+        raise ProfileError(f"profile {name} is deleted, but the daemon on {path} did not forget the pages read "
+                           f"with it ({answer.get('code')}: {answer.get('message')}); `webfetch cache clear` "
+                           f"forgets every page")
+    forgotten = max(answer["entries"], answer["disk_entries"])
+    return f", and its {_n(forgotten, 'cached page')}" if forgotten else ""
 
 
 def _list(store: ProfileStore, args: argparse.Namespace) -> int:

@@ -2,7 +2,9 @@
 profile when they close it.
 
 The browser gets a temporary --user-data-dir of its own (never the user's main profile, whose cookies are
-not ours to copy and which Chrome 136+ will not debug anyway), removed afterwards. Its state can only be
+not ours to copy and which Chrome 136+ will not debug anyway), removed afterwards. It is driven over its
+DevTools pipe (`--remote-debugging-pipe`), never a port: while the person logs in, no other local user or
+process can reach the window's cookies. Its state can only be
 read while its window is open: once the last one closes, Chromium 156 answers Storage.getCookies with
 nothing even when kept alive (--keep-alive-for-test), as the profile's session ends with it. So a CDP
 connection stays open and the state is read whenever a tab shows a new URL (the redirect after a login
@@ -19,7 +21,8 @@ from typing import Any
 
 import trio
 
-from ..cdp import CDPClosed, CDPConnection, CDPError, open_cdp
+from ..cdp import CDPClosed, CDPConnection, CDPError, open_cdp_pipe
+from ..cdp_transport import PipeTransport
 from ..launch import INSTALL_HINT, find_chrome
 from ..procs import ChildProcess, private_tempdir
 from ..profiles import ProfileError, StorageState
@@ -29,7 +32,7 @@ from .profile_browser import read_state
 POLL_S = 1.0
 START_TIMEOUT_S = 30.0
 FLAGS = ["--no-first-run", "--no-default-browser-check", "--password-store=basic", "--use-mock-keychain",
-         "--disable-sync", "--disable-default-apps", "--remote-debugging-port=0"]
+         "--disable-sync", "--disable-default-apps", "--remote-debugging-pipe"]
 
 
 def no_display_error(name: str) -> ProfileError | None:
@@ -57,12 +60,13 @@ async def login_window(url: str, executable: str | None) -> StorageState:
         args = [exe, f"--user-data-dir={data_dir}", *FLAGS, url]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # Chrome refuses to run as root with its sandbox
-        proc = ChildProcess(args)
+        proc = ChildProcess(args, devtools_pipe=True)
         try:
-            ws_url = await _devtools_url(data_dir, proc, exe)
-            print("webfetch: a Chromium window is open: log in there, then close the window (the login is "
-                  "saved when it closes)", file=sys.stderr, flush=True)
-            async with open_cdp(ws_url) as conn:
+            assert proc.devtools_in is not None and proc.devtools_out is not None
+            async with open_cdp_pipe(PipeTransport(proc.devtools_in, proc.devtools_out)) as conn:
+                await _started(conn, proc, exe)
+                print("webfetch: a Chromium window is open: log in there, then close the window (the login is "
+                      "saved when it closes)", file=sys.stderr, flush=True)
                 return await _watch(conn)
         finally:
             await proc.aclose()
@@ -70,21 +74,19 @@ async def login_window(url: str, executable: str | None) -> StorageState:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def _devtools_url(data_dir: Path, proc: ChildProcess, exe: str) -> str:
-    """Chrome writes its DevTools port and browser path to DevToolsActivePort in its user-data-dir."""
-    port_file = data_dir / "DevToolsActivePort"
+async def _started(conn: CDPConnection, proc: ChildProcess, exe: str) -> None:
+    """Return once Chrome answers on its DevTools pipe (it reads it once it is up)."""
     with trio.move_on_after(START_TIMEOUT_S):
-        while proc.poll() is None:
-            try:
-                port, path = port_file.read_text().split("\n")[:2]
-                if port.strip() and path.strip():
-                    return f"ws://127.0.0.1:{port.strip()}{path.strip()}"
-            except (OSError, ValueError):
-                pass
-            await trio.sleep(0.1)
-        raise ProfileError(f"{exe} exited with code {proc.poll()} before it opened its window; is the display "
-                           f"{os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')} usable?")
-    raise ProfileError(f"{exe} did not open its DevTools port within {START_TIMEOUT_S:.0f} s")
+        try:
+            await conn.call("Browser.getVersion")
+            return
+        except CDPClosed:  # it closed the pipe: it is exiting
+            with trio.move_on_after(2):
+                await proc.wait()
+            raise ProfileError(f"{exe} exited with code {proc.poll()} before it opened its window; is the "
+                               f"display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')} "
+                               f"usable?") from None
+    raise ProfileError(f"{exe} did not answer on its DevTools pipe within {START_TIMEOUT_S:.0f} s")
 
 
 async def _watch(conn: CDPConnection) -> StorageState:

@@ -527,6 +527,7 @@ export interface BrowseRequest {
 	mobile?: boolean | null;
 	scale?: number | null;
 	path?: string | null;
+	overwrite?: boolean;
 	profile?: string | null;
 	files?: string[] | null;
 	cwd?: string | null;
@@ -578,7 +579,11 @@ export interface MapRequest {
 	fresh?: boolean;
 }
 
-/** Forget every cached page, in memory and on disk (`webfetch cache clear`). */
+/**
+ * Forget every cached page, in memory and on disk (`webfetch cache clear`); with `profile`, only the
+ * pages read with that profile (`webfetch profile delete`).
+ */
 export interface CacheClearRequest {
 	op: "cache_clear";
+	profile?: string | null;
 }
