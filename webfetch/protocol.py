@@ -456,6 +456,15 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     url: str | None = None
     line: int | None = None     # 1-based, in `url`
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
+    nav: int = 0                # the tab's navigation it came from (`console_navs`); 0, the tab's first document
+
+
+class ConsoleNav(Struct, kw_only=True, omit_defaults=True):
+    """A navigation of a browsed tab that console entries came from (PROTOCOL.md, browse: console)."""
+
+    nav: int                    # the tab's main-frame documents so far, a back/forward cache restore counting
+    url: str                    # the URL the document was at when it came
+    restored: bool = False      # a page restored from the back/forward cache: its scripts did not run again
 
 
 class Download(Struct, kw_only=True, omit_defaults=True):
@@ -549,6 +558,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     height: int | None = None
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
+    console_navs: list[ConsoleNav] | None = None  # the navigations `console`'s entries came from, in order
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
     viewport: Viewport | None = None            # open with a device, viewport: the session's device
     path: str | None = None                     # pdf: the file written

@@ -47,7 +47,11 @@ class AddressPolicy:
         return any(ip in network for network in self.allow_networks)
 
     def for_browse(self, allow_local: list[str]) -> AddressPolicy:
-        """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists."""
+        """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists.
+        The same means fetch.allow_hosts and fetch.allow_private open browse too, every port of a listed host:
+        they are the user's list of what the daemon may reach (a LAN or tailnet host has no other way into
+        browse, and a rendered fetch runs the page's scripts under them already); browse.allow_local is the
+        narrower grant, one loopback port for browse sessions only. doctor and the docs say the same."""
         return replace(self, allow_local=tuple(dict.fromkeys(parse_local(entry) for entry in allow_local)),
                        browse=True)
 

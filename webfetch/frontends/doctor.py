@@ -182,18 +182,30 @@ def check_daemon(path: Path) -> list[Check]:
     return checks
 
 
+def policy_reach(config: Config) -> str:
+    """What the address policy lets through, and to whom. fetch.allow_private and fetch.allow_hosts are the
+    daemon's policy: fetch, crawl and browse sessions alike, every port of a listed host (urls.vet_host);
+    browse.allow_local adds loopback ports for browse sessions only."""
+    f = config.fetch
+    if f.allow_private:
+        return ("every address that is not public allowed, cloud metadata included (fetch.allow_private): to "
+                "fetch, crawl and browse sessions alike, on every port")
+    allowed = ("every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
+               "cloud metadata, …)")
+    if f.allow_hosts:
+        allowed += (f"; fetch, crawl and browse sessions may reach {', '.join(f.allow_hosts)} on every port "
+                    f"(fetch.allow_hosts)")
+    local = config.browse.allow_local
+    if local:
+        return allowed + f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)"
+    return allowed + ("; browse sessions reach nothing more (browse.allow_local lists none)" if f.allow_hosts else
+                      "; browse sessions reach no loopback port (browse.allow_local lists none)")
+
+
 def check_address_policy(config: Config) -> Check:
     from ..chrome import proxy_off_reason
 
-    f = config.fetch
-    allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
-               "every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
-               "cloud metadata, …)"
-               + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
-    local = config.browse.allow_local
-    if not f.allow_private:  # with it, every loopback port is open to fetch and browse alike
-        allowed += (f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)" if local else
-                    "; browse sessions reach no loopback port (browse.allow_local lists none)")
+    allowed = policy_reach(config)
     off = proxy_off_reason(config.browser)
     if off:
         return Check(WARN, "address policy", f"{allowed}; checked per request only, because {off}: "

@@ -3,7 +3,16 @@
  * (tool_text.py is the Python twin; tests/golden holds the two to one text), and the minimal components
  * pi's TUI renders it with (no pi-tui import).
  */
-import type { BatchResult, BrowseResult, ConsoleEntry, Download, FetchResult, PageFailed, PageFrame } from "./protocol.ts";
+import type {
+	BatchResult,
+	BrowseResult,
+	ConsoleEntry,
+	ConsoleNav,
+	Download,
+	FetchResult,
+	PageFailed,
+	PageFrame,
+} from "./protocol.ts";
 import type { Component, Content, RenderContext, RenderOptions, TextContent, Theme } from "./pi.ts";
 
 // pi's limits for one tool result (DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES in pi-coding-agent).
@@ -184,7 +193,7 @@ export function browseText(r: BrowseResult): string {
 	const errors = r.console_errors ?? 0;
 	if (errors) lines.push(`${errors} new console error${errors !== 1 ? "s" : ""} since the last action (action console shows them)`);
 	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
-	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0));
+	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0, r.console_navs ?? []));
 	else if (r.content) lines.push("", r.content);
 	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
@@ -200,12 +209,20 @@ function downloadLine(d: Download): string {
 	return `download ${d.state === "too_large" ? "stopped" : "failed"}: ${d.url}: ${d.message}`;
 }
 
-/** The console action's entries, one line each (and their stacks under them), newest last. */
-function consoleLines(entries: ConsoleEntry[], dropped: number): string[] {
+/** The console action's entries, one line each (and their stacks under them), newest last, under a line naming
+ * the navigation they came from each time it changes. */
+function consoleLines(entries: ConsoleEntry[], dropped: number, navs: ConsoleNav[]): string[] {
 	const older = dropped ? ` (${dropped} older not shown)` : "";
 	if (!entries.length) return [`console: no new messages${older}`];
 	const lines = [`console: ${entries.length} message${entries.length !== 1 ? "s" : ""} since the last console action, newest last${older}`];
+	const byNav = new Map(navs.map((n) => [n.nav, n]));
+	let at: number | undefined;
 	for (const e of entries) {
+		if ((e.nav ?? 0) !== at) {
+			at = e.nav ?? 0;
+			const nav = byNav.get(at);
+			if (nav) lines.push(`navigation ${at}: ${nav.url}${nav.restored ? " (restored from the back/forward cache)" : ""}`);
+		}
 		// an exception's text already says what it is ("Uncaught …"); the browser's own messages name their source
 		const kind = ["console", "exception", "rejection"].includes(e.kind) ? "" : `(${e.kind}) `;
 		const where = e.url ? ` — ${e.url}${e.line ? `:${e.line}` : ""}` : "";

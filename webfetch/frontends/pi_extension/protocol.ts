@@ -214,6 +214,7 @@ export interface BrowseResult {
 	height?: number | null;
 	console?: ConsoleEntry[] | null;
 	console_dropped?: number | null;
+	console_navs?: ConsoleNav[] | null;
 	console_errors?: number | null;
 	viewport?: Viewport | null;
 	path?: string | null;
@@ -255,6 +256,14 @@ export interface ConsoleEntry {
 	url?: string | null;
 	line?: number | null;
 	stack?: string | null;
+	nav?: number;
+}
+
+/** A navigation of a browsed tab that console entries came from (PROTOCOL.md, browse: console). */
+export interface ConsoleNav {
+	nav: number;
+	url: string;
+	restored?: boolean;
 }
 
 /** A browse session's device: the viewport in CSS pixels, device pixels per CSS pixel, a phone or not. */
