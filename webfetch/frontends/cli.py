@@ -397,7 +397,7 @@ def _status(client: Client, args: argparse.Namespace, source: ConfigSource) -> i
 
     for frame in client.request("status"):
         if frame.get("type") == "error":
-            print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+            print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return 1
         if frame.get("type") != "result":
             continue

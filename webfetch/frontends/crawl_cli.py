@@ -99,7 +99,8 @@ def _summary(result: dict[str, Any]) -> None:
           f"{result['queued']} queued, {len(result['failed'])} failed, robots.txt {result['robots']}",
           file=sys.stderr)
     for failure in result["failed"]:
-        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {failure['message']}", file=sys.stderr)
+        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {cli_words(failure['message'])}",
+              file=sys.stderr)
     for note in result.get("notes", []):
         print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
 
