@@ -1,5 +1,6 @@
 """`webfetch browse` as a person types it, against a daemon the CLI starts (real processes)."""
 
+import re
 import time
 
 import pytest
@@ -98,3 +99,32 @@ def test_a_screenshot_without_a_file_never_replaces_the_last_one(tmp_path, monke
     assert (tmp_path / "browse-t1.png").read_bytes() == b"\x89PNG first"
     assert (tmp_path / "browse-t1-2.png").read_bytes() == b"\x89PNG second"
     assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o600}
+
+
+@pytest.mark.chromium
+def test_an_open_dialog_is_answered_with_the_command_the_error_names(short_tmp, site):
+    site.html("/confirm", "<html><head><title>Danger</title></head><body><button onclick=\"document.body.append("
+                          "confirm('Delete everything?') ? 'deleted' : 'kept')\">Delete all</button></body></html>")
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg)}
+
+    def browse(*args: str):
+        return run_cli("browse", *args, "--session", "dialogs", env=env)
+
+    try:
+        opened = browse("open", site.url("/confirm"))
+        assert opened.returncode == 0, opened.stderr
+        ref = re.search(r'- button "Delete all" \[ref=(e\d+)\]', opened.stdout).group(1)
+        clicked = browse("click", ref)
+        assert "dialog (confirm): Delete everything?  — answer it: webfetch browse dialog accept|dismiss" in \
+            clicked.stdout, clicked.stdout
+        blocked = browse("snapshot")
+        assert blocked.returncode == 1
+        assert blocked.stderr == ("webfetch: dialog_open: a confirm dialog is open on t1 ('Delete everything?'); "
+                                  "answer it with `webfetch browse dialog accept` (or `dismiss`) before anything else "
+                                  "on this tab\n")
+        answered = browse("dialog", "dismiss")
+        assert answered.returncode == 0 and "kept" in answered.stdout, answered.stdout + answered.stderr
+    finally:
+        browse("close")

@@ -356,3 +356,30 @@ def test_a_broken_config_that_names_the_socket_is_still_asked_there(short_tmp):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_the_log_names_every_op_by_its_wire_name(short_tmp, site):
+    """One log line per request, its op as the client sent it: `op=reload` beside `op=status`, never the
+    request's class name (`op=ReloadRequest`)."""
+    import re
+
+    from webfetch.protocol import OPS
+
+    path = short_tmp / "wf.sock"
+    cfg = write_config(short_tmp)
+    proc = serve_in_own_group(path, cfg)
+    try:
+        wait_until("the socket", path.exists)
+        for args in (["status"], ["reload"], ["cache", "clear"], ["fetch", site.url("/article")],
+                     ["browse", "open", site.url("/article")], ["browse", "close"]):
+            r = run_cli(*args, "--socket", str(path), "--config", str(cfg))
+            assert r.returncode == 0, (args, r.stderr)
+        assert run_cli("stop", "--socket", str(path), "--config", str(cfg)).returncode == 0
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    ops = re.findall(r" conn=\d+ id=\S+ op=(\S+)", stderr_of(path))
+    assert {"status", "reload", "cache_clear", "fetch", "browse"} <= set(ops), ops
+    assert set(ops) <= set(OPS), ops

@@ -304,7 +304,7 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
     finally:
         run_cli("stop", "--config", str(cfg), env=env)
     log = log_path_for(path).read_text()
-    assert "op=fetch" in log and "op=BrowseRequest" in log, log  # it logged the requests
+    assert "op=fetch" in log and "op=browse" in log, log  # it logged the requests
     assert token not in log and refreshed not in log
 
 

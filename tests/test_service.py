@@ -294,8 +294,9 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     cfg.write_text(cfg.read_text() + 'model = "fake/fake-1"\n')  # the last table is [subagent]
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
     assert re.search(r"^warn  web search +no backend configured", r.stdout, re.M)
-    assert re.search(r"^ok    address policy +all private addresses allowed \(fetch.allow_private\); pages connect "
-                     r"only through webfetch's proxy", r.stdout, re.M)
+    assert re.search(r"^ok    address policy +every address that is not public allowed, .*\(fetch.allow_private\): "
+                     r"to fetch, crawl and browse sessions alike, on every port; pages connect only through "
+                     r"webfetch's proxy", r.stdout, re.M)
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path),
                 env={**no_keys, "BRAVE_API_KEY": "k", "https_proxy": "http://127.0.0.1:9"})
     assert re.search(r"^ok    web search +Brave \(configured: Brave;", r.stdout, re.M)
@@ -331,10 +332,14 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     wheel = next(out.glob("webfetch-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
-                  "webfetch/frontends/pi_extension/tools.json",
-                  "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
+        for f in ("webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
+        # the pi extension, every file of it (index.ts imports the others: a missing one fails pi's load)
+        extension = {f"webfetch/frontends/pi_extension/{p.name}" for p in (ROOT / "webfetch" / "frontends" /
+                                                                         "pi_extension").iterdir()}
+        assert {"webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/protocol.ts",
+                "webfetch/frontends/pi_extension/tools.json"} <= extension
+        assert extension <= names, extension - names
         # the scripts that run in pages, every one of them (a missing one fails at import)
         scripts = {f"webfetch/js/{p.name}" for p in (ROOT / "webfetch" / "js").glob("*.js")}
         assert scripts and scripts <= names, scripts - names

@@ -207,7 +207,7 @@ class Crawler:
             run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress, timeout, deadline)
         if run is None:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
-                          f"larger timeout_s")
+                          f"larger `timeout_s`")
         if not robots.allowed(path_of(start)):
             why = (f"its robots.txt could not be read ({robots.why}), which RFC 9309 says to take as disallowing "
                    f"everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
@@ -379,7 +379,7 @@ class Crawler:
                 nursery.cancel_scope.cancel()
         if deadline.cancelled_caught or trio.current_time() >= run.deadline:
             run.stopped = "deadline"
-            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger timeout_s for more")
+            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger `timeout_s` for more")
         run.report(f"stopped: {run.stopped}")
 
     def _next(self, run: _Run, nursery: trio.Nursery) -> StopReason | None:

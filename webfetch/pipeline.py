@@ -162,7 +162,7 @@ class Pipeline:
                     ck, lambda: self._find_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
-                          f"timeout_s if the site is slow") from None
+                          f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
     async def _find_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
@@ -260,7 +260,7 @@ class Pipeline:
                     found = await self.extractor.find(page.markdown, pattern)
             except trio.TooSlowError:
                 why = ("; it backtracks (nested repeats such as (a+)+ or (.*)*): simplify it, or search for words"
-                       if pattern.regex is not None else "; pass a larger timeout_s")
+                       if pattern.regex is not None else "; pass a larger `timeout_s`")
                 raise Timeout(f"the search for {pattern.described} ran for {timeout:g} s on the page's "
                               f"{len(page.markdown)} characters without finishing{why}") from None
         total = len(page.markdown)
@@ -271,11 +271,12 @@ class Pipeline:
 
     def _subagent_task(self, req: FetchRequest, page: Page) -> str | None:
         """What to ask the sub-agent: the request's prompt, or a summary of a page too large for one reply
-        (unless the caller asked for raw pages)."""
+        (unless the caller asked for raw pages). Without a sub-agent CLI no summary is tried: the caller
+        asked for the page, not for one, and gets its first page with no note about installing pi."""
         if req.prompt is not None:
             return f"Question about this page: {req.prompt}"
         fc = self.config.fetch
-        if req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
+        if self.subagent.available and req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
                                                             fc.page_lines)[1] is not None:
             return SUMMARY_TASK
         return None

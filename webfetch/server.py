@@ -257,8 +257,7 @@ def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, s
         return
     ms = (time.monotonic() - started) * 1000
     url = getattr(req, "url", None)
-    op = {"FetchRequest": "fetch", "SearchRequest": "search", "StatusRequest": "status"}.get(
-        type(req).__name__, type(req).__name__)
+    op = req.__struct_config__.tag  # the op's wire name, as the client sent it (PROTOCOL.md)
     if isinstance(frame, ErrorFrame):
         outcome = f"error={frame.code}"
     elif frame is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .cli_words import cli_words
 from .command import Invocation, handles, with_daemon
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool) -> d
             print("\r\x1b[K", end="", file=sys.stderr, flush=True)
         if kind == "error":
             if not as_json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+                print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return None
         return frame
     return None
@@ -107,9 +108,10 @@ def _summary(result: dict[str, Any]) -> None:
           f"{result['queued']} queued, {len(result['failed'])} failed, robots.txt {result['robots']}",
           file=sys.stderr)
     for failure in result["failed"]:
-        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {failure['message']}", file=sys.stderr)
+        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {cli_words(failure['message'])}",
+              file=sys.stderr)
     for note in result.get("notes", []):
-        print(f"webfetch: note: {note}", file=sys.stderr)
+        print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
 
 
 def out_ready(out: Path) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import MAX_BATCH_URLS, THINKING_LEVELS
+from .cli_words import cli_words
 from .command import handles, with_daemon
 
 if TYPE_CHECKING:
@@ -59,27 +60,29 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def _fetch(client: Client, args: argparse.Namespace) -> int:
-    show_progress = sys.stderr.isatty() and not args.json
+    from .progress_line import ProgressLine
+
     target: dict[str, Any] = {"url": args.url[0]} if len(args.url) == 1 else {"urls": args.url}
-    batch = _BatchPrinter(len(args.url))
-    for frame in client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
-                                fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                                prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
-                                profile=args.profile):
-        if args.json:
-            print(json.dumps(frame, ensure_ascii=False), flush=True)
-        kind = frame.get("type")
-        if kind == "progress":
-            if show_progress:
-                print(f"\r\x1b[K{frame.get('stage')}: {frame.get('message')}", end="", file=sys.stderr, flush=True)
-            continue
-        if show_progress:
-            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
-        if kind == "error":
-            if not args.json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
-            return 1
-        _show(frame, batch, printing=not args.json)
+    batch = _BatchPrinter(len(args.url), prompted=args.prompt is not None)
+    frames = client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
+                            fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
+                            prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
+                            profile=args.profile)
+    with ProgressLine() as progress:
+        for frame in frames:
+            if args.json:
+                print(json.dumps(frame, ensure_ascii=False), flush=True)
+            kind = frame.get("type")
+            if kind == "progress":
+                if sys.stderr.isatty() and not args.json:
+                    progress.show(f"{frame.get('stage')}: {frame.get('message')}")
+                continue
+            progress.clear()
+            if kind == "error":
+                if not args.json:
+                    print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
+                return 1
+            _show(frame, batch, printing=not args.json)
     return 1 if batch.failed else 0
 
 
@@ -87,21 +90,27 @@ def _show(frame: dict[str, Any], batch: _BatchPrinter, printing: bool) -> None:
     """A result or a batch's page: the page when its turn comes; a batch's own result adds nothing to them."""
     if frame.get("type") == "page":
         batch.add(frame, printing)
-    elif printing and frame.get("kind") != "batch":
-        _print_result(frame)
+    elif frame.get("kind") != "batch":
+        batch.failed += batch.unanswered(frame)
+        if printing:
+            _print_result(frame, batch.prompted)
 
 
 class _BatchPrinter:
     """A batch's pages on stdout in the order given, each as soon as every page before it has arrived."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, prompted: bool) -> None:
         self.total = total
+        self.prompted = prompted  # the request asked a prompt: a page instead of an answer is a failure
         self.waiting: dict[int, dict[str, Any]] = {}
         self.printed = 0
         self.failed = 0
 
+    def unanswered(self, frame: dict[str, Any]) -> bool:
+        return self.prompted and frame.get("kind") == "page"
+
     def add(self, frame: dict[str, Any], printing: bool) -> None:
-        self.failed += "error" in frame
+        self.failed += "error" in frame or self.unanswered(frame)
         self.waiting[int(frame.get("index", 0))] = frame
         while self.printed in self.waiting:
             page = self.waiting.pop(self.printed)
@@ -116,24 +125,28 @@ class _BatchPrinter:
         error = page.get("error")
         if error is not None:
             print(f"webfetch: [{self.printed}/{self.total}] {page.get('url')}: {error.get('code')}: "
-                  f"{error.get('message')}", file=sys.stderr, flush=True)
+                  f"{cli_words(str(error.get('message')))}", file=sys.stderr, flush=True)
             return
-        _print_result(page)
+        _print_result(page, self.prompted)
         sys.stdout.flush()
 
 
-def _print_result(frame: dict[str, Any]) -> None:
-    """A fetch's content on stdout; its flags, notes and where to continue on stderr."""
+def _print_result(frame: dict[str, Any], prompted: bool = False) -> None:
+    """A fetch's content on stdout; its flags, notes and where to continue on stderr; and, when a prompt
+    got the page instead of an answer, that it was not answered (the notes above that line say why)."""
     content = frame.get("content", "")
     print(content, end="" if content.endswith("\n") else "\n")
     if frame.get("flags"):
         print(f"webfetch: flags: {', '.join(frame['flags'])} (read the notes before using this content)",
               file=sys.stderr)
     for note in frame.get("notes", []):
-        print(f"webfetch: note: {note}", file=sys.stderr)
+        print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
     if frame.get("next_offset") is not None:
         print(f"webfetch: {frame['total_chars']} characters in all; continue with --offset "
               f"{frame['next_offset']}", file=sys.stderr)
+    if prompted and frame.get("kind") == "page":
+        print("webfetch: --prompt was not answered: the page itself is printed instead (the note above says "
+              "why)", file=sys.stderr)
 
 
 def _search(client: Client, args: argparse.Namespace) -> int:
@@ -142,7 +155,7 @@ def _search(client: Client, args: argparse.Namespace) -> int:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
         if frame.get("type") == "error":
             if not args.json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+                print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return 1
         if frame.get("type") == "result" and not args.json:
             print(frame["content"])

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .cli_words import cli_words
 from .command import Invocation, Needs, broken_config, command_line, handles, say_broken_config
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _status(client: Client, inv: Invocation) -> int:
     args = inv.args
     for frame in client.request("status"):
         if frame.get("type") == "error":
-            print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+            print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return 1
         if frame.get("type") != "result":
             continue
