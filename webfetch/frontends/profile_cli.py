@@ -194,13 +194,14 @@ def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
     import trio
 
     from ..cdp import CDPClosed, CDPError, open_cdp
+    from ..chrome import Browser
     from .profile_browser import START_HINT, browser_ws_url, read_state
 
     async def read() -> StorageState:
         ws_url = await browser_ws_url(endpoint)
         try:
             async with open_cdp(ws_url) as conn:
-                state = await read_state(conn, lambda host: host_listed(host, hosts))
+                state = await read_state(await Browser.over(conn), lambda host: host_listed(host, hosts))
         except CDPClosed as e:
             raise ProfileError(f"the browser at {endpoint} refused the DevTools connection ({e}); {START_HINT}") \
                 from None
