@@ -37,7 +37,7 @@ from .disk_cache import DiskCache, default_directory
 from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .extractor import Extractor
-from .pipeline import Pipeline, page_size
+from .pipeline import Pipeline, memory_entry_bytes, page_size
 from .profile_use import ProfileUse
 from .protocol import (
     BrowseRequest,
@@ -143,7 +143,7 @@ class Daemon:
         self.browse_policy = PolicyHolder(self.policy.current.for_browse(config.browse.allow_local))
         self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
-                                        page_size)
+                                        page_size, memory_entry_bytes(config.cache))
         # the pages the next daemon finds (cache.disk_max_bytes = 0: none), in the cache directory as the
         # daemon started with it
         self.disk = DiskCache(default_directory(), config.cache.disk_max_bytes, config.cache.sweep_s)
@@ -180,7 +180,7 @@ class Daemon:
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
         if isinstance(req, CrawlRequest):
-            return replace(await self.crawler.crawl(req, progress), id=rid)
+            return replace(await self.crawler.crawl(req, progress, rid, send), id=rid)
         if isinstance(req, MapRequest):
             return replace(await self.crawler.map(req, progress), id=rid)
         if isinstance(req, StopRequest):
@@ -241,7 +241,8 @@ class Daemon:
         if self.policy.current.for_browse(config.browse.allow_local) != self.browse_policy.current:
             self.browse_policy.current = self.policy.current.for_browse(config.browse.allow_local)
         if "cache" in sections:
-            self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
+            self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
+                                   memory_entry_bytes(config.cache))
             self.disk.reconfigure(config.cache.disk_max_bytes, config.cache.sweep_s)
         if "search" in sections:
             self.search.reconfigure(config.search)
