@@ -397,21 +397,29 @@ class Daemon:
             await self.server.wait_flushed()  # the `shutting_down` frames reach their clients
 
 
-# glibc's mallopt parameter for the number of malloc arenas.
+# glibc's mallopt parameters: the number of malloc arenas, and the size from which a block is mapped alone.
 _M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
 MALLOC_ARENAS = 2
+# A block this large or larger (a page's HTML, markdown, packed entry or frame) is mapped on its own and given
+# back to the system when freed. glibc's default starts at 128 KiB but rises to the size of each large block
+# freed, up to 32 MiB: after the first 10 MB page, every later one was carved from the heap, whose freed
+# holes a busy daemon keeps (it trims only when idle).
+MMAP_THRESHOLD = 1024 * 1024
 
 
 def limit_malloc_arenas() -> None:
-    """Let the daemon's threads share two malloc arenas instead of glibc's up to 8 per core: each thread
+    """Big blocks mapped alone (MMAP_THRESHOLD), and let the daemon's threads share two malloc arenas instead of glibc's up to 8 per core: each thread
     that extracts a page, resolves a name or reads a file would otherwise get an arena of its own, and
     fragments of freed pages kept in many arenas make the RSS creep. Measured with bin/bench_memory (1 000
     mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB by default, 131 -> 158 MiB with two
     arenas (the cache holding 5.6 MiB of it). A no-op where the C library is not glibc."""
     try:
-        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        pass
+        return
+    mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 # Seconds without a request in flight before the daemon trims its C heap.

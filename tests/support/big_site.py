@@ -14,7 +14,9 @@ from .site import QuietHTTPServer
 LINKS = 4                       # each page links to the next four: the frontier keeps the crawl busy
 PARAGRAPH = ("The crawler keeps this long page in the cache and only its beginning in the result, so that a "
              "crawl of many such pages stays within its memory. ")
-BLOCK_PARAGRAPHS = 200          # one block of a page: ~30 KB of HTML
+BLOCK_PARAGRAPHS = 4            # one block of a page: 4 paragraphs of ~20 KB of text
+PARAGRAPH_REPEAT = 150          # a paragraph is its sentence this many times: few, long text nodes keep the
+                                # parsing (three passes a page) to seconds, where 10 MB of short ones takes tens
 
 
 class BigSite:
@@ -73,7 +75,8 @@ class BigSite:
                                                                                              self.count)))
         head = (f"<!doctype html><html><head><meta charset='utf-8'><title>Big page {n}</title></head><body>"
                 f"<nav><ul>{links}</ul></nav><main><article><h1>Big page {n}</h1>").encode()
-        block = "".join(f"<p>Page {n}, paragraph {i}: {PARAGRAPH}</p>" for i in range(BLOCK_PARAGRAPHS)).encode()
+        block = "".join(f"<p>Page {n}, paragraph {i}: {PARAGRAPH * PARAGRAPH_REPEAT}</p>"
+                        for i in range(BLOCK_PARAGRAPHS)).encode()
         return head, block, f"<ul>{links}</ul></article></main></body></html>".encode()
 
     def url(self, n: int = 0) -> str:
