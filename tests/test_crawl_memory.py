@@ -40,6 +40,9 @@ def served(short_tmp):
         daemon.stop()
 
 
+# 32 pages of 10 MB take a minute or two on a quiet 2-core machine (each is parsed three times), far longer
+# when the machine is shared: the suite's 120 s would cut it short
+@pytest.mark.timeout(1800)
 def test_a_crawl_of_big_pages_keeps_the_daemon_within_300_mib_and_streams_every_page_whole(served):
     site = BigSite(PAGES).start()
     try:
@@ -54,6 +57,10 @@ def test_a_crawl_of_big_pages_keeps_the_daemon_within_300_mib_and_streams_every_
                     result = frame
         peak_kib = procs.status_field(served.proc.pid, "VmHWM")   # the kernel's high-water mark: no sampling
         workers = [procs.status_field(w, "VmHWM") // 1024 for w in procs.parser_workers(served.proc.pid)]
+        # what the daemon held at its peak, over what it held idle: not the pages
+        above_mib = (peak_kib - idle_kib) // 1024
+        assert above_mib <= PEAK_ABOVE_IDLE_MIB, (
+            f"daemon peak RSS {peak_kib // 1024} MiB, {above_mib} MiB above idle; parser workers' peaks {workers} MiB")
         assert result["type"] == "result", result
         assert result["stopped"] == "scope_exhausted" and result["failed"] == []
         pages = result["pages"]
@@ -69,11 +76,6 @@ def test_a_crawl_of_big_pages_keeps_the_daemon_within_300_mib_and_streams_every_
         assert sum(len(p["content"]) for p in pages) <= RESULT_CHARS
         assert f"{PAGES} pages longer than their share of the result ({share} characters a page" in \
             " ".join(result["notes"])
-
-        # what the daemon held at its peak, over what it held idle: not the pages
-        above_mib = (peak_kib - idle_kib) // 1024
-        assert above_mib <= PEAK_ABOVE_IDLE_MIB, (
-            f"daemon peak RSS {peak_kib // 1024} MiB, {above_mib} MiB above idle; parser workers' peaks {workers} MiB")
 
         # the pages went to the disk cache, not the memory cache (each is over 1/32 of it)
         cache = served.status()["cache"]

@@ -409,11 +409,12 @@ MMAP_THRESHOLD = 1024 * 1024
 
 
 def limit_malloc_arenas() -> None:
-    """Big blocks mapped alone (MMAP_THRESHOLD), and let the daemon's threads share two malloc arenas instead of glibc's up to 8 per core: each thread
-    that extracts a page, resolves a name or reads a file would otherwise get an arena of its own, and
-    fragments of freed pages kept in many arenas make the RSS creep. Measured with bin/bench_memory (1 000
-    mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB by default, 131 -> 158 MiB with two
-    arenas (the cache holding 5.6 MiB of it). A no-op where the C library is not glibc."""
+    """Big blocks mapped alone (MMAP_THRESHOLD), and the daemon's threads sharing two malloc arenas instead of
+    glibc's up to 8 per core: each thread that extracts a page, resolves a name or reads a file would
+    otherwise get an arena of its own, and fragments of freed pages kept in many arenas make the RSS creep.
+    Measured with bin/bench_memory (1 000 mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB
+    by default, 131 -> 158 MiB with two arenas (the cache holding 5.6 MiB of it). A no-op where the C library
+    is not glibc."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
