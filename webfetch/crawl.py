@@ -6,9 +6,9 @@ crawl.ignore_robots; every request to the site passes the per-host politeness (p
 
 A crawl's memory is bounded as a batch's output is: the result carries at most crawl.result_chars of page
 content, each page its equal share (or the request's max_chars), and says where the rest of a longer page starts
-(`next_offset`, read with `fetch`: the page is in the cache). A page is never held whole past its visit; a
-client that wants every page whole asks to `stream` them, each sent (and written to its socket) as it is
-crawled."""
+(`next_offset`, read on with `fetch`, from the cache while it holds the page). A page is never held whole past
+its visit; a client that wants every page whole asks to `stream` them, each sent (and written to its socket)
+as it is crawled."""
 
 from __future__ import annotations
 
