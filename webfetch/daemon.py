@@ -404,7 +404,9 @@ MALLOC_ARENAS = 2
 # A block this large or larger (a page's HTML, markdown, packed entry or frame) is mapped on its own and given
 # back to the system when freed. glibc's default starts at 128 KiB but rises to the size of each large block
 # freed, up to 32 MiB: after the first 10 MB page, every later one was carved from the heap, whose freed
-# holes a busy daemon keeps (it trims only when idle).
+# holes a busy daemon keeps (it trims only when idle). Measured on a streamed crawl of 32 pages of 10 MB
+# (bin/bench_crawl.py's site): the daemon's peak RSS above idle +253 and +263 MiB with glibc's default,
+# +202 and +202 MiB with this.
 MMAP_THRESHOLD = 1024 * 1024
 
 

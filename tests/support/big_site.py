@@ -11,7 +11,7 @@ import threading
 
 from .site import QuietHTTPServer
 
-LINKS = 4                       # each page links to the next four: the frontier keeps the crawl busy
+LINKS = 16                      # each page links to the next 16: 500 pages within the deepest depth, 50
 PARAGRAPH = ("The crawler keeps this long page in the cache and only its beginning in the result, so that a "
              "crawl of many such pages stays within its memory. ")
 BLOCK_PARAGRAPHS = 4            # one block of a page: 4 paragraphs of ~20 KB of text
