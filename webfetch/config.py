@@ -243,7 +243,7 @@ def _toml_path(msg: str) -> tuple[str, str | None]:
     m = re.fullmatch(r"Object contains unknown field `([^`]+)`(?: - at `\$\.?([^`]*)`)?", msg)
     if m:
         key = f"{m.group(2)}.{m.group(1)}" if m.group(2) else m.group(1)
-        return f"unknown key `{key}`; see the README for the keys webfetch knows", key
+        return f"unknown key `{key}`; docs/CONFIG.md lists the keys webfetch knows", key
     m = re.fullmatch(r"(.*) - at `\$\.([^`]*)`", msg)
     if m:
         return f"key `{m.group(2)}`: {m.group(1)}", m.group(2)
