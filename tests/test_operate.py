@@ -327,7 +327,7 @@ def test_a_broken_config_leaves_status_logs_stop_and_doctor_working_and_says_so(
         assert doctor.returncode == 1
         lines = doctor.stdout.splitlines()
         assert re.fullmatch(rf"FAIL  config +{re.escape(error)} \(the checks below use the defaults\)", lines[0])
-        assert re.fullmatch(r" +fix: fix that line \(the README lists every key\), then run `webfetch reload`: a "
+        assert re.fullmatch(r" +fix: fix that line \(docs/CONFIG.md lists every key\), then run `webfetch reload`: a "
                             r"running daemon keeps the config it has until then, and none can start", lines[1])
         assert any(re.match(rf"ok    daemon +webfetch {re.escape(__version__)} on {re.escape(str(path))}", line)
                    for line in lines), doctor.stdout

@@ -141,6 +141,9 @@ class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     timeout_s: Positive = 300.0        # a whole crawl or map, unless the request gives its own
     max_errors: PositiveInt = 20       # pages that fail before a crawl stops with `errors`
     max_retry_after_s: Positive = 60.0  # a 429's Retry-After is waited up to this long, else the page fails
+    # characters of page content in one crawl result, all pages together (each gets an equal share); the
+    # rest of each page is read from the cache with `fetch` and `offset`, so a crawl's memory stays bounded
+    result_chars: PositiveInt = 5_000_000
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -240,7 +243,7 @@ def _toml_path(msg: str) -> tuple[str, str | None]:
     m = re.fullmatch(r"Object contains unknown field `([^`]+)`(?: - at `\$\.?([^`]*)`)?", msg)
     if m:
         key = f"{m.group(2)}.{m.group(1)}" if m.group(2) else m.group(1)
-        return f"unknown key `{key}`; see the README for the keys webfetch knows", key
+        return f"unknown key `{key}`; docs/CONFIG.md lists the keys webfetch knows", key
     m = re.fullmatch(r"(.*) - at `\$\.([^`]*)`", msg)
     if m:
         return f"key `{m.group(2)}`: {m.group(1)}", m.group(2)

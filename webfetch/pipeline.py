@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from . import find, shell
 from .cache import PROFILE_MARK, Cache
 from .chrome import BrowserContext, Chrome
-from .config import Config, default_max_renders
+from .config import CacheConfig, Config, default_max_renders
 from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
@@ -96,6 +96,17 @@ ENTRY_OVERHEAD = 256  # the bytes object, the cache's entry and its key, roughly
 def page_size(packed: bytes) -> int:
     """What one cached page costs the daemon's memory."""
     return len(packed) + ENTRY_OVERHEAD
+
+
+# With a disk cache, a page larger than this share of the memory cache (8 MiB of the default 256) is kept on
+# disk only: one 10 MB page must not push dozens of others out of memory, nor a crawl of such pages fill the
+# daemon's memory with them. A `fetch` of it, at any offset, reads its file again (tens of milliseconds).
+MEMORY_ENTRY_SHARE = 32
+
+
+def memory_entry_bytes(cache: CacheConfig) -> int:
+    """The largest page the memory cache keeps: all it can hold when nothing is kept on disk."""
+    return cache.max_bytes // MEMORY_ENTRY_SHARE if cache.disk_max_bytes else cache.max_bytes
 
 
 class Pipeline:

@@ -157,9 +157,10 @@ class Connection:
             self._emit_nowait(ProgressFrame(id=rid, stage=stage, message=message,
                                        elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
 
-        async def send(early: Frame) -> None:  # a frame before the terminal one (a batch's page)
+        async def send(early: Frame) -> None:  # a frame before the terminal one (a batch's or a crawl's page)
             if not self.gone:
                 await self._emit(early)
+                await self.wait_flushed()  # written before the request goes on: no pile of pages in memory
 
         try:
             with active.scope:

@@ -175,7 +175,7 @@ def check_config(inv: Invocation) -> Check:
     config until a reload reads one that does."""
     if inv.broken is not None:
         return Check(FAIL, "config", f"{inv.broken} (the checks below use the defaults)",
-                     f"fix that line (the README lists every key), then run `{command_line(inv, 'reload')}`: "
+                     f"fix that line (docs/CONFIG.md lists every key), then run `{command_line(inv, 'reload')}`: "
                      f"a running daemon keeps the config it has until then, and none can start")
     return Check(OK, "config", inv.source.path or "no config file (all defaults)")
 

@@ -13,6 +13,7 @@ export type Frame =
 	| CancelResult
 	| StopResult
 	| ReloadResult
+	| CrawlPageFrame
 	| CrawlResult
 	| MapResult
 	| CacheClearResult
@@ -410,6 +411,29 @@ export interface ReloadResult {
 	needs_restart: string[];
 }
 
+/**
+ * A crawled page, whole, sent the moment it is crawled when the crawl asked to `stream`; `index` is its
+ * place in the result's `pages`.
+ */
+export interface CrawlPageFrame {
+	type: "page";
+	url: string;
+	final_url: string;
+	depth: number;
+	status: number | null;
+	title: string | null;
+	content: string;
+	chars: number;
+	extractor: string | null;
+	cached: boolean;
+	flags: string[];
+	notes: string[];
+	next_offset: number | null;
+	id: string | number | null;
+	op: string;
+	index: number;
+}
+
 export interface CrawlResult {
 	type: "result";
 	id: string | number | null;
@@ -436,6 +460,7 @@ export interface CrawledPage {
 	cached: boolean;
 	flags: string[];
 	notes: string[];
+	next_offset: number | null;
 }
 
 export interface CrawlFailure {
@@ -574,6 +599,8 @@ export interface CrawlRequest {
 	exclude?: string[];
 	timeout_s?: number | null;
 	fresh?: boolean;
+	max_chars?: number | null;
+	stream?: boolean;
 }
 
 /** The URLs of a site from a start URL: its sitemaps, then the links of its pages (webfetch/crawl.py). */
