@@ -186,7 +186,7 @@ def check_address_policy(config: Config) -> Check:
     from ..chrome import proxy_off_reason
 
     f = config.fetch
-    allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
+    allowed = ("all private addresses but cloud metadata allowed (fetch.allow_private)" if f.allow_private else
                "every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
                "cloud metadata, …)"
                + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
