@@ -294,9 +294,9 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     cfg.write_text(cfg.read_text() + 'model = "fake/fake-1"\n')  # the last table is [subagent]
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
     assert re.search(r"^warn  web search +no backend configured", r.stdout, re.M)
-    assert re.search(r"^ok    address policy +every address that is not public allowed, .*\(fetch.allow_private\): "
-                     r"to fetch, crawl and browse sessions alike, on every port; pages connect only through "
-                     r"webfetch's proxy", r.stdout, re.M)
+    assert re.search(r"^ok    address policy +every address that is not public allowed but cloud metadata "
+                     r"\(fetch.allow_private\): to fetch, crawl and browse sessions alike, on every port; pages "
+                     r"connect only through webfetch's proxy", r.stdout, re.M)
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path),
                 env={**no_keys, "BRAVE_API_KEY": "k", "https_proxy": "http://127.0.0.1:9"})
     assert re.search(r"^ok    web search +Brave \(configured: Brave;", r.stdout, re.M)

@@ -215,7 +215,7 @@ def policy_reach(config: Config) -> str:
     browse.allow_local adds loopback ports for browse sessions only."""
     f = config.fetch
     if f.allow_private:
-        return ("every address that is not public allowed, cloud metadata included (fetch.allow_private): to "
+        return ("every address that is not public allowed but cloud metadata (fetch.allow_private): to "
                 "fetch, crawl and browse sessions alike, on every port")
     allowed = ("every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
                "cloud metadata, …)")
