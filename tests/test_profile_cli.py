@@ -221,6 +221,40 @@ def test_a_full_disk_leaves_the_profile_whole(existing, data_home, tmp_path):
                            f"large; the profile is as it was\n")
 
 
+SHAPE = 'a Playwright storage state is an object {"cookies": [...], "origins": [...]}'
+NOT_A_STATE = [
+    ("empty.json", "{}", "empty.json: not a Playwright storage state: it has no 'cookies' list (it is an empty "
+                         f"object); {SHAPE}"),
+    ("typo.json", '{"cookie": []}', "typo.json: not a Playwright storage state: it has no 'cookies' list (its "
+                                    f"keys: 'cookie'); {SHAPE}"),
+    ("string.json", '{"cookies": "x"}', "string.json: not a Playwright storage state: Expected 'array', got 'str' "
+                                        "at cookies"),
+    # an array (a cookie editor's export) is JSON, never judged by cookies.txt's rules; nor is a .json of text
+    ("array", "[]", f"array: not a Playwright storage state: the file is an array; {SHAPE}"),
+    ("text.json", "sid=1", "text.json: not valid JSON (JSON is malformed: invalid character (byte 0))"),
+    ("nothing.json", '{"cookies": [], "origins": []}', "nothing.json: no cookies and no localStorage in it: nothing "
+                                                       "to import"),
+    ("cookies.txt", "", "cookies.txt: no cookies in it (a cookies.txt has one cookie a line)"),
+]
+
+
+@pytest.mark.parametrize("name,text,message", NOT_A_STATE, ids=[n for n, _, _ in NOT_A_STATE])
+def test_an_import_of_a_file_that_is_not_a_login_is_refused_and_makes_no_profile(data_home, tmp_path, name, text,
+                                                                                 message):
+    source = write(tmp_path, name, text)
+    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "import", "work", source],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "XDG_DATA_HOME": str(data_home)})
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"webfetch: {str(tmp_path)}/{message}\n")
+    assert not profile_file(data_home, "work").exists()
+    good = write(tmp_path, "good.json", json.dumps(STATE))  # the same command takes a storage state
+    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "import", "work", good],
+                          capture_output=True, text=True, timeout=60, env={**os.environ,
+                                                                           "XDG_DATA_HOME": str(data_home)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(profile_file(data_home, "work").read_bytes())["state"] == STATE
+
+
 # --- from a running Chrome ------------------------------------------------------------------------
 
 
