@@ -195,6 +195,13 @@ def cookie_hosts(cookies: list[Cookie]) -> list[str]:
     return domains_of(cookies)
 
 
+def headless_login(name: str, url: str, *, new: bool = True) -> str:
+    """How to log in where no window can open: a browse session with the profile (`new`: making it), the
+    sign-in form filled in it, its cookies saved (each command shell-quoted: the URL may be a server's choice)."""
+    opening = shell.command('webfetch', 'browse', 'open', url, '--profile', name, *(['--new-profile'] if new else []))
+    return f"`{opening}`, fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`"
+
+
 def data_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"))
 

@@ -1101,6 +1101,7 @@ interface BrowseParams {
 	scale?: number;
 	path?: string;
 	profile?: string;
+	create?: boolean;
 	files?: string[];
 }
 
