@@ -243,7 +243,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl", "map"]
 ReportProgress = Callable[[Stage, str], None]
 
 

@@ -219,10 +219,10 @@ def _client_command(args: argparse.Namespace, path: Path, source: ConfigSource) 
     from .client import Client, ClientError
     from .skew import reconcile
 
-    if args.command == "crawl" and args.out:
+    if args.command in ("crawl", "map"):
         from . import crawl_cli
 
-        if not crawl_cli.out_ready(Path(args.out)):  # before a daemon is asked (or started) for anything
+        if not crawl_cli.ready(args):  # before a daemon is asked (or started) for anything
             return 2
 
     note = None if args.command == "status" else reconcile(path, source)  # status shows it itself

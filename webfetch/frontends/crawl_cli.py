@@ -62,7 +62,8 @@ def run(client: Client, args: argparse.Namespace) -> int:
             print(url)
     elif out is not None:
         write_crawl(out, result)
-        print(f"webfetch: {len(result['pages'])} pages written to {out} (index: {out / INDEX_MD})", file=sys.stderr)
+        print(f"webfetch: {_n(len(result['pages']), 'page')} written to {out} (index: {out / INDEX_MD})",
+              file=sys.stderr)
     else:
         for page in result["pages"]:
             print(f"<!-- {page['url']} -->\n{page['content'].rstrip()}\n")
@@ -93,13 +94,39 @@ def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool) -> d
 
 def _summary(result: dict[str, Any]) -> None:
     found = len(result.get("pages", result.get("urls", [])))
-    print(f"webfetch: {found} {'pages' if 'pages' in result else 'URLs'}, stopped: {result['stopped']}, "
+    print(f"webfetch: {_n(found, 'page' if 'pages' in result else 'URL')}, stopped: {result['stopped']}, "
           f"{result['queued']} queued, {len(result['failed'])} failed, robots.txt {result['robots']}",
           file=sys.stderr)
     for failure in result["failed"]:
         print(f"webfetch: failed: {failure['url']}: {failure['code']}: {failure['message']}", file=sys.stderr)
     for note in result.get("notes", []):
         print(f"webfetch: note: {note}", file=sys.stderr)
+
+
+def ready(args: argparse.Namespace) -> bool:
+    """Whether the command line can work (its patterns, its --out); if not, says why on stderr. The CLI asks
+    before a daemon is asked (or started) for anything."""
+    if not patterns_ready(args.include or [], args.exclude or []):
+        return False
+    return not getattr(args, "out", None) or out_ready(Path(args.out))
+
+
+def patterns_ready(include: list[str], exclude: list[str]) -> bool:
+    """Whether the --include and --exclude patterns can work; if not, says why on stderr in the flags' own
+    names (the daemon would refuse them too, in its fields' names), before anything is fetched."""
+    from ..crawl_patterns import check
+    from ..errors import BadRequest
+
+    try:
+        check(include, exclude, ("--include", "--exclude"))
+    except BadRequest as e:
+        print(f"webfetch: {e.code}: {e.message}", file=sys.stderr)
+        return False
+    return True
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def out_ready(out: Path) -> bool:
