@@ -270,7 +270,7 @@ def test_the_cli_refuses_a_malformed_glob_in_its_own_words_before_any_request(sh
                                        ("map", "--exclude", "docs/*", GLOBS_THAT_CANNOT_WORK[-1][1])):
         r = run_cli(op, "--socket", str(short_tmp / "none.sock"), "http://127.0.0.1:9/docs/", flag, pattern)
         assert (r.returncode, r.stdout) == (2, "")
-        assert r.stderr == f"webfetch: bad_request: `{flag}` pattern {pattern!r} {problem}\n"
+        assert r.stderr == f"webfetch: bad_request: {flag} pattern {pattern!r} {problem}\n"
     assert not (short_tmp / "none.sock").exists()
 
 

@@ -206,12 +206,12 @@ async def test_a_misspelt_profile_is_refused_and_only_create_makes_one(app, data
     r = await b("open", url=app.url("/members"), profile="cluub")
     assert (r["type"], r["code"]) == ("error", "unknown_profile")
     assert r["message"] == ("no profile named 'cluub' (profiles: club); to start a new, empty one for 127.0.0.1, "
-                            "open with create: true (CLI: --new-profile)")
+                            "open with `create: true`")
     assert sorted(p.name for p in data_home.iterdir()) == ["club.json"]
     assert (await b("snapshot"))["message"] == "no page is open in browse session 's1': call open with a url first"
     r = await b("open", url=app.url("/members"), create=True)
-    assert (r["code"], r["message"]) == ("bad_request", "create: true starts a new profile on the open that names it "
-                                                        "(`profile`); CLI: --new-profile goes with open --profile NAME")
+    assert (r["code"], r["message"]) == ("bad_request", "`create: true` starts a new profile on the open that names "
+                                                        "it: give `profile` with it")
     # an existing profile with create is that profile, logins and all
     await b.ok("open", url=app.url("/members"), profile="club", create=True)
     assert "Signed in as ann" in (await b.ok("read"))["content"]
@@ -339,7 +339,7 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
     finally:
         run_cli("stop", "--config", str(cfg), env=env)
     log = log_path_for(path).read_text()
-    assert "op=fetch" in log and "op=BrowseRequest" in log, log  # it logged the requests
+    assert "op=fetch" in log and "op=browse" in log, log  # it logged the requests
     assert token not in log and refreshed not in log
 
 

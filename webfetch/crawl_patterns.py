@@ -59,11 +59,10 @@ def glob_problem(text: str) -> str | None:
     return None
 
 
-def check(include: list[str], exclude: list[str], names: tuple[str, str] = ("include", "exclude")) -> None:
+def check(include: list[str], exclude: list[str]) -> None:
     """BadRequest for the first pattern that does not compile, or a glob that cannot match as meant
-    (`glob_problem`), naming it and whether it is an include: `names` are their names in the caller's words
-    (the wire's fields, or the CLI's --include and --exclude)."""
-    for patterns, name in ((include, names[0]), (exclude, names[1])):
+    (`glob_problem`), naming it and whether it is an include."""
+    for patterns, name in ((include, "include"), (exclude, "exclude")):
         for pattern in patterns:
             _compiled(pattern, name)
             problem = None if _is_regex(pattern) else glob_problem(pattern)

@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from . import find, shell
 from .cache import PROFILE_MARK, Cache
 from .chrome import BrowserContext, Chrome
-from .config import Config, default_max_renders
+from .config import CacheConfig, Config, default_max_renders
 from .disk_cache import DiskCache
 from .errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from .extractor import Extracted, Extractor, decode_text
@@ -98,6 +98,17 @@ def page_size(packed: bytes) -> int:
     return len(packed) + ENTRY_OVERHEAD
 
 
+# With a disk cache, a page larger than this share of the memory cache (8 MiB of the default 256) is kept on
+# disk only: one 10 MB page must not push dozens of others out of memory, nor a crawl of such pages fill the
+# daemon's memory with them. A `fetch` of it, at any offset, reads its file again (tens of milliseconds).
+MEMORY_ENTRY_SHARE = 32
+
+
+def memory_entry_bytes(cache: CacheConfig) -> int:
+    """The largest page the memory cache keeps: all it can hold when nothing is kept on disk."""
+    return cache.max_bytes // MEMORY_ENTRY_SHARE if cache.disk_max_bytes else cache.max_bytes
+
+
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
                  extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None,
@@ -162,7 +173,7 @@ class Pipeline:
                     ck, lambda: self._find_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
-                          f"timeout_s if the site is slow") from None
+                          f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
     async def _find_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
@@ -260,7 +271,7 @@ class Pipeline:
                     found = await self.extractor.find(page.markdown, pattern)
             except trio.TooSlowError:
                 why = ("; it backtracks (nested repeats such as (a+)+ or (.*)*): simplify it, or search for words"
-                       if pattern.regex is not None else "; pass a larger timeout_s")
+                       if pattern.regex is not None else "; pass a larger `timeout_s`")
                 raise Timeout(f"the search for {pattern.described} ran for {timeout:g} s on the page's "
                               f"{len(page.markdown)} characters without finishing{why}") from None
         total = len(page.markdown)
@@ -271,11 +282,12 @@ class Pipeline:
 
     def _subagent_task(self, req: FetchRequest, page: Page) -> str | None:
         """What to ask the sub-agent: the request's prompt, or a summary of a page too large for one reply
-        (unless the caller asked for raw pages)."""
+        (unless the caller asked for raw pages). Without a sub-agent CLI no summary is tried: the caller
+        asked for the page, not for one, and gets its first page with no note about installing pi."""
         if req.prompt is not None:
             return f"Question about this page: {req.prompt}"
         fc = self.config.fetch
-        if req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
+        if self.subagent.available and req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
                                                             fc.page_lines)[1] is not None:
             return SUMMARY_TASK
         return None

@@ -125,7 +125,7 @@ class ProfileUse:
                 if not create:
                     known = ", ".join(await trio.to_thread.run_sync(self.store.names)) or "none yet"
                     raise UnknownProfile(f"no profile named {name!r} (profiles: {known}); to start a new, empty "
-                                         f"one for {host}, open with create: true (CLI: --new-profile)") from None
+                                         f"one for {host}, open with `create: true`") from None
                 profile = Profile(name=name, hosts=[normalize_host(host)], created=time.time())
                 if not await trio.to_thread.run_sync(self._create, profile):
                     return await self.load(name, host), False  # a `webfetch profile` command made it first

@@ -130,7 +130,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
 CrawlPattern = Annotated[str, Meta(min_length=1, max_length=1000)]
-CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown)
+CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown, up to its share: crawl.py)
 MAP_MAX_LIMIT = 10_000    # URLs in one map result
 
 
@@ -144,6 +144,11 @@ class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
     exclude: list[CrawlPattern] = []
     timeout_s: Annotated[float, Meta(gt=0)] | None = None   # the whole crawl; default crawl.timeout_s
     fresh: bool = False
+    # Each page's characters in the result, at most (default: an equal share of crawl.result_chars, which
+    # also bounds all pages together); the rest is read with `fetch` and `offset` (the page's next_offset).
+    max_chars: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
+    # Also send each page whole, in a `page` frame, the moment it is crawled (`webfetch crawl` writes them)
+    stream: bool = False
 
 
 class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
@@ -373,12 +378,22 @@ class CrawledPage(Struct, kw_only=True):
     depth: int            # links followed from the start URL (a sitemap's URLs count as 1)
     status: int | None
     title: str | None
-    content: str          # the page's whole extracted markdown
-    chars: int
+    content: str          # the page's extracted markdown: in a result, its first `max_chars` (its share)
+    chars: int            # the whole markdown's characters
     extractor: str | None
     cached: bool
     flags: list[str] = []
     notes: list[str] = []
+    next_offset: int | None = None   # where the rest starts (`fetch` it with this `offset`); None: content is whole
+
+
+class CrawlPageFrame(CrawledPage, tag_field="type", tag="page", kw_only=True):
+    """A crawled page, whole, sent the moment it is crawled when the crawl asked to `stream`; `index` is its
+    place in the result's `pages`."""
+
+    id: RequestId = None
+    op: str = "crawl"
+    index: int = 0
 
 
 class CrawlFailure(Struct, kw_only=True):
@@ -690,11 +705,12 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | PageFrame | PageFailed | BatchResult | SearchResult | BrowseResult
-         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlResult | MapResult | CacheClearResult
-         | ErrorFrame)
+         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlPageFrame | CrawlResult | MapResult
+         | CacheClearResult | ErrorFrame)
 
-# How a request that answers in several frames (a batch's pages) sends one before its terminal frame: the
-# server writes them in order, waiting for a slow client rather than dropping any.
+# How a request that answers in several frames (a batch's or a streamed crawl's pages) sends one before its
+# terminal frame: the server writes them in order, and the call returns once its frame is written, so a slow
+# client makes the request wait rather than pile up frames (a crawl's may be 10 MB each) in the daemon.
 SendFrame = Callable[[Frame], Awaitable[None]]
 
 _encoder = msgspec.json.Encoder()

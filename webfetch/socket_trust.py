@@ -13,7 +13,7 @@ The same directory rule holds for a path given with --socket, WEBFETCH_SOCKET or
 never binds in a directory that fails it, so a socket in one is not a daemon of ours. Only the socket's own
 directory is judged, not those above it: the peer check covers what a loose parent could let happen.
 
-The pi extension (index.ts, checkSocket) mirrors this: the same directory rule, and the socket file's owner
+The pi extension (client.ts, checkSocket) mirrors this: the same directory rule, and the socket file's owner
 in place of the peer's uid, which Node cannot read."""
 
 from __future__ import annotations

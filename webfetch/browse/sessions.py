@@ -63,8 +63,7 @@ def no_page(session: str) -> NoSuchTab:
 def _check_profile_fields(req: BrowseRequest, session: Session | None) -> None:
     """bad_request for a profile, or a `create`, where no open can take it (before any session is made)."""
     if req.create and (req.profile is None or req.action != "open"):
-        raise BadRequest("create: true starts a new profile on the open that names it (`profile`); "
-                         "CLI: --new-profile goes with open --profile NAME")
+        raise BadRequest("`create: true` starts a new profile on the open that names it: give `profile` with it")
     if session is None and req.profile is not None and req.action != "open":
         raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
                          f"is not open")

@@ -468,7 +468,7 @@ class BrowseTab:
     def dialog_open(self) -> DialogOpen:
         d = self._dialog or {}
         return DialogOpen(f"a {d.get('type')} dialog is open on {self.name} ({d.get('message', '')!r}); answer it "
-                          f"with the dialog action (accept true or false) before anything else on this tab")
+                          f"with the `dialog` action (`accept` true or false) before anything else on this tab")
 
     async def title(self) -> str:
         return await self._page.title()

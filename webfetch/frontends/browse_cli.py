@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .cli_words import cli_words
+from .command import handles, with_daemon
 from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines, download_line, files_line
 
@@ -72,6 +74,7 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
     p.add_argument("--scale", type=float, help="open, viewport: device pixels per CSS pixel")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
+    handles(p, with_daemon(run))
 
 
 class _Words:
@@ -242,7 +245,7 @@ def run(client: Any, args: argparse.Namespace) -> int:
         kind = frame.get("type")
         if kind == "error":
             if not args.json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+                print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return 1
         if kind != "result" or args.json:
             continue
@@ -256,7 +259,7 @@ def _print_result(r: dict[str, Any], args: argparse.Namespace) -> int:
     _print_events(r)
     _print_outcome(r)
     for note in r.get("notes") or []:
-        print(f"webfetch: note: {note}", file=sys.stderr)
+        print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
     if r.get("next_offset") is not None:
         print(f"webfetch: more: continue with --offset {r['next_offset']}", file=sys.stderr)
     return 0

@@ -41,6 +41,7 @@ from ..profiles import (
     parse_state_file,
     write_private,
 )
+from .command import Needs, handles
 
 
 class UsageError(WebfetchError):
@@ -55,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "use with --profile NAME, each only on the hosts it lists. They are files under "
                                    "$XDG_DATA_HOME/webfetch/profiles (default ~/.local/share), readable by you "
                                    "alone; no daemon is needed to change them.")
+    handles(p, lambda inv: run(inv.args), Needs.NOTHING)  # profiles are files: no config, no daemon
     ps = p.add_subparsers(dest="profile_command", required=True, metavar="COMMAND")
     q = ps.add_parser("list", help="the profiles: hosts, live cookies, origins, last use (never a value)")
     q.add_argument("--json", action="store_true", help="as a JSON array")
@@ -192,13 +194,14 @@ def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
     import trio
 
     from ..cdp import CDPClosed, CDPError, open_cdp
+    from ..chrome import Browser
     from .profile_browser import START_HINT, browser_ws_url, read_state
 
     async def read() -> StorageState:
         ws_url = await browser_ws_url(endpoint)
         try:
             async with open_cdp(ws_url) as conn:
-                state = await read_state(conn, lambda host: host_listed(host, hosts))
+                state = await read_state(await Browser.over(conn), lambda host: host_listed(host, hosts))
         except CDPClosed as e:
             raise ProfileError(f"the browser at {endpoint} refused the DevTools connection ({e}); {START_HINT}") \
                 from None

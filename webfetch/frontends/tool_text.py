@@ -1,6 +1,6 @@
 """What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
 
-The Python twin of `formatResult` and `browseText` in pi_extension/index.ts, so web_fetch and the browser
+The Python twin of `formatResult` and `browseText` in pi_extension/formatting.ts, so web_fetch and the browser
 tool read the same in pi and over MCP; tests/golden holds daemon frames and the text both must make of them.
 """
 
@@ -269,7 +269,8 @@ def files_line(r: dict[str, Any]) -> list[str]:
 
 
 def download_line(d: dict[str, Any]) -> str:
-    """One download of a browse result, as an agent or a person reads it (index.ts has the twin)."""
+    """One download of a browse result, as an agent or a person reads it (the pi extension's formatting.ts has
+    the twin)."""
     state = d.get("state")
     if state == "saved":
         return f"downloaded {d.get('filename')} ({d.get('size')} bytes, {d.get('mime')}) to {d.get('path')}"
