@@ -128,3 +128,29 @@ def test_an_open_dialog_is_answered_with_the_command_the_error_names(short_tmp, 
         assert answered.returncode == 0 and "kept" in answered.stdout, answered.stdout + answered.stderr
     finally:
         browse("close")
+
+
+@pytest.mark.chromium
+def test_a_misspelt_profile_is_refused_and_new_profile_makes_one(short_tmp, app):
+    from webfetch.profiles import Profile, ProfileStore
+
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    profiles = short_tmp / "data" / "webfetch" / "profiles"
+    ProfileStore(profiles).save(Profile(name="work", hosts=["127.0.0.1"]))
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg),
+           "XDG_DATA_HOME": str(short_tmp / "data")}
+    typo = run_cli("browse", "open", app.url("/login"), "--profile", "wrok", env=env)
+    assert (typo.returncode, typo.stdout) == (1, "")
+    assert typo.stderr == ("webfetch: unknown_profile: no profile named 'wrok' (profiles: work); to start a new, "
+                           "empty one for 127.0.0.1, open with --new-profile\n")  # the daemon's words in the CLI's
+    assert sorted(p.name for p in profiles.glob("*.json")) == ["work.json"]  # nothing made for the typo
+    alone = run_cli("browse", "open", app.url("/login"), "--new-profile", env=env)
+    assert alone.returncode == 2 and alone.stderr.startswith(
+        "webfetch: browse open --new-profile makes the profile --profile NAME names; give both\n")
+    made = run_cli("browse", "open", app.url("/login"), "--profile", "wrok", "--new-profile", env=env)
+    assert made.returncode == 0 and made.stdout.startswith(f"[t1] Sign in — {app.url('/login')}\n"), made.stderr
+    assert run_cli("browse", "close", env=env).returncode == 0
+    assert run_cli("stop", env=env).returncode == 0
+    assert sorted(p.name for p in profiles.glob("*.json")) == ["work.json", "wrok.json"]
+    assert ProfileStore(profiles).load("wrok").hosts == ["127.0.0.1"]

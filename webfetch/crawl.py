@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import trio
 from msgspec.structs import asdict
@@ -66,6 +66,7 @@ MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many t
 HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
 RETRYABLE = (429, 503)
 OFFERS_PER_CHECKPOINT = 64  # URLs offered between two checkpoints: a sitemap's 50 000 never hold the event loop
+DEFAULT_DOCUMENTS = ("index.html", "index.htm")  # what a server answers for a directory: the same page
 # A crawl's pages share one result: each gets an equal share of crawl.result_chars, never fewer than this
 MIN_PAGE_CHARS = 1000
 
@@ -102,6 +103,18 @@ class Scope:
     @property
     def patterned(self) -> bool:
         return bool(self.include or self.exclude)
+
+
+def visit_key(url: str) -> str:
+    """What a crawl counts a URL as, for "seen": a directory's default document (`/guide/index.html`,
+    `/guide/index.htm`) is the directory (`/guide/`), so a site that links both ways gives one page, not
+    two. The URL first met is the one visited and listed. (The directory is always in the scope when its
+    index is: the scope is a directory prefix.)"""
+    parts = urlsplit(url)
+    head, _, last = parts.path.rpartition("/")
+    if last in DEFAULT_DOCUMENTS:
+        return urlunsplit(parts._replace(path=head + "/"))
+    return url
 
 
 def path_of(url: str) -> str:
@@ -154,14 +167,14 @@ class _Run:
         """The URLs not seen yet, within the depth and the scope's directory, each once, in order."""
         if depth > self.depth:
             return []
-        return [u for u in dict.fromkeys(urls) if u not in self.seen and self.scope.admits(u)]
+        return [u for u in dict.fromkeys(urls) if visit_key(u) not in self.seen and self.scope.admits(u)]
 
     def offer(self, url: str, depth: int) -> bool:
         """Queue `url` (from `unseen`, its patterns matched) if it is still new and robots.txt allows it; map:
         record it."""
-        if url in self.seen:
+        if visit_key(url) in self.seen:
             return False
-        self.seen.add(url)
+        self.seen.add(visit_key(url))
         if not self.robots.allowed(path_of(url)):
             self.disallowed += 1
             return False
@@ -175,8 +188,10 @@ class _Run:
         return len(self.pages) if self.kind == "crawl" else len(self.urls)
 
     def report(self, what: str) -> None:
-        self.progress("crawl", f"{self.done} {'pages' if self.kind == 'crawl' else 'URLs'} done, "
-                               f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
+        """Progress in the op's own name (`crawl` or `map`): what is done, queued and failed, and `what` now."""
+        noun = "page" if self.kind == "crawl" else "URL"
+        self.progress(self.kind, f"{self.done} {noun}{'' if self.done == 1 else 's'} done, "
+                                 f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
 
 
 class Crawler:
@@ -241,7 +256,7 @@ class Crawler:
         run: _Run | None = None
         state: Literal["obeyed", "ignored", "none"] = "none"
         with trio.move_on_at(deadline):
-            robots, state = await self._robots(start, progress)
+            robots, state = await self._robots(start, kind, progress)
             run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress, timeout, deadline)
         if run is None:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
@@ -255,7 +270,7 @@ class Crawler:
         if robots.cut:
             run.notes.append(f"{urljoin(start, '/robots.txt')} is longer than {MAX_ROBOTS_BYTES} bytes: its rules "
                              f"past that were ignored, as RFC 9309 allows")
-        run.seen.add(start)
+        run.seen.add(visit_key(start))
         run.queue.append((start, 0, 0))
         if kind == "map":
             run.urls.append(start)
@@ -263,12 +278,12 @@ class Crawler:
             await self._read_sitemaps(run, robots, state != "ignored")
         return run, state
 
-    async def _robots(self, start: str, progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored",
-                                                                                             "none"]]:
+    async def _robots(self, start: str, kind: Literal["crawl", "map"],
+                      progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored", "none"]]:
         if self.config.crawl.ignore_robots:
             return ALLOW_ALL, "ignored"
         url = urljoin(start, "/robots.txt")
-        progress("crawl", f"reading {url}")
+        progress(kind, f"reading {url}")
         try:
             body, cut = await self._get_bytes(url, MAX_ROBOTS_BYTES)
         except HttpError as e:
@@ -478,10 +493,10 @@ class Crawler:
         final = normalize_link(page.final_url, url) or url
         if depth == 0 and not run.scope.admits(final) and same_host(final, url):
             run.scope = run.scope.moved_to(final)  # the site lives at its redirect's origin: crawl it there
-        if final != url:
-            if final in run.seen and any(p.final_url == final for p in run.pages):
+        if visit_key(final) != visit_key(url):
+            if visit_key(final) in run.seen and any(visit_key(p.final_url) == visit_key(final) for p in run.pages):
                 return   # `/docs` redirected to `/docs/`, already crawled: one page, not two
-            run.seen.add(final)
+            run.seen.add(visit_key(final))
         if run.content is not None:
             if len(run.pages) >= run.limit:
                 return

@@ -28,7 +28,7 @@ from .http_fetch import IMPERSONATE, HttpFetcher, Identity
 from .launch import installed_version
 from .paging import paginate
 from .profile_use import ProfileUse
-from .profiles import Cookie, Profile, ProfileError
+from .profiles import Cookie, Profile, ProfileError, headless_login
 from .protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from .render import (
     NotModified,
@@ -555,13 +555,14 @@ def login_hint(page: Page, profile: str | None) -> str | None:
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
                 f"signed out. Ask the user to log in again with "
-                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}`, then fetch again with profile "
-                f"{profile}")
+                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}` (where no window can open: "
+                f"{headless_login(profile, url, new=False)}), then fetch again with profile {profile}")
     name = re.sub(r"[^A-Za-z0-9._-]", "-", host).strip(".-") or "site"
     login, import_ = (shell.command("webfetch", "profile", "login", name, url),
                       shell.command("webfetch", "profile", "import", name, "FILE"))
-    return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; or "
-            f"`{import_}` with exported cookies), then fetch with profile {name!r} (CLI: "
+    return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; where "
+            f"none can open: {headless_login(name, url)}; or `{import_}` with exported cookies), then fetch with "
+            f"profile {name!r} (CLI: "
             f"{shell.command('--profile', name)})")
 
 

@@ -117,6 +117,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
     overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    create: bool = False  # open: make `profile` (empty, for the URL's host) if none has that name; else unknown_profile
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an
     # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it
@@ -247,7 +248,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl", "map"]
 ReportProgress = Callable[[Stage, str], None]
 
 

@@ -23,6 +23,9 @@ CLI_WORDS = {
     "`model`": "--model",
     "`thinking`": "--thinking",
     "`profile`": "--profile",
+    "`create: true`": "--new-profile",
+    "`include`": "--include",
+    "`exclude`": "--exclude",
     "the `dialog` action (`accept` true or false)": "`webfetch browse dialog accept` (or `dismiss`)",
 }
 

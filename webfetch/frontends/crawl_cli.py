@@ -47,14 +47,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     scope(p, "pages, at most (default 20, at most 500)")
     p.add_argument("--out", metavar="DIR", help="write one markdown file per page, mirroring the URL paths, plus "
                                                 f"{INDEX_MD} and {INDEX_JSON}")
-    handles(p, _crawl)
+    handles(p, _checked)
     p = sub.add_parser("map", help="a site's URLs, one a line: its sitemaps, then the links of its pages")
     scope(p, "URLs, at most (default 500)")
-    handles(p, with_daemon(run))
+    handles(p, _checked)
 
 
-def _crawl(inv: Invocation) -> int:
-    if inv.args.out and not out_ready(Path(inv.args.out)):  # before a daemon is asked (or started) for anything
+def _checked(inv: Invocation) -> int:
+    if not ready(inv.args):  # before a daemon is asked (or started) for anything
         return 2
     return with_daemon(run)(inv)
 
@@ -79,7 +79,7 @@ def run(client: Client, args: argparse.Namespace) -> int:
             print(url)
     elif files is not None:
         files.finish(result)
-        print(f"webfetch: {len(files.entries)} pages written to {out} (index: {files.out / INDEX_MD})",
+        print(f"webfetch: {_n(len(files.entries), 'page')} written to {out} (index: {files.out / INDEX_MD})",
               file=sys.stderr)
     _summary(result)
     return 0
@@ -118,7 +118,7 @@ def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool,
 
 def _summary(result: dict[str, Any]) -> None:
     found = len(result.get("pages", result.get("urls", [])))
-    print(f"webfetch: {found} {'pages' if 'pages' in result else 'URLs'}, stopped: {result['stopped']}, "
+    print(f"webfetch: {_n(found, 'page' if 'pages' in result else 'URL')}, stopped: {result['stopped']}, "
           f"{result['queued']} queued, {len(result['failed'])} failed, robots.txt {result['robots']}",
           file=sys.stderr)
     for failure in result["failed"]:
@@ -126,6 +126,32 @@ def _summary(result: dict[str, Any]) -> None:
               file=sys.stderr)
     for note in result.get("notes", []):
         print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
+
+
+def ready(args: argparse.Namespace) -> bool:
+    """Whether the command line can work (its patterns, its --out); if not, says why on stderr. Asked before
+    a daemon is asked (or started) for anything."""
+    if not patterns_ready(args.include or [], args.exclude or []):
+        return False
+    return not getattr(args, "out", None) or out_ready(Path(args.out))
+
+
+def patterns_ready(include: list[str], exclude: list[str]) -> bool:
+    """Whether the --include and --exclude patterns can work; if not, says why on stderr, as the daemon
+    would refuse them (crawl_patterns.check), in the flags' words."""
+    from ..crawl_patterns import check
+    from ..errors import BadRequest
+
+    try:
+        check(include, exclude)
+    except BadRequest as e:
+        print(f"webfetch: {e.code}: {cli_words(e.message)}", file=sys.stderr)
+        return False
+    return True
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def out_ready(out: Path) -> bool:

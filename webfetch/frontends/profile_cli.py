@@ -223,7 +223,7 @@ def _login(store: ProfileStore, args: argparse.Namespace) -> int:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{args.url!r} is not an http(s) URL; give the site's sign-in page, like "
                          f"https://github.com/login")
-    error = no_display_error(args.name)
+    error = no_display_error(args.name, args.url)
     if error is not None:
         raise error
     _existing(store, args.name)  # a damaged profile fails before the person spends a login on it

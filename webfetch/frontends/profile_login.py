@@ -25,7 +25,7 @@ from ..cdp_transport import PipeTransport
 from ..chrome import Browser, PageChange
 from ..launch import INSTALL_HINT, find_chrome
 from ..procs import ChildProcess, private_tempdir
-from ..profiles import ProfileError, StorageState
+from ..profiles import ProfileError, StorageState, headless_login
 from ..shell import command
 from .profile_browser import read_state
 
@@ -35,14 +35,16 @@ FLAGS = ["--no-first-run", "--no-default-browser-check", "--password-store=basic
          "--disable-sync", "--disable-default-apps", "--remote-debugging-pipe"]
 
 
-def no_display_error(name: str) -> ProfileError | None:
-    """The error for a machine without a display to open the window on (None when there is one)."""
+def no_display_error(name: str, url: str) -> ProfileError | None:
+    """The error for a machine without a display to open the window on (None when there is one): it names
+    the way that works headless first (a browse session on the daemon's own Chrome), then the imports."""
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         return None
     return ProfileError(
         f"profile login opens a browser window, and there is no display here ($DISPLAY and "
-        f"$WAYLAND_DISPLAY are unset). The other two ways in: log in with a browser where you have one and "
-        f"save its state (a Playwright storage state, or a cookies.txt from a cookies export extension), then "
+        f"$WAYLAND_DISPLAY are unset). Log in headless instead: {headless_login(name, url)}. Or log in with "
+        f"a browser where you have one and save its state (a Playwright storage state, or a cookies.txt from a "
+        f"cookies export extension), then "
         f"`{command('webfetch', 'profile', 'import', name, 'FILE')}`; or start Chrome with "
         f"`--remote-debugging-port=9222 --user-data-dir=DIR`, log in there, and "
         f"`{command('webfetch', 'profile', 'import', name, '--from-browser', 'http://127.0.0.1:9222')} --hosts HOST`")

@@ -34,7 +34,7 @@ export type Request =
 export interface ProgressFrame {
 	type: "progress";
 	id: string | number | null;
-	stage: "browse" | "cache" | "crawl" | "extract" | "queued" | "render" | "search" | "subagent";
+	stage: "browse" | "cache" | "crawl" | "extract" | "map" | "queued" | "render" | "search" | "subagent";
 	message: string;
 	elapsed_ms: number;
 }
@@ -563,6 +563,7 @@ export interface BrowseRequest {
 	path?: string | null;
 	overwrite?: boolean;
 	profile?: string | null;
+	create?: boolean;
 	files?: string[] | null;
 	cwd?: string | null;
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;

@@ -140,6 +140,7 @@ interface BrowseParams {
 	scale?: number;
 	path?: string;
 	profile?: string;
+	create?: boolean;
 	files?: string[];
 }
 
