@@ -134,7 +134,7 @@ async def test_a_whole_task_through_refs_ends_on_the_server(daemon, app):
     assert confirm["dialog"] == {"type": "confirm", "message": "Delete everything?"}
     assert confirm["snapshot_kind"] == "none"
     blocked = await b("snapshot")
-    assert blocked["code"] == "dialog_open" and "dialog action" in blocked["message"]
+    assert blocked["code"] == "dialog_open" and "the `dialog` action (`accept` true or false)" in blocked["message"]
     answered = await b.ok("dialog", accept=False)
     assert "kept" in answered["snapshot"]
     prompt = await b.ok("click", ref=ref(snap, '- button "Rename"'))

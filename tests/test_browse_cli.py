@@ -1,5 +1,6 @@
 """`webfetch browse` as a person types it, against a daemon the CLI starts (real processes)."""
 
+import re
 import time
 
 import pytest
@@ -98,3 +99,58 @@ def test_a_screenshot_without_a_file_never_replaces_the_last_one(tmp_path, monke
     assert (tmp_path / "browse-t1.png").read_bytes() == b"\x89PNG first"
     assert (tmp_path / "browse-t1-2.png").read_bytes() == b"\x89PNG second"
     assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o600}
+
+
+@pytest.mark.chromium
+def test_an_open_dialog_is_answered_with_the_command_the_error_names(short_tmp, site):
+    site.html("/confirm", "<html><head><title>Danger</title></head><body><button onclick=\"document.body.append("
+                          "confirm('Delete everything?') ? 'deleted' : 'kept')\">Delete all</button></body></html>")
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg)}
+
+    def browse(*args: str):
+        return run_cli("browse", *args, "--session", "dialogs", env=env)
+
+    try:
+        opened = browse("open", site.url("/confirm"))
+        assert opened.returncode == 0, opened.stderr
+        ref = re.search(r'- button "Delete all" \[ref=(e\d+)\]', opened.stdout).group(1)
+        clicked = browse("click", ref)
+        assert "dialog (confirm): Delete everything?  — answer it: webfetch browse dialog accept|dismiss" in \
+            clicked.stdout, clicked.stdout
+        blocked = browse("snapshot")
+        assert blocked.returncode == 1
+        assert blocked.stderr == ("webfetch: dialog_open: a confirm dialog is open on t1 ('Delete everything?'); "
+                                  "answer it with `webfetch browse dialog accept` (or `dismiss`) before anything else "
+                                  "on this tab\n")
+        answered = browse("dialog", "dismiss")
+        assert answered.returncode == 0 and "kept" in answered.stdout, answered.stdout + answered.stderr
+    finally:
+        browse("close")
+
+
+@pytest.mark.chromium
+def test_a_misspelt_profile_is_refused_and_new_profile_makes_one(short_tmp, app):
+    from webfetch.profiles import Profile, ProfileStore
+
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    profiles = short_tmp / "data" / "webfetch" / "profiles"
+    ProfileStore(profiles).save(Profile(name="work", hosts=["127.0.0.1"]))
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg),
+           "XDG_DATA_HOME": str(short_tmp / "data")}
+    typo = run_cli("browse", "open", app.url("/login"), "--profile", "wrok", env=env)
+    assert (typo.returncode, typo.stdout) == (1, "")
+    assert typo.stderr == ("webfetch: unknown_profile: no profile named 'wrok' (profiles: work); to start a new, "
+                           "empty one for 127.0.0.1, open with --new-profile\n")  # the daemon's words in the CLI's
+    assert sorted(p.name for p in profiles.glob("*.json")) == ["work.json"]  # nothing made for the typo
+    alone = run_cli("browse", "open", app.url("/login"), "--new-profile", env=env)
+    assert alone.returncode == 2 and alone.stderr.startswith(
+        "webfetch: browse open --new-profile makes the profile --profile NAME names; give both\n")
+    made = run_cli("browse", "open", app.url("/login"), "--profile", "wrok", "--new-profile", env=env)
+    assert made.returncode == 0 and made.stdout.startswith(f"[t1] Sign in — {app.url('/login')}\n"), made.stderr
+    assert run_cli("browse", "close", env=env).returncode == 0
+    assert run_cli("stop", env=env).returncode == 0
+    assert sorted(p.name for p in profiles.glob("*.json")) == ["work.json", "wrok.json"]
+    assert ProfileStore(profiles).load("wrok").hosts == ["127.0.0.1"]

@@ -1,13 +1,16 @@
 """The browse console action and the console-error count on every result, with real Chromium on the local
-app (tests/support/browse_app.py); a click whose fetch leaves a no-store body unread settling at once, and one
-whose page reads a slow body, or changes two frames later, waiting for that."""
+app (tests/support/browse_app.py); a page back from the back/forward cache, whose errors are not new again; a
+click whose fetch leaves a no-store body unread settling at once, and one whose page reads a slow body, or
+changes two frames later, waiting for that."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+import trio
 
+from webfetch.frontends.tool_text import browse_text
 from webfetch.page_scripts import invoke
 
 from .support.browse_app import App
@@ -123,3 +126,41 @@ async def test_the_page_tells_the_settle_what_it_started_the_moment_it_starts_it
     page = (await b.ok("open", url=app.url("/later")))["snapshot"]
     away = await b.ok("click", ref=ref(page, '- link "Away"'))  # the daemon follows it to its end
     assert away["change"] == "navigation" and "Arrived" in away["snapshot"], away
+
+
+async def test_a_page_back_from_the_back_forward_cache_reports_no_error_again(daemon, app: App):
+    # Chrome sends every message a restored page had logged again, with its first timestamps, before the
+    # restore's frameNavigated; and what the page logs as it is shown again (pageshow) comes in between
+    b = Browser(await daemon.client())
+    a, elsewhere = app.url("/history-a"), app.url("/history-b")
+    opened = await b.ok("open", url=a)
+    assert opened["console_errors"] == 3, opened
+    first = await b.ok("console")
+    assert [(e["kind"], e["text"]) for e in first["console"]] == [
+        ("console", "first error"), ("exception", "Uncaught Error: second error"),
+        ("network", "Failed to load resource: the server responded with a status of 404 (Not Found)")], first
+    assert {e["nav"] for e in first["console"]} == {1} and first["console_navs"] == [{"nav": 1, "url": a}]
+
+    gone = await b.ok("click", ref=ref(opened["snapshot"], '- link "Elsewhere"'))
+    assert gone["page"]["url"] == elsewhere and "console_errors" not in gone, gone
+
+    # Chrome restored the page from its cache (the navigation's type, as the tab saw it), so this is not
+    # a reload whose errors would be new ones
+    tab = daemon.daemon.browse.sessions["s1"].tab(None)
+    with tab._page.subscribe() as sub:
+        back = await b.ok("nav", to="back")
+        with trio.fail_after(10):  # the events came before the reply: they wait in the subscription
+            while not ((event := await sub.receive())["method"] == "Page.frameNavigated"
+                       and "parentId" not in event["params"]["frame"]):
+                pass
+    assert event["params"]["type"] == "BackForwardCacheRestore", event
+    assert back["page"]["url"] == a and "console_errors" not in back, back  # not "3 new console errors"
+
+    after = await b.ok("console")
+    assert [(e["nav"], e["text"]) for e in after["console"]] == [
+        (2, "on the other page"), (3, "shown again from the cache")], after
+    assert after["console_navs"] == [{"nav": 2, "url": elsewhere}, {"nav": 3, "url": a, "restored": True}]
+    assert browse_text(after).splitlines()[1:] == [
+        "console: 2 messages since the last console action, newest last",
+        f"navigation 2: {elsewhere}", f"[log] on the other page — {elsewhere}:2",
+        f"navigation 3: {a} (restored from the back/forward cache)", f"[log] shown again from the cache — {a}:4"]

@@ -1,6 +1,7 @@
 """The user's own app in a browse session, with real Chromium: a dev server on a loopback port that only
-browse sessions reach, and only when browse.allow_local lists it (fetch still refuses it); a phone's
-viewport as the page sees it; a full-page screenshot; the page saved as PDF."""
+browse sessions reach, and only when browse.allow_local lists it (fetch still refuses it); a host in
+fetch.allow_hosts, which browse reaches on every port, as doctor says; a phone's viewport as the page sees it;
+a full-page screenshot; the page saved as PDF."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pypdfium2
 import pytest
 
 from webfetch.config import BrowseConfig, BrowserConfig, FetchConfig
+from webfetch.frontends.doctor import check_address_policy
 
 from .support.daemon import make_config
 from .support.site import Site
@@ -111,6 +113,35 @@ async def test_localhost_listed_by_name_reaches_a_server_on_127_0_0_1(start_daem
     page = await b.ok("open", url=f"http://localhost:{app.port}/")
     assert page["page"]["title"] == "Dev app"
     assert (await b("open", url=app.url("/")))["code"] == "blocked_url"  # 127.0.0.1 is not how it is listed
+
+
+async def test_a_host_in_fetch_allow_hosts_is_open_to_browse_on_every_port_as_doctor_says(start_daemon, dev,
+                                                                                          no_outbound_proxy):
+    # one address policy, told the same way by the policy, its error and doctor: fetch.allow_hosts is the
+    # daemon's list, browse sessions included, on every port; browse.allow_local is the narrower grant
+    app, other = dev
+    config = make_config(fetch=FetchConfig(allow_hosts=["127.0.0.1"]), browser=BrowserConfig(args=CHROME_LNA_OFF))
+    said = check_address_policy(config).detail
+    assert said.startswith("every address that is not public refused (loopback, private, link-local, carrier-grade "
+                           "NAT, cloud metadata, …); fetch, crawl and browse sessions may reach 127.0.0.1 on every "
+                           "port (fetch.allow_hosts); browse sessions reach nothing more (browse.allow_local lists "
+                           "none); "), said
+    h = await start_daemon(config)
+    b = Browser(await h.client())
+    for server in (app, other):  # both ports, in the session (the page's own request too) and by fetch alike
+        assert (await b.ok("open", url=server.url("/")))["page"]["title"] == "Dev app"
+        assert server.reports and server.reports[-1]["width"] == 1280, "the page's own fetch reached its server"
+        assert (await h.fetch(server.url("/")))["type"] == "result"
+
+    # nothing more: another loopback address the list does not hold is refused, and the error names the
+    # browse.allow_local line that would let only browse sessions reach only that port
+    refused = await b("open", url=f"http://127.0.0.2:{app.port}/")
+    assert refused["code"] == "blocked_url", refused
+    assert refused["message"] == (
+        f"127.0.0.2:{app.port} is a loopback address, which browse sessions reach only when the config lists it: to "
+        f'let them reach this dev server, put `browse.allow_local = ["127.0.0.2:{app.port}"]` in the [browse] table '
+        f"of the config, then run `webfetch reload` (fetch still refuses it)"), refused
+    assert (await h.fetch(f"http://127.0.0.2:{app.port}/"))["code"] == "blocked_url"
 
 
 async def test_a_phone_viewport_is_what_the_page_sees(daemon, dev):

@@ -10,6 +10,7 @@ the same paths end to end in test_browse.py."""
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -523,9 +524,13 @@ async def test_a_tab_marked_closed_ends_its_waits(autojump_clock):
 
 # --- the console --------------------------------------------------------------------------------------
 
+CONSOLE_TIMES = itertools.count(1)  # each call's own time, as Chrome gives it: the same one is a call sent again
+
+
 def console_call(page: ScriptedPage, kind: str, *args: dict[str, object]) -> None:
     frame = {"functionName": "f", "url": f"{ALLOWED}/app.js", "lineNumber": 9, "columnNumber": 4}
-    page.emit("Runtime.consoleAPICalled", type=kind, args=list(args), executionContextId=1, timestamp=0,
+    page.emit("Runtime.consoleAPICalled", type=kind, args=list(args), executionContextId=1,
+              timestamp=float(next(CONSOLE_TIMES)),
               stackTrace={"callFrames": [frame, frame | {"functionName": ""}]})
 
 

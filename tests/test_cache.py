@@ -53,6 +53,22 @@ async def test_byte_bound_evicts_least_recently_used(clock):
     assert c.get("huge") is None and len(c) == 3
 
 
+async def test_a_value_over_the_entry_bound_is_not_kept_and_evicts_nothing(clock):
+    """The daemon's memory cache keeps no page over 1/32 of it when pages are also kept on disk."""
+    from webfetch.config import CacheConfig
+    from webfetch.fetch.pipeline import memory_entry_bytes
+
+    c = Cache(900.0, 300.0, 100, sizeof=len, max_entry_bytes=20)
+    c.put("a", "a" * 20)
+    c.put("big", "b" * 21)
+    assert c.get("big") is None and c.get("a") is not None and c.bytes == 20
+    c.reconfigure(900.0, 300.0, 100, max_entry_bytes=50)
+    c.put("big", "b" * 21)
+    assert c.get("big") is not None
+    assert memory_entry_bytes(CacheConfig()) == 8 * 1024 * 1024           # 256 MiB / 32, with a disk cache
+    assert memory_entry_bytes(CacheConfig(disk_max_bytes=0)) == 256 * 1024 * 1024   # else all of it
+
+
 async def test_reconfigure_shrinks_at_once_and_a_shorter_ttl_expires_older_entries(clock):
     """What a reload does to the cache: a smaller bound evicts the least recently used entries now."""
     c = make(max_bytes=30)

@@ -154,8 +154,8 @@ def test_browse_allow_local_is_read_and_a_bad_entry_names_the_key_and_line():
 
 
 def test_doctor_and_status_show_what_browse_may_reach():
-    from webfetch.frontends.cli import _browse_state
     from webfetch.frontends.doctor import check_address_policy
+    from webfetch.frontends.status_cli import _browse_state
 
     config = parse_config(b'[browse]\nallow_local = ["localhost:3000"]\n')
     assert "browse sessions only may also reach localhost:3000 (browse.allow_local)" in \

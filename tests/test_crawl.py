@@ -237,6 +237,43 @@ def test_a_bad_regular_expression_pattern_is_a_bad_request():
         crawl_patterns.check(["/docs/*"], ["/[/"])
 
 
+CLASS = "a class is [abc], a literal bracket [[]"
+GLOBS_THAT_CANNOT_WORK = [
+    # fnmatch takes an unclosed `[` as a literal one: '/docs/[a*' would only match a path with a '['
+    ("/docs/[a*", f"has a '[' (character 7) that is never closed: {CLASS}"),
+    ("/docs/[!a*", f"has a '[' (character 7) that is never closed: {CLASS}"),
+    ("/docs/[]*", f"has a '[' (character 7) that is never closed: {CLASS}"),  # ']' first is a member
+    # fnmatch makes a class of reversed ranges match nothing
+    ("/docs/[z-a]*", "has a reversed range, z-a in [z-a], which matches nothing: write it low-high"),
+    # the target starts with '/': a relative glob never matches
+    ("docs/*", "can match no URL: it is matched against the path from its leading '/' (with the query); write "
+               "/docs/* or *docs/*"),
+]
+
+
+@pytest.mark.parametrize("pattern,problem", GLOBS_THAT_CANNOT_WORK, ids=[p for p, _ in GLOBS_THAT_CANNOT_WORK])
+def test_a_glob_that_cannot_match_as_meant_is_a_bad_request(pattern, problem):
+    with pytest.raises(BadRequest) as e:
+        crawl_patterns.check(["/docs/*"], [pattern])
+    assert e.value.message == f"`exclude` pattern {pattern!r} {problem}"
+
+
+def test_globs_that_work_are_taken_as_they_are():
+    good = ["/docs/*", "*?month=*", "/docs/[]]*", "/docs/[!a-c]*", "/a/[[]x", "?docs*", "[/]docs/*", "/(x)/"]
+    crawl_patterns.check(good, good)
+    assert admitted(("/docs/[]]*", "/a/[[]x"), (), ["/docs/]", "/a/[x", "/docs/a"]) == [0, 1]
+
+
+def test_the_cli_refuses_a_malformed_glob_in_its_own_words_before_any_request(short_tmp):
+    # no daemon listens on this socket: the refusal comes before the CLI would start or ask one
+    for op, flag, pattern, problem in (("crawl", "--include", "/docs/[a*", GLOBS_THAT_CANNOT_WORK[0][1]),
+                                       ("map", "--exclude", "docs/*", GLOBS_THAT_CANNOT_WORK[-1][1])):
+        r = run_cli(op, "--socket", str(short_tmp / "none.sock"), "http://127.0.0.1:9/docs/", flag, pattern)
+        assert (r.returncode, r.stdout) == (2, "")
+        assert r.stderr == f"webfetch: bad_request: {flag} pattern {pattern!r} {problem}\n"
+    assert not (short_tmp / "none.sock").exists()
+
+
 # --- politeness -------------------------------------------------------------------------------------------
 
 def test_retry_after_seconds_and_dates():

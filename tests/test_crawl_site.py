@@ -15,6 +15,7 @@ from webfetch.config import CrawlConfig, FetchConfig
 from .support.client import run_cli
 from .support.daemon import make_config
 from .support.docs_site import API, GUIDE, DocsSite
+from .support.site import simple_page
 
 pytestmark = pytest.mark.chromium
 
@@ -218,3 +219,29 @@ async def test_the_cli_writes_the_crawl_and_prints_the_map(crawler, docs, tmp_pa
         "map", "--socket", str(crawler.path), docs.url("/docs/"), "--limit", "5"))
     assert mapped.returncode == 0, mapped.stderr
     assert mapped.stdout.splitlines() == [docs.url("/docs/"), *(docs.url(f"/docs/guide/{i}") for i in range(1, 5))]
+
+
+async def test_maps_progress_is_in_maps_words(crawler, docs):
+    mapped = await trio.to_thread.run_sync(lambda: run_cli(
+        "map", "--socket", str(crawler.path), docs.url("/docs/"), "--limit", "1"))
+    assert (mapped.returncode, mapped.stdout) == (0, docs.url("/docs/") + "\n"), mapped.stderr
+    lines = mapped.stderr.splitlines()
+    assert lines[0] == f"map: reading {docs.url('/robots.txt')}"
+    assert "map: 1 URL done, 1 queued, 0 failed: stopped: limit" in lines
+    assert not [line for line in lines if line.startswith("crawl:") or "1 URLs" in line], lines
+    assert "webfetch: 1 URL, stopped: limit, 1 queued, 0 failed, robots.txt obeyed" in lines
+
+
+async def test_a_directory_and_its_index_html_are_one_page(crawler, site):
+    """A site that links a section both as /guide/ and as /guide/index.html (or index.htm) serves one page
+    twice: the crawl visits and counts the first URL it met, and never asks for the other."""
+    words = "The guide explains the widget toolkit in plain words, with examples and the reasons behind them."
+    for path in ("/guide/", "/guide/index.html", "/guide/index.htm"):  # a server's default document: the same page
+        site.html(path, simple_page("Guide", words, '<a href="index.html">home</a> <a href="a.html">A</a>'))
+    site.html("/guide/a.html", simple_page("A", words, '<a href="/guide/index.htm">up</a> <a href="./">up</a>'))
+    r = await crawler.request({"id": 1, "op": "crawl", "url": site.url("/guide/"), "limit": 10})
+    assert r["stopped"] == "scope_exhausted" and r["failed"] == [], r
+    assert [p["url"] for p in r["pages"]] == [site.url("/guide/"), site.url("/guide/a.html")]
+    assert "/guide/index.html" not in site.hits and "/guide/index.htm" not in site.hits
+    m = await crawler.request({"id": 2, "op": "map", "url": site.url("/guide/index.html"), "limit": 10})
+    assert m["urls"] == [site.url("/guide/index.html"), site.url("/guide/a.html")], m

@@ -57,7 +57,8 @@ POLICIES = {
 # the verdicts: the rows each policy lets through
 ALLOWED = {
     "default": {"public", "unresolvable", "ws_public"},
-    "allow_private": set(URLS) - {"data", "blob"},
+    # every address but the cloud metadata one, which only its own allow_hosts entry opens
+    "allow_private": set(URLS) - {"data", "blob", "metadata"},
     "allow_hosts": {"loopback2", "public", "unresolvable", "ws_loopback2", "ws_public"},
 }
 

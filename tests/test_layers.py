@@ -2,15 +2,16 @@
 the daemon (everything outside webfetch/frontends/) imports no frontend; the browse package has one door,
 `from .browse import Browse` in daemon.py, and nothing outside it imports its modules; nothing imports the
 CLI but `python -m webfetch`. Inside browse/, the shape issue 35 gave it: no class over 400 lines, and no
-module touching another's private (underscore) names. The wings (issue 35's third step): browse imports
-neither fetch/ nor crawl/, fetch/ not browse/, parse/ no browser, CDP, fetch/, crawl/ or browse/ module; the
-core (protocol, errors, urls, config, mime, paging) imports no wing; no module anywhere imports or reads
-another's underscore names; at most 25 modules at the top level. A failure names each offending file and
-line."""
+module touching another's private (underscore) names. And one CDP vocabulary: the Target and Browser domains
+are spoken by the Chrome module alone. The wings (issue 35's third step): browse imports neither fetch/ nor
+crawl/, fetch/ not browse/, parse/ no browser, CDP, fetch/, crawl/ or browse/ module; the core (protocol,
+errors, urls, config, mime, paging) imports no wing; no module anywhere imports or reads another's underscore
+names; at most 25 modules at the top level. A failure names each offending file and line."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import webfetch
@@ -133,6 +134,38 @@ def test_no_browse_module_touches_another_ones_private_names():
                 offences += [f"{MODULES[name].relative_to(PACKAGE.parent)}:{node.lineno} imports {a.name}"
                              for a in node.names if _private(a.name)]
     assert not offences, "another module's private names:\n" + "\n".join(offences)
+
+
+# The Chrome wing (webfetch/chrome/: browser.py, cdp.py, transport.py, launch.py): the one place that speaks
+# CDP's Target and Browser domains, whose handles (Browser, BrowserContext, PageTarget, Tab) the rest of
+# webfetch, the profile tools included, drives browsers through.
+# A method name as a whole string, or its domain alone ("Target." + name, f"Target.{name}"): a docstring or
+# a message that mentions one is prose, not a CDP call.
+TARGET_OR_BROWSER = re.compile(r"(Target|Browser)\.[A-Za-z]*")
+
+
+def _in_chrome_module(path: Path) -> bool:
+    return path.relative_to(PACKAGE).parts[0] == "chrome"
+
+
+def _target_or_browser_names(path: Path) -> list[str]:
+    """file:line name, for each string constant of `path` that is a Target or Browser CDP method name (or
+    its domain); strings standing alone as statements (docstrings) are text."""
+    tree = ast.parse(path.read_text(), str(path))
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    names = [node for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and id(node) not in prose and TARGET_OR_BROWSER.fullmatch(node.value)]
+    return [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.value!r}"
+            for node in sorted(names, key=lambda node: node.lineno)]
+
+
+def test_only_the_chrome_module_speaks_cdps_target_and_browser_domains():
+    seen = [hit for path in MODULES.values() if _in_chrome_module(path) for hit in _target_or_browser_names(path)]
+    assert any("'Target.attachToTarget'" in hit for hit in seen), "the scan finds the Chrome module's own calls"
+    offences = [hit for path in MODULES.values() if not _in_chrome_module(path)
+                for hit in _target_or_browser_names(path)]
+    assert not offences, ("CDP's Target and Browser domains are the Chrome module's: use its handles (Browser, "
+                          "BrowserContext, PageTarget, Tab) instead:\n" + "\n".join(offences))
 
 
 # --- the wings (issue 35, "The house, third step") -------------------------------------------------------

@@ -590,7 +590,11 @@ async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_say
         async with setup.client() as client:
             fetch = {t.name: t for t in (await client.list_tools()).tools}["web_fetch"]
             r = await client.call_tool("web_fetch", {"url": site.url("/article"), "prompt": "Who noticed?"})
+            long = await client.call_tool("web_fetch", {"url": site.url("/large")})
     assert "prompt" not in fetch.input_schema["properties"] and "prompt" not in fetch.description
+    # a long page without a prompt: its first page and where to read on, not a word about the sub-agent
+    assert long.is_error is False and " · characters 0–" in _text(long).split("\n")[0]
+    assert "sub-agent" not in _text(long) and "install pi" not in _text(long) and "Notes:" not in _text(long)
     assert set(fetch.input_schema["properties"]) == {"url", "urls", "offset", "raw", "fresh", "find", "profile"}
     facts = _text(r).split("\n")[0]
     assert r.is_error is False and facts.endswith(
@@ -633,7 +637,7 @@ async def test_a_background_daemon_with_another_config_is_restarted_and_the_firs
     new.write_text(old.read_text() + "[cache]\nttl_s = 60\n")
     sock = short_tmp / "wf.sock"
     env = {**os.environ, "WEBFETCH_SOCKET": str(sock)}
-    started = run_cli("status", "--config", str(old), env={"WEBFETCH_SOCKET": str(sock)})  # starts it
+    started = run_cli("start", "--config", str(old), env={"WEBFETCH_SOCKET": str(sock)})
     assert started.returncode == 0, started.stderr
     first_pid = json.loads(run_cli("status", "--json", env={"WEBFETCH_SOCKET": str(sock)}).stdout)["daemon"]["pid"]
     params = StdioServerParameters(command=sys.executable, args=["-m", "webfetch", "mcp", "--config", str(new)],

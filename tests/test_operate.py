@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -267,3 +268,118 @@ def test_a_daemon_of_another_version_is_named_with_the_command_that_fixes_it(sho
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_status_never_starts_a_daemon_start_does_and_says_where_it_logs(short_tmp):
+    """`webfetch stop; webfetch status` used to look as if the stop had failed: the status started a
+    daemon. Now it says none runs (exit 3, as `systemctl status`) and how to start one; `webfetch start`
+    starts one as fetch does, and is a no-op that says so when one runs."""
+    path = short_tmp / "wf.sock"
+    env = {"WEBFETCH_SOCKET": str(path), "WEBFETCH_CONFIG": str(write_config(short_tmp))}
+    none = (f"webfetch: no webfetch daemon is running on {path}; `webfetch start` starts one in the background "
+            f"(fetch, search, browse, crawl, the pi extension and webfetch mcp start one when they need it)\n")
+    status = run_cli("status", env=env)
+    assert (status.returncode, status.stdout, status.stderr) == (3, "", none)
+    assert run_cli("status", "--json", env=env).returncode == 3
+    assert not path.exists() and not log_path_for(path).exists(), "nothing was started"
+    try:
+        started = run_cli("start", env=env)
+        assert started.returncode == 0, started.stderr
+        pid = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]["pid"]
+        assert started.stdout == (f"started the webfetch daemon (pid {pid}) on {path}; it logs to "
+                                  f"{log_path_for(path)} and exits after 900 s without clients\n")
+        again = run_cli("start", env=env)
+        assert (again.returncode, again.stdout) == (
+            0, f"a webfetch daemon is already running (pid {pid}) on {path}: nothing to start\n")
+        assert json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]["pid"] == pid
+    finally:
+        stopped = run_cli("stop", env=env)
+    assert stopped.returncode == 0 and stopped.stdout.startswith("stopped the webfetch daemon"), stopped.stderr
+    after = run_cli("status", env=env)
+    assert (after.returncode, after.stderr) == (3, none)
+    assert not path.exists()
+
+
+def test_a_broken_config_leaves_status_logs_stop_and_doctor_working_and_says_so(short_tmp):
+    """Issue 36: a config file that does not load locked every command out, doctor included, while the
+    daemon served the old config. Now status, logs, stop and doctor work and say where the file is wrong;
+    a command that would start a daemon (fetch with none running) still refuses, naming the line."""
+    path = short_tmp / "wf.sock"
+    cfg = write_config(short_tmp)
+    env = {"WEBFETCH_SOCKET": str(path), "WEBFETCH_CONFIG": str(cfg)}
+    started = run_cli("start", env=env)
+    assert started.returncode == 0, started.stderr
+    try:
+        pid = json.loads(run_cli("status", "--json", env=env).stdout)["daemon"]["pid"]
+        cfg.write_text('[fetch]\nallow_hosts = "x"\n')
+        error = f"{cfg}: line 2: key `fetch.allow_hosts`: Expected `array`, got `str`"
+        note = (f"the config file does not load: {error}; a running daemon keeps the config it has until the file "
+                f"is fixed and `webfetch reload` reads it, and none can start until then")
+        status = run_cli("status", env=env)
+        assert status.returncode == 1, status.stderr
+        assert f"\ndaemon:   pid {pid}, " in status.stdout and "\nbrowse:   enabled, 0 sessions\n" in status.stdout
+        assert status.stdout.endswith(f"\nproblem:  {note}\n"), status.stdout  # and no note on the config read
+        as_json = run_cli("status", "--json", env=env)
+        assert json.loads(as_json.stdout)["daemon"]["pid"] == pid and as_json.stderr == f"webfetch: {note}\n"
+        logs = run_cli("logs", env=env)
+        assert (logs.returncode, logs.stderr) == (0, f"webfetch: {note}\n") and "op=status" in logs.stdout
+        doctor = run_cli("doctor", env=env, timeout=120)
+        assert doctor.returncode == 1
+        lines = doctor.stdout.splitlines()
+        assert re.fullmatch(rf"FAIL  config +{re.escape(error)} \(the checks below use the defaults\)", lines[0])
+        assert re.fullmatch(r" +fix: fix that line \(docs/CONFIG.md lists every key\), then run `webfetch reload`: a "
+                            r"running daemon keeps the config it has until then, and none can start", lines[1])
+        assert any(re.match(rf"ok    daemon +webfetch {re.escape(__version__)} on {re.escape(str(path))}", line)
+                   for line in lines), doctor.stdout
+    finally:
+        stopped = run_cli("stop", env=env)
+    assert (stopped.returncode, stopped.stdout, stopped.stderr) == (
+        0, f"stopped the webfetch daemon (pid {pid}) on {path}\n", f"webfetch: {note}\n")
+    fetch = run_cli("fetch", "http://127.0.0.1:9/", env=env)
+    assert (fetch.returncode, fetch.stdout, fetch.stderr) == (2, "", f"webfetch: {error}\n")
+    assert not path.exists(), "no daemon was started"
+
+
+def test_a_broken_config_that_names_the_socket_is_still_asked_there(short_tmp):
+    """The file's `server.socket` is where a daemon that read it listens: a wrong type elsewhere in the
+    file leaves it readable, and status asks there rather than at the default path."""
+    path = short_tmp / "named.sock"
+    cfg = write_config(short_tmp, f'[server]\nsocket = "{path}"\n')
+    proc = serve_in_own_group(path, cfg)
+    try:
+        wait_until("the socket", lambda: path.exists() and listening(path))
+        cfg.write_text(f'[server]\nsocket = "{path}"\n[fetch]\nallow_hosts = "x"\n')
+        status = run_cli("status", "--config", str(cfg), env={"WEBFETCH_SOCKET": ""})
+        assert status.returncode == 1, status.stderr
+        assert f"\ndaemon:   pid {proc.pid}, " in status.stdout
+        assert f"\nproblem:  the config file does not load: {cfg}: line 4: key `fetch.allow_hosts`" in status.stdout
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_the_log_names_every_op_by_its_wire_name(short_tmp, site):
+    """One log line per request, its op as the client sent it: `op=reload` beside `op=status`, never the
+    request's class name (`op=ReloadRequest`)."""
+    import re
+
+    from webfetch.protocol import OPS
+
+    path = short_tmp / "wf.sock"
+    cfg = write_config(short_tmp)
+    proc = serve_in_own_group(path, cfg)
+    try:
+        wait_until("the socket", path.exists)
+        for args in (["status"], ["reload"], ["cache", "clear"], ["fetch", site.url("/article")],
+                     ["browse", "open", site.url("/article")], ["browse", "close"]):
+            r = run_cli(*args, "--socket", str(path), "--config", str(cfg))
+            assert r.returncode == 0, (args, r.stderr)
+        assert run_cli("stop", "--socket", str(path), "--config", str(cfg)).returncode == 0
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    ops = re.findall(r" conn=\d+ id=\S+ op=(\S+)", stderr_of(path))
+    assert {"status", "reload", "cache_clear", "fetch", "browse"} <= set(ops), ops
+    assert set(ops) <= set(OPS), ops

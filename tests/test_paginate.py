@@ -39,3 +39,30 @@ def test_pages_cover_the_text_exactly():
         assert len(page) <= 1000 and page.count("\n") <= 40
         out.append(page)
     assert "".join(out) == text
+
+
+def test_a_paragraph_longer_than_the_page_is_cut_between_words_and_the_next_page_starts_at_the_next_word():
+    words = "The otters came back to the lower reaches of the river after forty years away. " * 5
+    text = "# Otters\n\n" + words
+    page, nxt = paginate(text, 0, 100, 2000)
+    assert page == text[:nxt] == "# Otters\n\n" + words[:90]  # "…away. The otters ", not "…The otters ca"
+    assert text[nxt:].startswith("came back")
+    out, offset = [], 0
+    while offset is not None:
+        page, offset = paginate(text, offset, 100, 2000)
+        assert len(page) <= 100 and (offset is None or page[-1].isspace()), page
+        out.append(page)
+    assert "".join(out) == text
+
+
+def test_a_line_break_in_the_first_half_gives_way_to_a_word_boundary_in_the_second():
+    text = "short\n" + "word " * 40
+    page, nxt = paginate(text, 0, 100, 2000)
+    assert nxt == 96 and page == text[:96] and page.endswith(" word ")  # not "short\n" alone
+
+
+def test_any_white_space_ends_a_word_and_a_line_break_in_the_second_half_still_wins():
+    text = "one\u00a0two\tthree four five six seven eight\nnine ten eleven"
+    assert paginate(text, 0, 48, 2000) == ("one\u00a0two\tthree four five six seven eight\n", 40)
+    assert paginate("alpha\u2003" + "b" * 30, 0, 20, 2000) == ("alpha\u2003" + "b" * 14, 20)  # no space late enough
+    assert paginate("a" * 15 + "\u2003bcdef", 0, 19, 2000) == ("a" * 15 + "\u2003", 16)

@@ -121,10 +121,10 @@ async def test_a_large_pdf_pages_like_html(daemon, site):
     assert first["total_chars"] > 150_000 and first["next_offset"] is not None
     second = await daemon.fetch(url, offset=first["next_offset"])
     assert second["offset"] == first["next_offset"] and second["content"]
-    # without raw the daemon asks for a summary; with no sub-agent installed, the first page and a note
-    summary = await daemon.fetch(url)
-    assert summary["kind"] == "page" and summary["content"] == first["content"]
-    assert any("raw content instead" in n for n in summary["notes"])
+    # without raw, a summary; with no sub-agent installed none is tried: the first page, and no note about pi
+    unasked = await daemon.fetch(url)
+    assert unasked["kind"] == "page" and unasked["content"] == first["content"]
+    assert unasked["notes"] == first["notes"] and unasked["next_offset"] == first["next_offset"]
 
 
 async def test_a_pdf_over_the_size_cap_is_a_clear_error(start_daemon, site):

@@ -192,12 +192,16 @@ def test_bad_input_is_a_clear_error_and_leaves_the_profile_as_it_was(existing, t
     assert cli(capsys, *args) == (code, "", f"webfetch: {message}\n")
 
 
-def test_login_without_a_display_names_the_other_two_ways(existing, monkeypatch, capsys):
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    assert cli(capsys, "login", "work", "https://example.com/login") == (1, "", (
+def test_login_without_a_display_names_the_headless_way_and_the_imports(existing, data_home):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "login", "work",
+                           "https://example.com/login?next=/a b"], capture_output=True, text=True, timeout=60,
+                          env={**env, "XDG_DATA_HOME": str(data_home)})
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", (
         "webfetch: profile login opens a browser window, and there is no display here ($DISPLAY and "
-        "$WAYLAND_DISPLAY are unset). The other two ways in: log in with a browser where you have one and save its "
+        "$WAYLAND_DISPLAY are unset). Log in headless instead: `webfetch browse open "
+        "'https://example.com/login?next=/a%20b' --profile work --new-profile`, fill in the sign-in form with "
+        "`webfetch browse fill`, then `webfetch browse save`. Or log in with a browser where you have one and save its "
         "state (a Playwright storage state, or a cookies.txt from a cookies export extension), then `webfetch "
         "profile import work FILE`; or start Chrome with `--remote-debugging-port=9222 --user-data-dir=DIR`, log in "
         "there, and `webfetch profile import work --from-browser http://127.0.0.1:9222 --hosts HOST`\n"))
@@ -219,6 +223,40 @@ def test_a_full_disk_leaves_the_profile_whole(existing, data_home, tmp_path):
     assert done.returncode == 1
     assert done.stderr == (f"webfetch: could not write profile 'work' to {profile_file(data_home, 'work')}: File too "
                            f"large; the profile is as it was\n")
+
+
+SHAPE = 'a Playwright storage state is an object {"cookies": [...], "origins": [...]}'
+NOT_A_STATE = [
+    ("empty.json", "{}", "empty.json: not a Playwright storage state: it has no 'cookies' list (it is an empty "
+                         f"object); {SHAPE}"),
+    ("typo.json", '{"cookie": []}', "typo.json: not a Playwright storage state: it has no 'cookies' list (its "
+                                    f"keys: 'cookie'); {SHAPE}"),
+    ("string.json", '{"cookies": "x"}', "string.json: not a Playwright storage state: Expected 'array', got 'str' "
+                                        "at cookies"),
+    # an array (a cookie editor's export) is JSON, never judged by cookies.txt's rules; nor is a .json of text
+    ("array", "[]", f"array: not a Playwright storage state: the file is an array; {SHAPE}"),
+    ("text.json", "sid=1", "text.json: not valid JSON (JSON is malformed: invalid character (byte 0))"),
+    ("nothing.json", '{"cookies": [], "origins": []}', "nothing.json: no cookies and no localStorage in it: nothing "
+                                                       "to import"),
+    ("cookies.txt", "", "cookies.txt: no cookies in it (a cookies.txt has one cookie a line)"),
+]
+
+
+@pytest.mark.parametrize("name,text,message", NOT_A_STATE, ids=[n for n, _, _ in NOT_A_STATE])
+def test_an_import_of_a_file_that_is_not_a_login_is_refused_and_makes_no_profile(data_home, tmp_path, name, text,
+                                                                                 message):
+    source = write(tmp_path, name, text)
+    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "import", "work", source],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "XDG_DATA_HOME": str(data_home)})
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"webfetch: {str(tmp_path)}/{message}\n")
+    assert not profile_file(data_home, "work").exists()
+    good = write(tmp_path, "good.json", json.dumps(STATE))  # the same command takes a storage state
+    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "import", "work", good],
+                          capture_output=True, text=True, timeout=60, env={**os.environ,
+                                                                           "XDG_DATA_HOME": str(data_home)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(profile_file(data_home, "work").read_bytes())["state"] == STATE
 
 
 # --- from a running Chrome ------------------------------------------------------------------------

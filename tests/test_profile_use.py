@@ -94,11 +94,17 @@ def test_a_login_wall_says_how_to_get_past_it():
                 redirect_url=None, flags=("login_wall",))
     assert login_hint(page, None) == (
         "to read it signed in, the user logs in once with `webfetch profile login wiki.example.com "
-        "'https://wiki.example.com/login?next=/x'` (a browser window opens for them; or `webfetch profile import "
-        "wiki.example.com FILE` with exported cookies), then fetch with profile 'wiki.example.com' (CLI: --profile "
-        "wiki.example.com)")
-    assert login_hint(page, "work").startswith("profile work did not get past the sign-in at wiki.example.com: "
-                                               "its login may have expired")
+        "'https://wiki.example.com/login?next=/x'` (a browser window opens for them; where none can open: "
+        "`webfetch browse open 'https://wiki.example.com/login?next=/x' --profile wiki.example.com --new-profile`, "
+        "fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`; or `webfetch profile "
+        "import wiki.example.com FILE` with exported cookies), then fetch with profile 'wiki.example.com' (CLI: "
+        "--profile wiki.example.com)")
+    assert login_hint(page, "work") == (
+        "profile work did not get past the sign-in at wiki.example.com: its login may have expired or been signed "
+        "out. Ask the user to log in again with `webfetch profile login work 'https://wiki.example.com/login?next=/x'` "
+        "(where no window can open: `webfetch browse open 'https://wiki.example.com/login?next=/x' --profile work`, "
+        "fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`), then fetch again with "
+        "profile work")
     sso = Page(url="https://a.example/x", final_url="https://a.example/x", status=302, content_type=None,
                title=None, markdown="", extractor=None, truncated=False,
                redirect_url="https://sso.example.org/login?r=1")
@@ -116,7 +122,7 @@ async def test_a_browse_login_serves_fetches_after_a_restart_and_is_cached_apart
     progress: list[dict[str, Any]] = []
     async with running_daemon(short_tmp / "a.sock") as h:
         b = Browser(await h.client())
-        page = await b.ok("open", url=app.url("/login"), profile="club")
+        page = await b.ok("open", url=app.url("/login"), profile="club", create=True)
         snap = page["snapshot"]
         await b.ok("fill", ref=ref(snap, '- textbox "Username"'), text="ann")
         await b.ok("fill", ref=ref(snap, '- textbox "Password"'), text="hunter2", submit=True)
@@ -138,6 +144,9 @@ async def test_a_browse_login_serves_fetches_after_a_restart_and_is_cached_apart
         assert "login_wall" in anonymous["flags"] and MEMBER_TEXT not in anonymous["content"]
         assert (f"to read it signed in, the user logs in once with `webfetch profile login 127.0.0.1 "
                 f"{app.url()}`") in " ".join(anonymous["notes"])
+        assert (f"where none can open: `webfetch browse open {app.url()} --profile 127.0.0.1 --new-profile`, fill "
+                f"in the sign-in form with `webfetch browse fill`, then `webfetch browse save`") in \
+            anonymous["notes"][-1]
         again = await c.request({"id": 3, "op": "fetch", "url": app.url(), "profile": "club"}, progress)
         assert member_page(again) and again["cached"]
         other = await c.request({"id": 4, "op": "fetch", "url": app.url(), "profile": "other"})
@@ -185,6 +194,32 @@ async def test_the_host_list_and_bad_names_leave_every_profile_as_it_was(app, da
         assert r["code"] == "profile_error" and "is not a profile name" in r["message"], (bad, r)
     assert (data_home / "club.json").read_bytes() == before
     assert sorted(p.name for p in data_home.iterdir()) == ["club.json"]
+
+
+@pytest.mark.chromium
+async def test_a_misspelt_profile_is_refused_and_only_create_makes_one(app, data_home, daemon):
+    """A typo in a session's profile would start an empty profile, and the login the user meant go unused:
+    it is unknown_profile listing the profiles, and no file or session is made, unless the open asks to
+    create it (the browser tool's `create`, the CLI's --new-profile)."""
+    save_profile("club", app.login("ann"))
+    b = Browser(await daemon.client())
+    r = await b("open", url=app.url("/members"), profile="cluub")
+    assert (r["type"], r["code"]) == ("error", "unknown_profile")
+    assert r["message"] == ("no profile named 'cluub' (profiles: club); to start a new, empty one for 127.0.0.1, "
+                            "open with `create: true`")
+    assert sorted(p.name for p in data_home.iterdir()) == ["club.json"]
+    assert (await b("snapshot"))["message"] == "no page is open in browse session 's1': call open with a url first"
+    r = await b("open", url=app.url("/members"), create=True)
+    assert (r["code"], r["message"]) == ("bad_request", "`create: true` starts a new profile on the open that names "
+                                                        "it: give `profile` with it")
+    # an existing profile with create is that profile, logins and all
+    await b.ok("open", url=app.url("/members"), profile="club", create=True)
+    assert "Signed in as ann" in (await b.ok("read"))["content"]
+    await b.ok("close")
+    await b.ok("open", url=app.url("/login"), profile="cluub", create=True)
+    await b.ok("close")
+    made = json.loads((data_home / "cluub.json").read_text())
+    assert made["hosts"] == ["127.0.0.1"] and made["state"]["cookies"] == []
 
 
 @pytest.mark.chromium
@@ -304,7 +339,7 @@ def test_the_cli_fetches_and_browses_with_a_profile_and_its_log_holds_no_value(a
     finally:
         run_cli("stop", "--config", str(cfg), env=env)
     log = log_path_for(path).read_text()
-    assert "op=fetch" in log and "op=BrowseRequest" in log, log  # it logged the requests
+    assert "op=fetch" in log and "op=browse" in log, log  # it logged the requests
     assert token not in log and refreshed not in log
 
 

@@ -200,3 +200,43 @@ async def test_every_address_that_is_not_public_is_refused_before_any_connection
         else:
             assert code == 2 and failure.blocked and says in failure.message, (host, code, failure)
         assert no_packet_leaves.attempts == []
+
+
+# Another local user's SOCKS5 client, run as `nobody` (setpriv) by the system's Python: greets the proxy,
+# asks for host:port and prints what came back (the greeting's reply, the CONNECT's, the first bytes).
+OTHER_USER_CLIENT = r"""
+import socket, sys
+port, host, target = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(10)
+try:
+    s.sendall(b"\x05\x01\x00")
+    print("greeting", s.recv(2).hex())
+    s.sendall(bytes([5, 1, 0, 3, len(host)]) + host + target.to_bytes(2, "big"))
+    print("connect", s.recv(10).hex())
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    print("page", s.recv(100))
+except OSError as e:
+    print("closed", type(e).__name__)
+"""
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="another user's process (setpriv) needs root")
+async def test_another_local_user_cannot_tunnel_through_the_proxy(nursery, site):
+    """The proxy's ports are on 127.0.0.1, open to every local user: a tunnel of theirs would leave from the
+    daemon's uid to what its allow lists open. Their connection is closed before a byte of SOCKS is read;
+    the daemon's own user (this test) is served."""
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    proxy = await start_proxy(nursery)
+    for via in (proxy.port, proxy.browse_port):
+        result = await trio.run_process(
+            ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+             "/usr/bin/python3", "-c", OTHER_USER_CLIENT, str(via), "127.0.0.1", str(site.port)],
+            capture_stdout=True, capture_stderr=True, check=False)
+        # closed unanswered: the greeting gets no reply, the CONNECT none either (or the socket is reset)
+        assert result.stdout.decode().split("\n")[0] in ("greeting ", "closed ConnectionResetError"), result.stdout
+        assert b"connect 05" not in result.stdout and b"page" not in result.stdout, result.stdout
+    stream, code = await socks_connect(proxy, "127.0.0.1", site.port)
+    assert code == 0
+    await stream.aclose()

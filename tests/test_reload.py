@@ -161,7 +161,7 @@ async def test_cache_search_and_browse_settings_apply_and_the_browser_flags_need
 @pytest.mark.parametrize("text,message", [
     (LOCAL + "[cache\nttl_s = 1\n", "line 5: not valid TOML: Expected ']' at the end of a table declaration "
                                      "(column 7)"),
-    (LOCAL + "[cache]\nttl_s = 60\ncolour = 1\n", "line 7: unknown key `cache.colour`; see the README"),
+    (LOCAL + "[cache]\nttl_s = 60\ncolour = 1\n", "line 7: unknown key `cache.colour`; docs/CONFIG.md lists the keys"),
     (LOCAL + "[cache]\n\nttl_s = \"soon\"\n", "line 7: key `cache.ttl_s`: Expected `float`, got `str`"),
 ])
 async def test_a_broken_config_keeps_the_old_one_and_names_the_file_and_line(nursery, short_tmp, site, text,

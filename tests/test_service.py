@@ -20,6 +20,7 @@ import pytest
 
 from webfetch.frontends.client import Client
 from webfetch.frontends.installation import webfetch_command
+from webfetch.frontends.logs import TAIL_LINES
 
 from .support.client import run_cli
 from .support.procs import children, environ, gone, is_chrome
@@ -81,6 +82,59 @@ def test_socket_activation_the_first_client_starts_the_daemon_and_gets_its_answe
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.chromium
+def test_status_stop_and_logs_under_socket_activation_start_nothing_and_start_does(short_tmp, site):
+    """With webfetch.socket listening and no daemon behind it yet, a connection starts one: status, stop
+    and logs ask systemd (systemctl) instead, and say so. Status exits 3, as `systemctl status
+    webfetch.service` does: no daemon process answered, and the message says the first request starts one.
+    The socket is systemd's own systemd-socket-activate at the default path; only systemctl is a fake,
+    answering `show` with the states the test sets."""
+    run = short_tmp / "run"
+    (run / "webfetch").mkdir(parents=True, mode=0o700)
+    path = run / "webfetch" / "webfetch.sock"
+    units = short_tmp / "cfg" / "systemd" / "user"
+    units.mkdir(parents=True)
+    (units / "webfetch.socket").write_text("[Socket]\nListenStream=%t/webfetch/webfetch.sock\n")
+    states = short_tmp / "states"
+    states.write_text("active\ninactive\n")  # webfetch.socket, webfetch.service
+    fake = short_tmp / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text(f'#!/bin/sh\n[ "$2" = show ] && cat {states}\n')
+    (fake / "systemctl").chmod(0o755)
+    (fake / "journalctl").write_text('#!/bin/sh\necho "journal: $*"\n')
+    (fake / "journalctl").chmod(0o755)
+    cfg = write_config(short_tmp)
+    env = {"XDG_RUNTIME_DIR": str(run), "XDG_CONFIG_HOME": str(short_tmp / "cfg"), "WEBFETCH_SOCKET": "",
+           "WEBFETCH_CONFIG": str(cfg), "PATH": f"{fake}:{os.environ['PATH']}"}
+    proc = serve(path, cfg, prefix=["systemd-socket-activate", "-l", str(path)])
+    activator = Path(f"/proc/{proc.pid}/exe").resolve()
+    try:
+        wait_until("the activator's socket", path.exists, 10)
+        status = run_cli("status", env=env)
+        assert (status.returncode, status.stdout, status.stderr) == (3, "", (
+            f"webfetch: no webfetch daemon is running on {path}; systemd's webfetch.socket listens there and "
+            f"starts one on the first request (`webfetch start` starts it now)\n"))
+        stop = run_cli("stop", env=env)
+        assert (stop.returncode, stop.stderr) == (0, (
+            f"webfetch: no webfetch daemon is running on {path}; systemd's webfetch.socket listens there and "
+            f"starts one on the first request (`systemctl --user stop webfetch.socket` stops that)\n"))
+        logs = run_cli("logs", env=env)
+        assert (logs.returncode, logs.stdout) == (0, f"journal: --user -u webfetch -n {TAIL_LINES} --no-pager\n")
+        assert Path(f"/proc/{proc.pid}/exe").resolve() == activator and children(proc.pid) == [], "nothing started"
+        started = run_cli("start", env=env)
+        assert (started.returncode, started.stdout) == (0, (
+            f"systemd started the webfetch daemon (pid {proc.pid}) on {path} (webfetch.socket); it logs to "
+            f"systemd's journal: `webfetch logs`\n")), started.stderr
+        states.write_text("active\nactive\n")
+        status = run_cli("status", env=env)
+        assert status.returncode == 0, status.stderr
+        assert f"daemon:   pid {proc.pid}, " in status.stdout
+        assert "\nsocket:   systemd's socket (socket activation)\n" in status.stdout
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture
@@ -234,14 +288,15 @@ def test_doctor_all_good_then_reports_the_running_daemons_problems(short_tmp):
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path), env=no_keys)
     assert r.returncode == 0, r.stdout
     assert [line[:6] for line in r.stdout.splitlines() if line[:4] in ("ok  ", "warn", "FAIL")] == \
-        ["ok    "] * 6 + ["warn  "] * 3
+        ["ok    "] * 7 + ["warn  "] * 3
     assert re.search(r"^warn  sub-agent model +none configured: prompts that name no model \(every MCP client's",
                      r.stdout, re.M)
     cfg.write_text(cfg.read_text() + 'model = "fake/fake-1"\n')  # the last table is [subagent]
     assert "sub-agent" in r.stdout and "0.73.1" in r.stdout
     assert re.search(r"^warn  web search +no backend configured", r.stdout, re.M)
-    assert re.search(r"^ok    address policy +all private addresses allowed \(fetch.allow_private\); pages connect "
-                     r"only through webfetch's proxy", r.stdout, re.M)
+    assert re.search(r"^ok    address policy +every address that is not public allowed but cloud metadata "
+                     r"\(fetch.allow_private\): to fetch, crawl and browse sessions alike, on every port; pages "
+                     r"connect only through webfetch's proxy", r.stdout, re.M)
     r = run_cli("doctor", "--config", str(cfg), "--socket", str(path),
                 env={**no_keys, "BRAVE_API_KEY": "k", "https_proxy": "http://127.0.0.1:9"})
     assert re.search(r"^ok    web search +Brave \(configured: Brave;", r.stdout, re.M)
@@ -277,10 +332,14 @@ def test_the_wheel_carries_the_extension_and_the_units(short_tmp):
     wheel = next(out.glob("webfetch-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        for f in ("webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/package.json",
-                  "webfetch/frontends/pi_extension/tools.json",
-                  "webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
+        for f in ("webfetch/frontends/units/webfetch.socket", "webfetch/frontends/units/webfetch.service"):
             assert f in names, f
+        # the pi extension, every file of it (index.ts imports the others: a missing one fails pi's load)
+        extension = {f"webfetch/frontends/pi_extension/{p.name}" for p in (ROOT / "webfetch" / "frontends" /
+                                                                         "pi_extension").iterdir()}
+        assert {"webfetch/frontends/pi_extension/index.ts", "webfetch/frontends/pi_extension/protocol.ts",
+                "webfetch/frontends/pi_extension/tools.json"} <= extension
+        assert extension <= names, extension - names
         # the scripts that run in pages, every one of them (a missing one fails at import)
         scripts = {f"webfetch/js/{p.name}" for p in (ROOT / "webfetch" / "js").glob("*.js")}
         assert scripts and scripts <= names, scripts - names

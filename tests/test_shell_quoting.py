@@ -49,6 +49,11 @@ def test_the_login_hint_quotes_the_servers_url_and_pasting_it_runs_nothing(url, 
         encoded = shell.url_arg(url)
         assert shlex.split(login) == ["webfetch", "profile", "login", name, encoded]
         assert pasted(login, tmp_path) == ["profile", "login", name, encoded]
+        # the headless way names the same URL: one argument too
+        headless = commands(note)[1]
+        new = ["--new-profile"] if profile is None else []
+        assert shlex.split(headless) == ["webfetch", "browse", "open", encoded, "--profile", name, *new]
+        assert pasted(headless, tmp_path) == ["browse", "open", encoded, "--profile", name, *new]
     assert list(tmp_path.iterdir()) == [], "nothing ran"
     assert "`" not in encoded and "\n" not in encoded, "the code span stays whole"
 

@@ -220,12 +220,36 @@ async def test_every_special_purpose_address_is_refused_and_public_ones_pass(add
 async def test_the_allow_lists_let_a_refused_address_through_as_a_local_host(address):
     # as a host on this machine or its network: plain http stays http, and the cache key says so without DNS
     url = f"http://{url_host(address)}:8080/x"
-    for policy in (PRIVATE_OK, AddressPolicy.from_config(False, [address])):
+    metadata = dict(TABLE)[address].startswith(METADATA)
+    for policy in ((AddressPolicy.from_config(False, [address]),) if metadata else
+                   (PRIVATE_OK, AddressPolicy.from_config(False, [address]))):
         assert await prepare_url(url, policy) == url
         assert likely_key(url, policy) == url
     name = name_of(address)
     listed = AddressPolicy.from_config(False, [name], resolver)
     assert await prepare_url(f"http://{name}:8080/x", listed) == f"http://{name}:8080/x"
+
+
+@pytest.mark.parametrize("address", [a for a, says in TABLE if says is not None and says.startswith(METADATA)])
+async def test_a_cloud_metadata_address_stays_refused_unless_itself_is_listed(address):
+    """fetch.allow_private opens the private network, and a listed network the addresses in it, but not the
+    machine's credentials: a metadata address is reached only when allow_hosts names it (or the host)."""
+    name = name_of(address)
+    opened = [AddressPolicy(allow_private=True, resolver=resolver),
+              AddressPolicy.from_config(True, ["10.0.0.0/8"], resolver),
+              AddressPolicy.from_config(False, ["::/0" if ":" in address else "0.0.0.0/0"], resolver),
+              AddressPolicy.from_config(False, [str(ipaddress.ip_network(address).supernet(new_prefix=16))],
+                                        resolver)]
+    for policy in opened:
+        for url in (f"http://{url_host(address)}/latest/", f"http://{name}/latest/"):
+            with pytest.raises(BlockedUrl) as info:
+                await prepare_url(url, policy)
+            assert METADATA in info.value.message and "allow" not in info.value.message, info.value.message
+            assert await HostGate(policy).check(url) == info.value.message
+    for entry, url in ((address, f"http://{url_host(address)}/latest/"), (name, f"http://{name}/latest/")):
+        listed = AddressPolicy.from_config(True, [entry], resolver)
+        assert await prepare_url(url, listed) == url
+        assert await HostGate(listed).check(url) is None
 
 
 async def test_a_tailscale_network_is_reached_once_listed():

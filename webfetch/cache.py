@@ -45,10 +45,13 @@ class _Flight(Generic[V]):
 class Cache(Generic[V]):
     """Times come from trio's clock, so tests can drive TTL and sweeping with the mock clock."""
 
-    def __init__(self, ttl_s: float, sweep_s: float, max_bytes: int, sizeof: Callable[[V], int]) -> None:
+    def __init__(self, ttl_s: float, sweep_s: float, max_bytes: int, sizeof: Callable[[V], int],
+                 max_entry_bytes: int | None = None) -> None:
+        """`max_entry_bytes`: a value larger than this is not kept (default: `max_bytes`)."""
         self.ttl_s = ttl_s
         self.sweep_s = sweep_s
         self.max_bytes = max_bytes
+        self.max_entry_bytes = max_bytes if max_entry_bytes is None else max_entry_bytes
         self._sizeof = sizeof
         self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
         self._flights: dict[str, _Flight[V]] = {}
@@ -85,8 +88,8 @@ class Cache(Generic[V]):
     def put(self, key: str, value: V, created: float | None = None) -> None:
         size = self._sizeof(value)
         self._remove(key)
-        if size > self.max_bytes:
-            return  # would evict everything else and still not fit
+        if size > min(self.max_bytes, self.max_entry_bytes):
+            return  # would evict everything else and still not fit, or too much of it (the owner's choice)
         self._entries[key] = _Entry(value, size, trio.current_time() if created is None else created)
         self.bytes += size
         self._evict()
@@ -96,10 +99,12 @@ class Cache(Generic[V]):
             oldest = next(iter(self._entries))
             self._remove(oldest)
 
-    def reconfigure(self, ttl_s: float, sweep_s: float, max_bytes: int) -> None:
+    def reconfigure(self, ttl_s: float, sweep_s: float, max_bytes: int, max_entry_bytes: int | None = None) -> None:
         """New limits from a reload: a smaller byte bound evicts the least recently used entries at once, a
-        shorter TTL expires entries at their next read or sweep; sweep_s counts from the next sweep."""
+        shorter TTL expires entries at their next read or sweep; sweep_s counts from the next sweep. A smaller
+        entry bound applies to the next values stored."""
         self.ttl_s, self.sweep_s, self.max_bytes = ttl_s, sweep_s, max_bytes
+        self.max_entry_bytes = max_bytes if max_entry_bytes is None else max_entry_bytes
         self._evict()
 
     def clear(self) -> None:

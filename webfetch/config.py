@@ -141,6 +141,9 @@ class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     timeout_s: Positive = 300.0        # a whole crawl or map, unless the request gives its own
     max_errors: PositiveInt = 20       # pages that fail before a crawl stops with `errors`
     max_retry_after_s: Positive = 60.0  # a 429's Retry-After is waited up to this long, else the page fails
+    # characters of page content in one crawl result, all pages together (each gets an equal share); the
+    # rest of each page is read from the cache with `fetch` and `offset`, so a crawl's memory stays bounded
+    result_chars: PositiveInt = 5_000_000
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -183,10 +186,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
 
 def load_config_and_source(path: str | os.PathLike[str] | None = None) -> tuple[Config, ConfigSource]:
     """`load_config`, and which file it read (with the digest of the bytes it parsed)."""
-    if path is None:
-        path = os.environ.get("WEBFETCH_CONFIG") or None
-    explicit = path is not None
-    p = Path(path) if path is not None else default_config_path()
+    p, explicit = _config_file(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -196,6 +196,25 @@ def load_config_and_source(path: str | os.PathLike[str] | None = None) -> tuple[
     except OSError as e:
         raise ConfigError(f"cannot read config file {p}: {e.strerror}") from None
     return parse_config(data, source=str(p)), ConfigSource(path=str(p.absolute()), digest=config_digest(data))
+
+
+def _config_file(path: str | os.PathLike[str] | None) -> tuple[Path, bool]:
+    """The file to read (--config, else WEBFETCH_CONFIG, else the default path), and whether it was named."""
+    if path is None:
+        path = os.environ.get("WEBFETCH_CONFIG") or None
+    return (Path(path), True) if path is not None else (default_config_path(), False)
+
+
+def config_for_socket(path: str | os.PathLike[str] | None = None) -> Config:
+    """For a client whose config file does not load: the defaults, with the file's `server.socket` when the
+    file is TOML that sets it to a string (a wrong type elsewhere, an unknown key): the socket a daemon
+    that read the file before listens on."""
+    try:
+        table = msgspec.toml.decode(_config_file(path)[0].read_bytes())
+        socket = table.get("server", {}).get("socket")
+    except (OSError, msgspec.DecodeError, AttributeError):
+        return Config()
+    return Config(server=ServerConfig(socket=socket)) if isinstance(socket, str) else Config()
 
 
 def config_digest(data: bytes) -> str:
@@ -224,7 +243,7 @@ def _toml_path(msg: str) -> tuple[str, str | None]:
     m = re.fullmatch(r"Object contains unknown field `([^`]+)`(?: - at `\$\.?([^`]*)`)?", msg)
     if m:
         key = f"{m.group(2)}.{m.group(1)}" if m.group(2) else m.group(1)
-        return f"unknown key `{key}`; see the README for the keys webfetch knows", key
+        return f"unknown key `{key}`; docs/CONFIG.md lists the keys webfetch knows", key
     m = re.fullmatch(r"(.*) - at `\$\.([^`]*)`", msg)
     if m:
         return f"key `{m.group(2)}`: {m.group(1)}", m.group(2)

@@ -36,7 +36,7 @@ from .dns import Resolver
 from .errors import BrowserUnavailable, ConfigError, WebfetchError
 from .fetch.batch import fetch_batch
 from .fetch.in_chrome import FETCH_TAB
-from .fetch.pipeline import Pipeline, page_size
+from .fetch.pipeline import Pipeline, memory_entry_bytes, page_size
 from .parse.extractor import Extractor
 from .profiles.use import ProfileUse
 from .protocol import (
@@ -137,7 +137,7 @@ class Daemon:
         self.browse_policy = PolicyHolder(self.policy.current.for_browse(config.browse.allow_local))
         self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
-                                        page_size)
+                                        page_size, memory_entry_bytes(config.cache))
         # the pages the next daemon finds (cache.disk_max_bytes = 0: none), in the cache directory as the
         # daemon started with it
         self.disk = DiskCache(default_directory(), config.cache.disk_max_bytes, config.cache.sweep_s)
@@ -174,7 +174,7 @@ class Daemon:
         if isinstance(req, SearchRequest):
             return replace(await self.search.search(req, progress), id=rid)
         if isinstance(req, CrawlRequest):
-            return replace(await self.crawler.crawl(req, progress), id=rid)
+            return replace(await self.crawler.crawl(req, progress, rid, send), id=rid)
         if isinstance(req, MapRequest):
             return replace(await self.crawler.map(req, progress), id=rid)
         if isinstance(req, StopRequest):
@@ -241,7 +241,8 @@ class Daemon:
         if self.policy.current.for_browse(config.browse.allow_local) != self.browse_policy.current:
             self.browse_policy.current = self.policy.current.for_browse(config.browse.allow_local)
         if "cache" in sections:
-            self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes)
+            self.cache.reconfigure(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
+                                   memory_entry_bytes(config.cache))
             self.disk.reconfigure(config.cache.disk_max_bytes, config.cache.sweep_s)
         if "search" in sections:
             self.search.reconfigure(config.search)
@@ -399,21 +400,32 @@ class Daemon:
             await self.server.wait_flushed()  # the `shutting_down` frames reach their clients
 
 
-# glibc's mallopt parameter for the number of malloc arenas.
+# glibc's mallopt parameters: the number of malloc arenas, and the size from which a block is mapped alone.
 _M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
 MALLOC_ARENAS = 2
+# A block this large or larger (a page's HTML, markdown, packed entry or frame) is mapped on its own and given
+# back to the system when freed. glibc's default starts at 128 KiB but rises to the size of each large block
+# freed, up to 32 MiB: after the first 10 MB page, every later one was carved from the heap, whose freed
+# holes a busy daemon keeps (it trims only when idle). Measured on a streamed crawl of 32 pages of 10 MB
+# (bin/bench_crawl.py's site): the daemon's peak RSS above idle +253 and +263 MiB with glibc's default,
+# +202 and +202 MiB with this.
+MMAP_THRESHOLD = 1024 * 1024
 
 
 def limit_malloc_arenas() -> None:
-    """Let the daemon's threads share two malloc arenas instead of glibc's up to 8 per core: each thread
-    that extracts a page, resolves a name or reads a file would otherwise get an arena of its own, and
-    fragments of freed pages kept in many arenas make the RSS creep. Measured with bin/bench_memory (1 000
-    mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB by default, 131 -> 158 MiB with two
-    arenas (the cache holding 5.6 MiB of it). A no-op where the C library is not glibc."""
+    """Big blocks mapped alone (MMAP_THRESHOLD), and the daemon's threads sharing two malloc arenas instead of
+    glibc's up to 8 per core: each thread that extracts a page, resolves a name or reads a file would
+    otherwise get an arena of its own, and fragments of freed pages kept in many arenas make the RSS creep.
+    Measured with bin/bench_memory (1 000 mixed fetches): RSS after 200 -> after 1 000 fetches 163 -> 247 MiB
+    by default, 131 -> 158 MiB with two arenas (the cache holding 5.6 MiB of it). A no-op where the C library
+    is not glibc."""
     try:
-        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        pass
+        return
+    mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 # Seconds without a request in flight before the daemon trims its C heap.

@@ -117,6 +117,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # pdf, har: the file to write
     overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
+    create: bool = False  # open: make `profile` (empty, for the URL's host) if none has that name; else unknown_profile
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an
     # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it
@@ -129,7 +130,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
 CrawlPattern = Annotated[str, Meta(min_length=1, max_length=1000)]
-CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown)
+CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown, up to its share: crawl/crawler.py)
 MAP_MAX_LIMIT = 10_000    # URLs in one map result
 
 
@@ -143,6 +144,11 @@ class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
     exclude: list[CrawlPattern] = []
     timeout_s: Annotated[float, Meta(gt=0)] | None = None   # the whole crawl; default crawl.timeout_s
     fresh: bool = False
+    # Each page's characters in the result, at most (default: an equal share of crawl.result_chars, which
+    # also bounds all pages together); the rest is read with `fetch` and `offset` (the page's next_offset).
+    max_chars: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
+    # Also send each page whole, in a `page` frame, the moment it is crawled (`webfetch crawl` writes them)
+    stream: bool = False
 
 
 class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
@@ -242,7 +248,7 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl"]
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl", "map"]
 ReportProgress = Callable[[Stage, str], None]
 
 
@@ -372,12 +378,22 @@ class CrawledPage(Struct, kw_only=True):
     depth: int            # links followed from the start URL (a sitemap's URLs count as 1)
     status: int | None
     title: str | None
-    content: str          # the page's whole extracted markdown
-    chars: int
+    content: str          # the page's extracted markdown: in a result, its first `max_chars` (its share)
+    chars: int            # the whole markdown's characters
     extractor: str | None
     cached: bool
     flags: list[str] = []
     notes: list[str] = []
+    next_offset: int | None = None   # where the rest starts (`fetch` it with this `offset`); None: content is whole
+
+
+class CrawlPageFrame(CrawledPage, tag_field="type", tag="page", kw_only=True):
+    """A crawled page, whole, sent the moment it is crawled when the crawl asked to `stream`; `index` is its
+    place in the result's `pages`."""
+
+    id: RequestId = None
+    op: str = "crawl"
+    index: int = 0
 
 
 class CrawlFailure(Struct, kw_only=True):
@@ -456,6 +472,15 @@ class ConsoleEntry(Struct, kw_only=True, omit_defaults=True):
     url: str | None = None
     line: int | None = None     # 1-based, in `url`
     stack: str | None = None    # "    at f (url:line:col)" lines, for exceptions, rejections, errors, traces
+    nav: int = 0                # the tab's navigation it came from (`console_navs`); 0, the tab's first document
+
+
+class ConsoleNav(Struct, kw_only=True, omit_defaults=True):
+    """A navigation of a browsed tab that console entries came from (PROTOCOL.md, browse: console)."""
+
+    nav: int                    # the tab's main-frame documents so far, a back/forward cache restore counting
+    url: str                    # the URL the document was at when it came
+    restored: bool = False      # a page restored from the back/forward cache: its scripts did not run again
 
 
 class Download(Struct, kw_only=True, omit_defaults=True):
@@ -549,6 +574,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     height: int | None = None
     console: list[ConsoleEntry] | None = None   # the console action's entries, newest last
     console_dropped: int | None = None          # older entries not in `console`: the ring dropped them, or too long
+    console_navs: list[ConsoleNav] | None = None  # the navigations `console`'s entries came from, in order
     console_errors: int | None = None           # errors the tab logged since the previous result (left out when 0)
     viewport: Viewport | None = None            # open with a device, viewport: the session's device
     path: str | None = None                     # pdf: the file written
@@ -679,11 +705,12 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 
 Frame = (ProgressFrame | FetchResult | PageFrame | PageFailed | BatchResult | SearchResult | BrowseResult
-         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlResult | MapResult | CacheClearResult
-         | ErrorFrame)
+         | StatusResult | CancelResult | StopResult | ReloadResult | CrawlPageFrame | CrawlResult | MapResult
+         | CacheClearResult | ErrorFrame)
 
-# How a request that answers in several frames (a batch's pages) sends one before its terminal frame: the
-# server writes them in order, waiting for a slow client rather than dropping any.
+# How a request that answers in several frames (a batch's or a streamed crawl's pages) sends one before its
+# terminal frame: the server writes them in order, and the call returns once its frame is written, so a slow
+# client makes the request wait rather than pile up frames (a crawl's may be 10 MB each) in the daemon.
 SendFrame = Callable[[Frame], Awaitable[None]]
 
 _encoder = msgspec.json.Encoder()

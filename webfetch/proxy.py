@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import logging
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .errors import BlockedUrl
+from .trust.socket_trust import tcp_peer_uid
 from .urls import AddressPolicy, PolicyHolder, vet_host
 
 log = logging.getLogger("webfetch.proxy")
@@ -151,6 +153,8 @@ class PolicyProxy:
 
     async def _handle(self, client: trio.SocketStream, policy: PolicyHolder) -> None:
         async with client:
+            if not await _ours(client):
+                return
             reader = _Reader(client)
             label: list[str] = []
             try:
@@ -251,6 +255,20 @@ class PolicyProxy:
         while len(self._failures) > REMEMBERED_FAILURES:
             self._failures.popitem(last=False)
         await _reply(client, code)
+
+
+async def _ours(client: trio.SocketStream) -> bool:
+    """Whether the process at the other end runs as the daemon's user. The proxy's ports are on 127.0.0.1,
+    where every local user can connect: without this, another user's tunnel would leave from the daemon's
+    uid, to what its allow lists open (the private network, browse.allow_local's ports), and could write
+    the failures a page's error reports."""
+    peer, local = client.socket.getpeername(), client.socket.getsockname()
+    uid = await trio.to_thread.run_sync(tcp_peer_uid, (peer[0], peer[1]), (local[0], local[1]))
+    if uid == os.geteuid():
+        return True
+    log.warning("refused a connection to the address-policy proxy from %s:%d: %s", peer[0], peer[1],
+                "its owner is not known" if uid is None else f"it belongs to uid {uid}, not the daemon's")
+    return False
 
 
 async def _reply(client: trio.SocketStream, code: int) -> None:

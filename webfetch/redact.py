@@ -44,10 +44,13 @@ _PAIR = re.compile(r"(?P<lead>^|[?&;#/])(?P<name>[^=&;?#/]+)=(?P<value>[^&;#]*)"
 # is bounded so that each start is tried in a few steps: a long run of `a.a.a…` stays linear.
 _URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/?#@]*)@")
-# in JSON that could not be parsed (cut by a size limit): `"name": value`, the value a string or a scalar,
-# or the opening of an object or array (then everything after it is masked: its end may not be there)
-_JSON_MEMBER = re.compile(r'"(?P<name>(?:[^"\\]|\\.)*)"\s*:\s*'
-                          r'(?P<value>"(?:[^"\\]|\\.)*"?|[\[{]|[^,}\]\s]+)', re.DOTALL)
+# in JSON that could not be parsed (cut by a size limit), read as tokens from the start: a string (to its
+# closing quote, or to the end when the cut is inside it), and after one, `: value` makes it a member's name,
+# the value a string or a scalar, or the opening of an object or array (then everything after it is masked:
+# its end may not be there). Each string is read once: a search for `"name":` from every quote mark instead
+# went back over the rest of the body from each escaped quote (`\"\"\"…`), quadratic time in the event loop.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_JSON_VALUE = re.compile(r'\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"?|[\[{]|[^,}\]\s]+)', re.DOTALL)
 
 
 def is_secret_name(name: str) -> bool:
@@ -167,15 +170,18 @@ def _mask_json(value: Any, depth: int) -> tuple[Any, bool]:
 
 def _json_by_look(data: str) -> str:
     out = []
-    at = 0
-    for m in _JSON_MEMBER.finditer(data):
-        if not is_secret_name(m.group("name")):
+    at = pos = 0
+    while (start := data.find('"', pos)) >= 0:
+        name = _JSON_STRING.match(data, start)
+        assert name is not None  # a quote mark is a string's start, whatever follows
+        member = _JSON_VALUE.match(data, name.end())
+        pos = name.end() if member is None else member.end()  # past the value: a string's inside is no name
+        if member is None or not is_secret_name(name.group()[1:-1]):
             continue
-        out.append(data[at:m.start("value")])
-        if m.group("value") in ("{", "["):  # its end may be past the cut: nothing after it is shown
-            out.append(f'"{MASK}"')
-            return "".join(out)
+        out.append(data[at:member.start("value")])
         out.append(f'"{MASK}"')
-        at = m.end("value")
+        if member.group("value") in ("{", "["):  # its end may be past the cut: nothing after it is shown
+            return "".join(out)
+        at = member.end("value")
     out.append(data[at:])
     return "".join(out)

@@ -157,9 +157,10 @@ class Connection:
             self._emit_nowait(ProgressFrame(id=rid, stage=stage, message=message,
                                        elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
 
-        async def send(early: Frame) -> None:  # a frame before the terminal one (a batch's page)
+        async def send(early: Frame) -> None:  # a frame before the terminal one (a batch's or a crawl's page)
             if not self.gone:
                 await self._emit(early)
+                await self.wait_flushed()  # written before the request goes on: no pile of pages in memory
 
         try:
             with active.scope:
@@ -257,8 +258,7 @@ def _log_request(conn: int, rid: RequestId, req: Request, frame: Frame | None, s
         return
     ms = (time.monotonic() - started) * 1000
     url = getattr(req, "url", None)
-    op = {"FetchRequest": "fetch", "SearchRequest": "search", "StatusRequest": "status"}.get(
-        type(req).__name__, type(req).__name__)
+    op = req.__struct_config__.tag  # the op's wire name, as the client sent it (PROTOCOL.md)
     if isinstance(frame, ErrorFrame):
         outcome = f"error={frame.code}"
     elif frame is None:

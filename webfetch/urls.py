@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from .addresses import is_public, not_public
+from .addresses import cloud_metadata, is_public, not_public
 from .dns import HostCache, IPAddress, Resolver
 from .errors import BlockedUrl, InvalidUrl
 
@@ -44,10 +44,23 @@ class AddressPolicy:
         return cls(allow_private, frozenset(names), tuple(networks), resolver or HostCache())
 
     def allows_address(self, ip: IPAddress) -> bool:
+        """Whether fetch.allow_hosts lets `ip` through: a listed network holds it, or, for a cloud metadata
+        address (which answers with the machine's credentials), the address itself is listed: no network,
+        and not fetch.allow_private, reaches one by accident."""
+        if cloud_metadata(ip) is not None:
+            return any(network.num_addresses == 1 and ip == network.network_address for network in self.allow_networks)
         return any(ip in network for network in self.allow_networks)
 
+    def allows_all_but_metadata(self, ip: IPAddress) -> bool:
+        """Whether fetch.allow_private lets `ip` through: every address but a cloud metadata one."""
+        return self.allow_private and cloud_metadata(ip) is None
+
     def for_browse(self, allow_local: list[str]) -> AddressPolicy:
-        """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists."""
+        """This policy as browse sessions apply it: the same, and the loopback ports browse.allow_local lists.
+        The same means fetch.allow_hosts and fetch.allow_private open browse too, every port of a listed host:
+        they are the user's list of what the daemon may reach (a LAN or tailnet host has no other way into
+        browse, and a rendered fetch runs the page's scripts under them already); browse.allow_local is the
+        narrower grant, one loopback port for browse sessions only. doctor and the docs say the same."""
         return replace(self, allow_local=tuple(dict.fromkeys(parse_local(entry) for entry in allow_local)),
                        browse=True)
 
@@ -167,15 +180,16 @@ async def vet_host(host: str, policy: AddressPolicy, port: int | None = None) ->
     6to4 or NAT64 form of one, …) and neither fetch.allow_hosts nor fetch.allow_private allows it, nor (a
     browse session's policy) browse.allow_local lists the host as typed with this port and every such
     address is loopback. So a name that resolves to 127.0.0.1 is not `localhost` unless it is listed by
-    that name."""
+    that name. A cloud metadata address passes only when fetch.allow_hosts lists the host or that very
+    address: fetch.allow_private and a listed network leave it refused."""
     addrs = await policy.resolver(host)
     if host in policy.allow_hosts:
         return addrs, "local"
     local = [a for a in addrs if not is_public(a)]
     if not local:
         return addrs, "public"
-    blocked = [a for a in local if not policy.allows_address(a)]
-    if not blocked or policy.allow_private:
+    blocked = [a for a in local if not policy.allows_address(a) and not policy.allows_all_but_metadata(a)]
+    if not blocked:
         return addrs, "local"
     if port is not None and policy.allows_local(host, port) and all(_unmapped(a).is_loopback for a in blocked):
         return addrs, "local"
@@ -304,8 +318,6 @@ class HostGate:
         policy = self._holder.current
         if policy is not self._judged_by:
             self._judged_by, self._verdicts = policy, {}
-        if policy.allow_private:
-            return None  # every host is allowed: no lookup needed
         verdicts = self._verdicts  # a reload during the lookup starts a new dict: this verdict is not for it
         key = (host, port)  # by port too: browse.allow_local lets a loopback host through on some ports only
         if key not in verdicts:

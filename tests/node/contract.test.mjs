@@ -113,7 +113,9 @@ test("an extension copied without its tools.json fails to load, saying what is m
 	const here = tempDir("wf-broken");
 	const agentDir = tempDir("wf-agent");
 	try {
-		fs.copyFileSync(path.join(EXTENSION, "index.ts"), path.join(here, "index.ts"));
+		for (const name of fs.readdirSync(EXTENSION).filter((n) => n.endsWith(".ts"))) {
+			fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
+		}
 		const loaded = await discoverAndLoadExtensions([here], process.cwd(), agentDir);
 		assert.equal(loaded.extensions.length, 0);
 		assert.match(JSON.stringify(loaded.errors), /cannot read its tool contract .*tools\.json.*webfetch pi install/);

@@ -441,7 +441,7 @@ test("loaded in place from an installed webfetch, it starts the daemon with that
 	const env = tempDir("wf-env");
 	const here = path.join(env, "lib", "python3.11", "site-packages", "webfetch", "frontends", "pi_extension");
 	fs.mkdirSync(here, { recursive: true });
-	for (const name of ["index.ts", "tools.json", "package.json"]) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
+	for (const name of fs.readdirSync(EXTENSION)) fs.copyFileSync(path.join(EXTENSION, name), path.join(here, name));
 	fs.mkdirSync(path.join(env, "bin"));
 	const marker = path.join(env, "started-by-env");
 	fs.writeFileSync(path.join(env, "bin", "webfetch"), `#!/bin/sh\necho "$@" > ${JSON.stringify(marker)}\nexec ${JSON.stringify(WEBFETCH)} "$@"\n`);

@@ -113,7 +113,8 @@ test("`webfetch pi install` puts the extension where pi loads it; `uninstall` ta
 		execFileSync(PYTHON, ["-m", "webfetch", "pi", action], { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir } }).toString();
 
 	assert.match(cli("install"), new RegExp(`^installed the web_fetch extension for pi in ${dir}\n`));
-	assert.deepEqual(fs.readdirSync(dir).sort(), ["index.ts", "package.json", "tools.json", "webfetch.json"]);
+	// every file of the extension (index.ts and the modules it imports, tools.json, package.json), and the record
+	assert.deepEqual(fs.readdirSync(dir).sort(), [...fs.readdirSync(EXTENSION), "webfetch.json"].sort());
 	const recorded = JSON.parse(fs.readFileSync(path.join(dir, "webfetch.json"), "utf8"));
 	assert.ok(fs.existsSync(recorded.command[0]), `recorded command ${recorded.command}`);
 	fs.writeFileSync(path.join(dir, "index.ts"), "export default function () { throw new Error('old copy'); }\n");

@@ -132,6 +132,18 @@ function save() { const row = null; return row.id; }
 </script>
 </body></html>"""
 
+# a page that logs three errors as it loads (console.error, an uncaught exception, a resource that fails), and
+# another to go to: the first is kept in the back/forward cache (no unload handler, no no-store), so `nav back`
+# restores it as it was, and its pageshow says so
+HISTORY_A = """<!doctype html><html><head><title>Before</title></head><body><h1>Before</h1>
+<a href="/history-b">Elsewhere</a><img src="/missing.png" alt="">
+<script>console.error("first error");
+addEventListener("pageshow", e => { if (e.persisted) console.log("shown again from the cache"); });</script>
+<script>throw new Error("second error");</script>
+</body></html>"""
+HISTORY_B = """<!doctype html><html><head><title>Elsewhere</title></head><body><h1>Elsewhere</h1>
+<script>console.log("on the other page");</script></body></html>"""
+
 # an app whose Save posts to an API that answers 500 (with a cookie and a bearer token on the way out, and a
 # cookie set on the way back), then reaches for an address the policy refuses (`to`) and for a port nothing
 # listens on (`down`), and loads a binary;
@@ -267,6 +279,10 @@ class App:
                     self.reply(200, POPUP)
                 elif path == "/console":
                     self.reply(200, CONSOLE)
+                elif path == "/history-a":
+                    self.reply(200, HISTORY_A)
+                elif path == "/history-b":
+                    self.reply(200, HISTORY_B)
                 elif path == "/network":
                     query = urllib.parse.parse_qs(self.path.split("?", 1)[1])
                     to = query["to"][0]

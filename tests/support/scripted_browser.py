@@ -1,6 +1,6 @@
 """A scripted browser for the state machines' fast tests (layer 1, mock clock): a tab whose CDP calls are
 answered the way Chrome answers them, for pages the test describes, with events pushed through the same
-subscription the code under test reads. `ScriptedTab` is the Tab render.py drives, `ScriptedPage` the
+subscription the code under test reads. `ScriptedTab` is the Tab fetch/in_chrome.py drives, `ScriptedPage` the
 PageTarget a browse tab (browse/tab.py) drives. Real Chromium runs the same paths in test_fetch_chrome.py
 and test_browse.py; this one makes a change to those state machines cost a second instead of minutes, and
 can make Chrome do what it rarely does on cue (a renderer crash, a DOMContentLoaded that never fires, a
@@ -52,7 +52,7 @@ class _Events:
 
 
 class ScriptedTab:
-    """The Tab handle render.py uses, answered by a script instead of Chrome."""
+    """The Tab handle fetch/in_chrome.py uses, answered by a script instead of Chrome."""
 
     def __init__(self, pages: dict[str, Page]) -> None:
         self.pages = pages

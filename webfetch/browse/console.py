@@ -3,20 +3,27 @@ said about it (a resource that failed to load, a blocked request, a deprecation)
 
 The tab's pump turns each CDP event into a `ConsoleEntry` here and keeps it in a `ConsoleLog`: a ring of the
 newest `RING` entries, newest last, with two cursors: the console action's (what it has not shown yet) and
-the error count's (the errors no result has counted yet). Entries are page output, cookies and tokens
-included when the page prints them: they go to the client, never to the daemon's log."""
+the error count's (the errors no result has counted yet). Each entry is marked with the tab's navigation it
+came from. Entries are page output, cookies and tokens included when the page prints them: they go to the
+client, never to the daemon's log.
+
+A page restored from the back/forward cache is the same document, and Chrome (156) sends every console
+message, exception and browser message it had logged again, with their first timestamps, before its
+Page.frameNavigated (type BackForwardCacheRestore). Those are no news: each event's key (`console_key`,
+`exception_key`, `log_key`: its kind and timestamp, and what tells two apart within a microsecond) is
+remembered, and an event whose key was seen is dropped."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 from urllib.parse import urlsplit
 
 import trio
 
 from ..chrome.cdp import CDPClosed, CDPError
-from ..protocol import ConsoleEntry, ConsoleLevel
+from ..protocol import ConsoleEntry, ConsoleLevel, ConsoleNav
 from .snapshot import PENDING_SCRIPT_URL
 
 RING = 500          # entries kept per tab; older ones are dropped and counted
@@ -24,6 +31,10 @@ TEXT_CHARS = 2000   # one entry's text, cut: a page that logs a megabyte string 
 STACK_FRAMES = 10   # frames of a stack shown; the rest are counted
 # Console entries after which the page's console objects are let go (TabConsole.release)
 CONSOLE_RELEASE_EVERY = 100
+# Events whose keys are remembered, to know one sent again by a back/forward cache restore: more than the
+# ring; a page restored after the tab logged more than this since it left may report its oldest again
+SEEN = 4 * RING
+KEY_CHARS = 200     # of a text or value in a key: enough to tell messages apart, a bounded cost to keep
 
 # console.<type> -> the level a model reads (Chrome's console groups them the same way)
 _API_LEVELS: dict[str, ConsoleLevel] = {
@@ -36,7 +47,7 @@ _SILENT = {"startGroup", "startGroupCollapsed", "endGroup", "clear", "profile", 
 
 
 class ConsoleLog:
-    """One tab's console entries, newest last, at most `RING` of them."""
+    """One tab's console entries, newest last, at most `RING` of them, each marked with its navigation."""
 
     def __init__(self, ring: int = RING) -> None:
         self._entries: deque[tuple[int, ConsoleEntry]] = deque(maxlen=ring)  # (sequence number, entry)
@@ -44,10 +55,35 @@ class ConsoleLog:
         self._read = 0          # the sequence number the console action has shown up to
         self._errors = 0        # errors ever added
         self._errors_counted = 0
+        self._nav = ConsoleNav(nav=0, url="about:blank")    # the navigation entries come from now
+        self._navs: dict[int, ConsoleNav] = {0: self._nav}  # those the ring's entries came from, and this one
+        self._seen: dict[Hashable, None] = {}               # the newest `SEEN` events' keys, oldest first
 
-    def add(self, entry: ConsoleEntry | None) -> None:
+    def navigated(self, nav: int, url: str, restored: bool = False) -> None:
+        """The tab's main frame is at a new document (`restored`: one back from the back/forward cache), its
+        `nav`th: what comes from now on came from it."""
+        self._nav = ConsoleNav(nav=nav, url=url, restored=restored)
+        self._navs[nav] = self._nav
+        oldest = self._entries[0][1].nav if self._entries else nav
+        for gone in [n for n in self._navs if n < oldest]:
+            del self._navs[gone]
+
+    def navs_of(self, entries: list[ConsoleEntry]) -> list[ConsoleNav]:
+        """The navigations `entries` came from, in order."""
+        return [self._navs[n] for n in sorted({e.nav for e in entries}) if n in self._navs]
+
+    def add(self, entry: ConsoleEntry | None, key: Hashable | None = None) -> None:
+        """Keep `entry`, marked with the navigation in force, unless its event's `key` was seen: an event
+        sent again (a back/forward cache restore) is no new entry."""
         if entry is None:
             return
+        if key is not None:
+            if key in self._seen:
+                return
+            self._seen[key] = None
+            if len(self._seen) > SEEN:
+                del self._seen[next(iter(self._seen))]
+        entry.nav = self._nav.nav
         self._seq += 1
         self._entries.append((self._seq, entry))
         if entry.level == "error":
@@ -76,9 +112,9 @@ class TabConsole(ConsoleLog):
         self._call = call               # the tab's CDP call
         self._held = 0                  # console events since their objects were last let go
 
-    def add_held(self, entry: ConsoleEntry | None, nursery: trio.Nursery) -> None:
+    def add_held(self, entry: ConsoleEntry | None, key: Hashable | None, nursery: trio.Nursery) -> None:
         """An entry from an event whose objects the renderer keeps (console.*, an exception)."""
-        self.add(entry)
+        self.add(entry, key)
         self._held += 1
         if self._held == CONSOLE_RELEASE_EVERY:
             nursery.start_soon(self.release)
@@ -137,6 +173,38 @@ def from_log_entry(p: dict[str, Any]) -> ConsoleEntry | None:
     return ConsoleEntry(kind=str(e.get("source") or "other"), level=_LOG_LEVELS.get(e.get("level", ""), "info"),
                         text=_cut(str(e.get("text") or "")), url=e.get("url") or None,
                         line=e["lineNumber"] + 1 if isinstance(e.get("lineNumber"), int) else None)
+
+
+def console_key(p: dict[str, Any]) -> Hashable | None:
+    """What tells a Runtime.consoleAPICalled apart from every other, and equal when Chrome sends it again: its
+    timestamp (microseconds), type and arguments (an object sent again lacks its preview: by its class)."""
+    if p.get("timestamp") is None:
+        return None
+    return ("console", p["timestamp"], p.get("type"), tuple(_arg_key(a) for a in p.get("args") or []))
+
+
+def exception_key(p: dict[str, Any]) -> Hashable | None:
+    """The same for a Runtime.exceptionThrown: its timestamp, and the exception's id and place."""
+    d = p.get("exceptionDetails") or {}
+    if p.get("timestamp") is None:
+        return None
+    return ("exception", p["timestamp"], d.get("exceptionId"), d.get("scriptId"), d.get("lineNumber"),
+            d.get("columnNumber"))
+
+
+def log_key(p: dict[str, Any]) -> Hashable | None:
+    """The same for a Log.entryAdded: its timestamp, source, level, text and URL."""
+    e = p.get("entry") or {}
+    if e.get("timestamp") is None:
+        return None
+    return ("log", e["timestamp"], e.get("source"), e.get("level"), str(e.get("text") or "")[:KEY_CHARS],
+            str(e.get("url") or "")[:KEY_CHARS])
+
+
+def _arg_key(arg: dict[str, Any]) -> tuple[Any, ...]:
+    value = arg.get("value")
+    shown = str(value)[:KEY_CHARS] if isinstance(value, (str, int, float, bool)) else arg.get("className")
+    return arg.get("type"), arg.get("subtype"), shown
 
 
 def _page_frames(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -77,7 +77,8 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
 
 async def console(reply: Reply, tab: BrowseTab, max_chars: int) -> BrowseResult:
     """The console action's result: the tab's console entries since its previous console action (or since it
-    opened), newest last; the oldest are left out (and counted) when they would not fit `max_chars`."""
+    opened), newest last, with the navigations they came from; the oldest are left out (and counted) when they
+    would not fit `max_chars`."""
     entries, dropped = tab.console.take_new()
     kept, size = 0, 0
     for entry in reversed(entries):
@@ -86,8 +87,10 @@ async def console(reply: Reply, tab: BrowseTab, max_chars: int) -> BrowseResult:
             break
         kept += 1
     cut = len(entries) - kept
+    shown = entries[cut:]
     return reply.result(PageInfo(tab=tab.name, url=tab.url, title=await tab.title()), tab,
-                        console=entries[cut:], console_dropped=(dropped + cut) or None)
+                        console=shown, console_dropped=(dropped + cut) or None,
+                        console_navs=tab.console.navs_of(shown) or None)
 
 
 class _Shown(NamedTuple):

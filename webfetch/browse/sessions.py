@@ -60,6 +60,15 @@ def no_page(session: str) -> NoSuchTab:
     return NoSuchTab(f"no page is open in browse session {session!r}: call open with a url first")
 
 
+def _check_profile_fields(req: BrowseRequest, session: Session | None) -> None:
+    """bad_request for a profile, or a `create`, where no open can take it (before any session is made)."""
+    if req.create and (req.profile is None or req.action != "open"):
+        raise BadRequest("`create: true` starts a new profile on the open that names it: give `profile` with it")
+    if session is None and req.profile is not None and req.action != "open":
+        raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
+                         f"is not open")
+
+
 class Session:
     """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
     actor's, not a request's: a cancelled action leaves the session intact)."""
@@ -312,8 +321,8 @@ class Browse:
         assert self._nursery is not None
         profile = None
         if req.profile is not None and req.action == "open":
-            profile, created = await self.profiles.load_or_create(req.profile, parse_url(need(req.url, "open",
-                                                                                              "url"))[1])
+            host = parse_url(need(req.url, "open", "url"))[1]
+            profile, created = await self.profiles.load_or_create(req.profile, host, create=req.create)
             if created:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
         directory = session_directory(self.config, req.session)
@@ -357,9 +366,7 @@ class Browse:
             if session is None:
                 return reply.result(None)  # closed already
             return await self._act(verb, Call(self, session, req, reply, progress))
-        if session is None and req.profile is not None and req.action != "open":
-            raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
-                             f"is not open")
+        _check_profile_fields(req, session)
         if session is None and verb.session is not SessionUse.STARTS:
             raise no_page(req.session)  # no browser context is made for an action that cannot run in it
         if session is None:

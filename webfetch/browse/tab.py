@@ -31,6 +31,9 @@ from .worlds import Worlds
 log = logging.getLogger("webfetch.browse")
 
 VIEWPORT = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+# main-frame documents whose context is remembered, to know one back from the back/forward cache (Chrome
+# keeps 6 by default)
+DOCUMENTS = 32
 # Every request is paused once for the host gate (urls.py); documents again at the response stage, where
 # a download (an attachment, a type that is not a page) is handed to Chrome's download manager, which saves
 # it in the session's directory (downloads.py).
@@ -42,6 +45,33 @@ class FrameInfo:
     parent: str | None
     loader: str
     url: str
+
+
+class Restores:
+    """The main frame's documents by their default context's uniqueId, to know one back from the back/forward
+    cache early: a new document's context comes after its Page.frameNavigated, but Chrome makes a restored
+    one's contexts again (the same uniqueId) before its frameNavigated, and what its pageshow logs comes in
+    between. So the restore is the tab's new document from there, and that frameNavigated (the same loader)
+    is no other."""
+
+    def __init__(self) -> None:
+        self._documents: dict[str, tuple[str, str]] = {}   # uniqueId -> (loader, URL), newest last
+
+    def restored(self, p: dict[str, Any], main_frame: str, now: FrameInfo | None, url: str) -> tuple[str, str] | None:
+        """(loader, URL) of the document whose context Runtime.executionContextCreated `p` makes again, when
+        the main frame (`now`, at `url`) is not at it yet; a new document's context is remembered."""
+        context = p.get("context") or {}
+        aux = context.get("auxData") or {}
+        if aux.get("frameId") != main_frame or not aux.get("isDefault") or now is None:
+            return None
+        unique = str(context.get("uniqueId", ""))
+        known = self._documents.get(unique)
+        if known is None:
+            self._documents[unique] = (now.loader, url)
+            if len(self._documents) > DOCUMENTS:
+                del self._documents[next(iter(self._documents))]
+            return None
+        return known if known[0] != now.loader else None
 
 
 class BrowseTab:
@@ -58,6 +88,7 @@ class BrowseTab:
         self._frames: dict[str, FrameInfo] = {}
         self._doc_gen = 0               # main-frame documents committed
         self._same_doc = 0              # history pushes and fragment changes in the main frame
+        self._restores = Restores()     # to know a document back from the back/forward cache
         self._loading_frames: set[str] = set()  # frames whose document is loading
         self._request_seq = 0
         self._inflight: dict[str, int] = {}     # Network requestId -> its sequence number
@@ -198,6 +229,10 @@ class BrowseTab:
 
     async def setup(self) -> None:
         await self.call("Page.enable")
+        # the frames first: what Runtime.enable reports (a pop-up's first messages, its contexts) is theirs
+        tree = (await self.call("Page.getFrameTree"))["frameTree"]
+        self._learn_frames(tree, None)
+        self.console.navigated(self._doc_gen, self._url)   # the document there already (a pop-up's page)
         # every document counts what the settle waits for; the one already there too (a pop-up's first)
         await self.call("Page.addScriptToEvaluateOnNewDocument", {"source": PENDING_JS, "runImmediately": True})
         await self.call("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
@@ -209,8 +244,6 @@ class BrowseTab:
         await self.call("Emulation.setDeviceMetricsOverride", VIEWPORT)
         # headless pages without focus would not take keyboard input or fire focus events
         await self.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
-        tree = (await self.call("Page.getFrameTree"))["frameTree"]
-        self._learn_frames(tree, None)
 
     def _learn_frames(self, node: dict[str, Any], parent: str | None) -> None:
         f = node["frame"]
@@ -294,9 +327,21 @@ class BrowseTab:
         if parent is None:
             self._url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
             if old is None or old.loader != f["loaderId"]:
-                self._doc_gen += 1
-                # requests of the old document will never report their end
-                self._inflight.clear()
+                self._new_document(p.get("type") == "BackForwardCacheRestore")
+
+    def _new_document(self, restored: bool) -> None:
+        """The main frame is at another document (at `self._url`)."""
+        self._doc_gen += 1
+        # requests of the old document will never report their end
+        self._inflight.clear()
+        self.console.navigated(self._doc_gen, self._url, restored)
+
+    def _on_context_created(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
+        back = self._restores.restored(p, self.target_id, self._frames.get(self.target_id), self._url)
+        if back is not None:
+            self._frames[self.target_id] = FrameInfo(None, *back)
+            self._url = back[1]
+            self._new_document(restored=True)
 
     def _on_frame_detached(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self._frames.pop(p["frameId"], None)
@@ -329,13 +374,13 @@ class BrowseTab:
         self._dialog = None
 
     def _on_console_api(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.console.add_held(console.from_console_api(p), nursery)
+        self.console.add_held(console.from_console_api(p), console.console_key(p), nursery)
 
     def _on_exception(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.console.add_held(console.from_exception(p), nursery)
+        self.console.add_held(console.from_exception(p), console.exception_key(p), nursery)
 
     def _on_log_entry(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
-        self.console.add(console.from_log_entry(p))
+        self.console.add(console.from_log_entry(p), console.log_key(p))
 
     def _on_download_begin(self, p: dict[str, Any], nursery: trio.Nursery) -> None:
         self.downloads.began(p)
@@ -423,7 +468,7 @@ class BrowseTab:
     def dialog_open(self) -> DialogOpen:
         d = self._dialog or {}
         return DialogOpen(f"a {d.get('type')} dialog is open on {self.name} ({d.get('message', '')!r}); answer it "
-                          f"with the dialog action (accept true or false) before anything else on this tab")
+                          f"with the `dialog` action (`accept` true or false) before anything else on this tab")
 
     async def title(self) -> str:
         return await self._page.title()
@@ -446,6 +491,7 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     "Page.frameStoppedLoading": BrowseTab._on_frame_stopped_loading,
     "Page.javascriptDialogOpening": BrowseTab._on_dialog_opening,
     "Page.javascriptDialogClosed": BrowseTab._on_dialog_closed,
+    "Runtime.executionContextCreated": BrowseTab._on_context_created,  # a back/forward cache restore (Restores)
     "Runtime.consoleAPICalled": BrowseTab._on_console_api,
     "Runtime.exceptionThrown": BrowseTab._on_exception,
     "Log.entryAdded": BrowseTab._on_log_entry,

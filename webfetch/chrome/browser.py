@@ -2,8 +2,8 @@
 attached to by websocket URL) with one CDP connection, restarts it when it dies (at once after a healthy
 run, with backoff while it keeps failing), and hands out tabs, each in a browser context of its own, from
 a small pool, and browser contexts (`BrowserContext`) for browse sessions. It is the one module that
-speaks CDP's Target and Browser domains: the others get handles (`Tab`, `BrowserContext`, `PageTarget`)
-that do it for them."""
+speaks CDP's Target and Browser domains: the others get handles (`Browser`, `BrowserContext`, `PageTarget`,
+`Tab`) that do it for them, the profile tools' browsers (frontends/profile_*.py) included."""
 
 from __future__ import annotations
 
@@ -50,18 +50,113 @@ BrowserState = Literal["starting", "ready", "restarting", "crash_loop"]
 
 @dataclass
 class Browser:
+    """A browser at the other end of one CDP connection: the Chrome actor's (which owns its process), or
+    one a profile tool reached (`Browser.over`: the login window, a user's running Chrome)."""
+
     conn: CDPConnection
     version: str
-    generation: int
+    generation: int = 0  # the Chrome actor's count of starts; 0 for a browser it does not own
     pid: int | None = None
     proxy: PolicyProxy | None = None  # the address-policy proxy its page contexts connect through
     _discovering: bool = field(default=False, init=False)
+
+    @classmethod
+    async def over(cls, conn: CDPConnection) -> Browser:
+        """The browser at the other end of `conn`, once it answers (CDPClosed if it went instead)."""
+        return cls(conn, await browser_version(conn))
 
     async def discover_targets(self) -> None:
         """Have the browser report every target's creation (browser-level events), once per browser."""
         if not self._discovering:
             self._discovering = True
             await self.conn.call("Target.setDiscoverTargets", {"discover": True})
+
+    async def pages(self) -> list[PageInfo]:
+        """The browser's page targets (its tabs, in every context) as they stand."""
+        targets = (await self.conn.call("Target.getTargets")).get("targetInfos", [])
+        return [PageInfo(str(t["targetId"]), str(t.get("url", ""))) for t in targets if t.get("type") == "page"]
+
+    @asynccontextmanager
+    async def watch_pages(self) -> AsyncIterator[PageWatch]:
+        """The browser's page targets opening, changing and closing while the block runs. It watches
+        before the block starts, so `pages()` read in it misses nothing that happens after."""
+        with self.conn.subscribe(None) as sub:
+            await self.discover_targets()
+            yield PageWatch(sub)
+
+    @asynccontextmanager
+    async def attach(self, target_id: str) -> AsyncIterator[PageTarget]:
+        """A session on a page target that already exists (one of `pages()`), detached when the block
+        ends; CDPError when the target is gone."""
+        session = (await self.conn.call("Target.attachToTarget",
+                                        {"targetId": target_id, "flatten": True}))["sessionId"]
+        try:
+            yield PageTarget(self, target_id, session)
+        finally:
+            with suppress(CDPError):  # the target went meanwhile: nothing left to detach from
+                await self.conn.call("Target.detachFromTarget", {"sessionId": session})
+
+    async def cookies(self) -> list[dict[str, Any]]:
+        """Every cookie of the browser's default context (CDP's Cookie), session cookies included."""
+        return list((await self.conn.call("Storage.getCookies")).get("cookies") or [])
+
+    async def close(self) -> None:
+        """Ask the browser to close every window and exit."""
+        await self.conn.call("Browser.close")
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """A page target: its id and the URL it shows."""
+
+    target_id: str
+    url: str
+
+
+@dataclass(frozen=True)
+class PageChange:
+    """A page target `created`, `changed` (its URL or title) or `destroyed`, with the URL it shows. Chrome
+    does not say which kind of target was destroyed: `destroyed` comes for every target (a worker's, an
+    extension's too), with no URL; an id the watcher never saw as a page is not one."""
+
+    kind: Literal["created", "changed", "destroyed"]
+    target_id: str
+    url: str = ""
+
+
+class PageWatch:
+    """The page changes of a browser, in order (`Browser.watch_pages`): an async iterator, or `receive()`;
+    both raise CDPClosed once the connection is gone."""
+
+    def __init__(self, sub: Subscription) -> None:
+        self._sub = sub
+
+    def __aiter__(self) -> PageWatch:
+        return self
+
+    async def __anext__(self) -> PageChange:
+        return await self.receive()
+
+    async def receive(self) -> PageChange:
+        while True:
+            change = _page_change(await self._sub.receive())
+            if change is not None:
+                return change
+
+
+_PAGE_EVENTS: dict[str, Literal["created", "changed"]] = {
+    "Target.targetCreated": "created", "Target.targetInfoChanged": "changed"}
+
+
+def _page_change(event: dict[str, Any]) -> PageChange | None:
+    params = event.get("params", {})
+    if event.get("method") == "Target.targetDestroyed":
+        return PageChange("destroyed", str(params.get("targetId")))
+    info = params.get("targetInfo", {})
+    kind = _PAGE_EVENTS.get(str(event.get("method")))
+    if kind is None or info.get("type") != "page":
+        return None
+    return PageChange(kind, str(info["targetId"]), str(info.get("url", "")))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,13 @@
 exactly `limit` of them at most, always saying why they stopped. A crawl runs in its request's task (the
 client's cancel and the deadline reach every await); pages are loaded through the fetch pipeline, so they
 land in the cache where `fetch` and `find` reuse them. robots.txt (crawl/robots.py) is obeyed unless
-crawl.ignore_robots; every request to the site passes the per-host politeness (crawl/politeness.py)."""
+crawl.ignore_robots; every request to the site passes the per-host politeness (crawl/politeness.py).
+
+A crawl's memory is bounded as a batch's output is: the result carries at most crawl.result_chars of page
+content, each page its equal share (or the request's max_chars), and says where the rest of a longer page starts
+(`next_offset`, read on with `fetch`, from the cache while it holds the page). A page is never held whole past
+its visit; a client that wants every page whole asks to `stream` them, each sent (and written to its socket)
+as it is crawled."""
 
 from __future__ import annotations
 
@@ -11,9 +17,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import trio
+from msgspec.structs import asdict
+from msgspec.structs import replace as replace_struct
 
 from .. import __version__
 from ..config import Config
@@ -26,17 +34,21 @@ from ..errors import (
 )
 from ..fetch.pipeline import LoadedPage, Pipeline
 from ..http_body import ACCEPT_ENCODING, BodyRefused, read_body
+from ..paging import paginate
 from ..parse import crawl_patterns
 from ..parse.extractor import Extractor
 from ..parse.links import markdown_links, normalize_link
 from ..protocol import (
     CrawledPage,
     CrawlFailure,
+    CrawlPageFrame,
     CrawlRequest,
     CrawlResult,
     MapRequest,
     MapResult,
     ReportProgress,
+    RequestId,
+    SendFrame,
     StopReason,
 )
 from ..urls import PolicyHolder, host_of, prepare_url, same_host
@@ -55,6 +67,9 @@ MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many t
 HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
 RETRYABLE = (429, 503)
 OFFERS_PER_CHECKPOINT = 64  # URLs offered between two checkpoints: a sitemap's 50 000 never hold the event loop
+DEFAULT_DOCUMENTS = ("index.html", "index.htm")  # what a server answers for a directory: the same page
+# A crawl's pages share one result: each gets an equal share of crawl.result_chars, never fewer than this
+MIN_PAGE_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -91,9 +106,33 @@ class Scope:
         return bool(self.include or self.exclude)
 
 
+def visit_key(url: str) -> str:
+    """What a crawl counts a URL as, for "seen": a directory's default document (`/guide/index.html`,
+    `/guide/index.htm`) is the directory (`/guide/`), so a site that links both ways gives one page, not
+    two. The URL first met is the one visited and listed. (The directory is always in the scope when its
+    index is: the scope is a directory prefix.)"""
+    parts = urlsplit(url)
+    head, _, last = parts.path.rpartition("/")
+    if last in DEFAULT_DOCUMENTS:
+        return urlunsplit(parts._replace(path=head + "/"))
+    return url
+
+
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+@dataclass
+class _Content:
+    """How much of each page's markdown a crawl's result carries: `share` a page, `left` for all of them, and
+    where its pages go whole (`send`: the client's `page` frames, when it asked to stream them)."""
+
+    share: int
+    left: int
+    send: SendFrame | None = None
+    rid: RequestId = None        # the request's id, on its `page` frames
+    cut: int = 0                 # pages whose content in the result is not whole
 
 
 @dataclass
@@ -123,19 +162,20 @@ class _Run:
     matching_cut: int = 0     # URLs whose include/exclude matching was cancelled (the deadline, or the limit)
     stopped: StopReason | None = None
     changed: trio.Event = field(default_factory=trio.Event)
+    content: _Content | None = None   # a crawl's; None for a map
 
     def unseen(self, urls: Iterable[str], depth: int) -> list[str]:
         """The URLs not seen yet, within the depth and the scope's directory, each once, in order."""
         if depth > self.depth:
             return []
-        return [u for u in dict.fromkeys(urls) if u not in self.seen and self.scope.admits(u)]
+        return [u for u in dict.fromkeys(urls) if visit_key(u) not in self.seen and self.scope.admits(u)]
 
     def offer(self, url: str, depth: int) -> bool:
         """Queue `url` (from `unseen`, its patterns matched) if it is still new and robots.txt allows it; map:
         record it."""
-        if url in self.seen:
+        if visit_key(url) in self.seen:
             return False
-        self.seen.add(url)
+        self.seen.add(visit_key(url))
         if not self.robots.allowed(path_of(url)):
             self.disallowed += 1
             return False
@@ -149,8 +189,10 @@ class _Run:
         return len(self.pages) if self.kind == "crawl" else len(self.urls)
 
     def report(self, what: str) -> None:
-        self.progress("crawl", f"{self.done} {'pages' if self.kind == 'crawl' else 'URLs'} done, "
-                               f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
+        """Progress in the op's own name (`crawl` or `map`): what is done, queued and failed, and `what` now."""
+        noun = "page" if self.kind == "crawl" else "URL"
+        self.progress(self.kind, f"{self.done} {noun}{'' if self.done == 1 else 's'} done, "
+                                 f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
 
 
 class Crawler:
@@ -169,8 +211,13 @@ class Crawler:
         self.config = config
         self.politeness.reconfigure(config.crawl.per_host)
 
-    async def crawl(self, req: CrawlRequest, progress: ReportProgress) -> CrawlResult:
+    async def crawl(self, req: CrawlRequest, progress: ReportProgress, rid: RequestId = None,
+                    send: SendFrame | None = None) -> CrawlResult:
+        """`send` takes the `page` frames of a crawl asked to `stream`; `rid` is their id."""
         run, robots_state = await self._begin("crawl", req, progress)
+        total = self.config.crawl.result_chars
+        share = req.max_chars or max(MIN_PAGE_CHARS, total // req.limit)
+        run.content = _Content(share, total, send if req.stream else None, rid)
         await self._run(run)
         return CrawlResult(url=run.start, pages=run.pages, failed=run.failed, stopped=run.stopped or "limit",
                            queued=len(run.queue), robots=robots_state, sitemaps=run.sitemaps,
@@ -188,6 +235,12 @@ class Crawler:
             notes.append(f"the deadline passed while the include/exclude patterns were matched against "
                          f"{run.matching_cut} URLs: a regular expression that backtracks (nested repeats such as "
                          f"(a+)+ or (.*)*) can take for ever; simplify it, or write a glob")
+        if run.content is not None and run.content.cut:
+            n, share = run.content.cut, run.content.share
+            notes.append(f"{n} page{'s' if n != 1 else ''} longer than {'their' if n != 1 else 'its'} share of the "
+                         f"result ({share} characters a page, {self.config.crawl.result_chars} in all: "
+                         f"crawl.result_chars): `content` holds the beginning, `next_offset` where `fetch` of the "
+                         f"page's url with that `offset` reads on (from the cache while it holds the page)")
         if run.disallowed:
             notes.append(f"{run.disallowed} URL{'s' if run.disallowed != 1 else ''} in scope left out: robots.txt "
                          f"disallows them")
@@ -204,11 +257,11 @@ class Crawler:
         run: _Run | None = None
         state: Literal["obeyed", "ignored", "none"] = "none"
         with trio.move_on_at(deadline):
-            robots, state = await self._robots(start, progress)
+            robots, state = await self._robots(start, kind, progress)
             run = _Run(kind, start, scope, robots, req.limit, req.depth, req.fresh, progress, timeout, deadline)
         if run is None:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
-                          f"larger timeout_s")
+                          f"larger `timeout_s`")
         if not robots.allowed(path_of(start)):
             why = (f"its robots.txt could not be read ({robots.why}), which RFC 9309 says to take as disallowing "
                    f"everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
@@ -218,7 +271,7 @@ class Crawler:
         if robots.cut:
             run.notes.append(f"{urljoin(start, '/robots.txt')} is longer than {MAX_ROBOTS_BYTES} bytes: its rules "
                              f"past that were ignored, as RFC 9309 allows")
-        run.seen.add(start)
+        run.seen.add(visit_key(start))
         run.queue.append((start, 0, 0))
         if kind == "map":
             run.urls.append(start)
@@ -226,12 +279,12 @@ class Crawler:
             await self._read_sitemaps(run, robots, state != "ignored")
         return run, state
 
-    async def _robots(self, start: str, progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored",
-                                                                                             "none"]]:
+    async def _robots(self, start: str, kind: Literal["crawl", "map"],
+                      progress: ReportProgress) -> tuple[Robots, Literal["obeyed", "ignored", "none"]]:
         if self.config.crawl.ignore_robots:
             return ALLOW_ALL, "ignored"
         url = urljoin(start, "/robots.txt")
-        progress("crawl", f"reading {url}")
+        progress(kind, f"reading {url}")
         try:
             body, cut = await self._get_bytes(url, MAX_ROBOTS_BYTES)
         except HttpError as e:
@@ -380,7 +433,7 @@ class Crawler:
                 nursery.cancel_scope.cancel()
         if deadline.cancelled_caught or trio.current_time() >= run.deadline:
             run.stopped = "deadline"
-            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger timeout_s for more")
+            run.notes.append(f"the crawl's deadline ({run.timeout:g} s) passed; pass a larger `timeout_s` for more")
         run.report(f"stopped: {run.stopped}")
 
     def _next(self, run: _Run, nursery: trio.Nursery) -> StopReason | None:
@@ -441,21 +494,35 @@ class Crawler:
         final = normalize_link(page.final_url, url) or url
         if depth == 0 and not run.scope.admits(final) and same_host(final, url):
             run.scope = run.scope.moved_to(final)  # the site lives at its redirect's origin: crawl it there
-        if final != url:
-            if final in run.seen and any(p.final_url == final for p in run.pages):
+        if visit_key(final) != visit_key(url):
+            if visit_key(final) in run.seen and any(visit_key(p.final_url) == visit_key(final) for p in run.pages):
                 return   # `/docs` redirected to `/docs/`, already crawled: one page, not two
-            run.seen.add(final)
-        if run.kind == "crawl":
+            run.seen.add(visit_key(final))
+        if run.content is not None:
             if len(run.pages) >= run.limit:
                 return
-            run.pages.append(CrawledPage(url=url, final_url=page.final_url, depth=depth, status=page.status,
-                                         title=page.title, content=page.markdown, chars=len(page.markdown),
-                                         extractor=page.extractor, cached=loaded.cached, flags=list(page.flags),
-                                         notes=list(page.notes)))
+            await self._keep(run, run.content, url, depth, loaded)
         run.report(url)
         if depth >= run.depth:
             return
         await self._offer(run, await self._links(url, loaded), depth + 1)
+
+    @staticmethod
+    async def _keep(run: _Run, content: _Content, url: str, depth: int, loaded: LoadedPage) -> None:
+        """The page in the result with its share of the content (the rest stays in the cache), and sent whole
+        to a client that streams the pages."""
+        page = loaded.page
+        whole = CrawledPage(url=url, final_url=page.final_url, depth=depth, status=page.status, title=page.title,
+                            content=page.markdown, chars=len(page.markdown), extractor=page.extractor,
+                            cached=loaded.cached, flags=list(page.flags), notes=list(page.notes))
+        index = len(run.pages)
+        # its place is taken before the frame is sent: another page may finish while this one is written
+        shown, next_offset = paginate(page.markdown, 0, min(content.share, content.left), content.share)
+        content.left -= len(shown)
+        content.cut += next_offset is not None
+        run.pages.append(replace_struct(whole, content=shown, next_offset=next_offset))
+        if content.send is not None:
+            await content.send(CrawlPageFrame(**asdict(whole), id=content.rid, index=index))
 
     async def _links(self, url: str, loaded: LoadedPage) -> list[str]:
         """The page's links from its HTML (a parser worker), else from its markdown (a page from the cache,

@@ -148,7 +148,7 @@ Loaded = Redirect | TextBody | PdfBody | ServerHtml | RenderedDom | NotModified
 class Prefetched:
     """The main document already fetched (fetch/over_http.py) whose server HTML did not hold the content: Chrome
     renders it from these bytes, status and headers (and the hops' cookies), answering its own request for
-    `document.response.final_url` with them, so that the server sees one GET."""
+    the document's final URL with them, so that the server sees one GET."""
 
     document: HtmlBody
     server: Extracted | None       # the server HTML's extraction, the rendered one's rival

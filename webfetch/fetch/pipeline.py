@@ -20,14 +20,14 @@ from msgspec.structs import replace
 from ..cache import PROFILE_MARK, Cache
 from ..chrome.browser import BrowserContext, Chrome
 from ..chrome.launch import installed_version
-from ..config import Config, default_max_renders
+from ..config import CacheConfig, Config, default_max_renders
 from ..disk_cache import DiskCache
 from ..errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from ..paging import paginate
 from ..parse import find
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
-from ..profiles.store import Cookie, Profile, ProfileError
+from ..profiles.store import Cookie, Profile, ProfileError, headless_login
 from ..profiles.use import ProfileUse
 from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
@@ -104,6 +104,17 @@ def page_size(packed: bytes) -> int:
     return len(packed) + ENTRY_OVERHEAD
 
 
+# With a disk cache, a page larger than this share of the memory cache (8 MiB of the default 256) is kept on
+# disk only: one 10 MB page must not push dozens of others out of memory, nor a crawl of such pages fill the
+# daemon's memory with them. A `fetch` of it, at any offset, reads its file again (tens of milliseconds).
+MEMORY_ENTRY_SHARE = 32
+
+
+def memory_entry_bytes(cache: CacheConfig) -> int:
+    """The largest page the memory cache keeps: all it can hold when nothing is kept on disk."""
+    return cache.max_bytes // MEMORY_ENTRY_SHARE if cache.disk_max_bytes else cache.max_bytes
+
+
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
                  extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None,
@@ -168,7 +179,7 @@ class Pipeline:
                     ck, lambda: self._from_disk_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
-                          f"timeout_s if the site is slow") from None
+                          f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
@@ -266,7 +277,7 @@ class Pipeline:
                     found = await self.extractor.find(page.markdown, pattern)
             except trio.TooSlowError:
                 why = ("; it backtracks (nested repeats such as (a+)+ or (.*)*): simplify it, or search for words"
-                       if pattern.regex is not None else "; pass a larger timeout_s")
+                       if pattern.regex is not None else "; pass a larger `timeout_s`")
                 raise Timeout(f"the search for {pattern.described} ran for {timeout:g} s on the page's "
                               f"{len(page.markdown)} characters without finishing{why}") from None
         total = len(page.markdown)
@@ -277,11 +288,12 @@ class Pipeline:
 
     def _subagent_task(self, req: FetchRequest, page: Page) -> str | None:
         """What to ask the sub-agent: the request's prompt, or a summary of a page too large for one reply
-        (unless the caller asked for raw pages)."""
+        (unless the caller asked for raw pages). Without a sub-agent CLI no summary is tried: the caller
+        asked for the page, not for one, and gets its first page with no note about installing pi."""
         if req.prompt is not None:
             return f"Question about this page: {req.prompt}"
         fc = self.config.fetch
-        if req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
+        if self.subagent.available and req.offset is None and not req.raw and paginate(page.markdown, 0, fc.page_chars,
                                                             fc.page_lines)[1] is not None:
             return SUMMARY_TASK
         return None
@@ -558,13 +570,14 @@ def login_hint(page: Page, profile: str | None) -> str | None:
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
                 f"signed out. Ask the user to log in again with "
-                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}`, then fetch again with profile "
-                f"{profile}")
+                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}` (where no window can open: "
+                f"{headless_login(profile, url, new=False)}), then fetch again with profile {profile}")
     name = re.sub(r"[^A-Za-z0-9._-]", "-", host).strip(".-") or "site"
     login, import_ = (shell.command("webfetch", "profile", "login", name, url),
                       shell.command("webfetch", "profile", "import", name, "FILE"))
-    return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; or "
-            f"`{import_}` with exported cookies), then fetch with profile {name!r} (CLI: "
+    return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; where "
+            f"none can open: {headless_login(name, url)}; or `{import_}` with exported cookies), then fetch with "
+            f"profile {name!r} (CLI: "
             f"{shell.command('--profile', name)})")
 
 

@@ -11,11 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .cli_words import cli_words
+from .command import handles, with_daemon
 from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines, download_line, files_line
 
 USAGE = """actions:
-  open URL [--new-tab] [--profile NAME]                       save (the session's logins to its profile)
+  open URL [--new-tab] [--profile NAME [--new-profile]]       save (the session's logins to its profile)
   snapshot [--full] [--find TEXT] [--ref eN] [--offset N]
   click eN [--double]           fill eN TEXT [--submit]        type TEXT [--ref eN]
   press KEY [--ref eN]          select eN VALUE...             check eN [--off]
@@ -44,6 +46,9 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--new-tab", action="store_true")
     p.add_argument("--profile", metavar="NAME", help="open: start the session with this profile's logins; "
                                                      "they are saved back to it on close and save")
+    p.add_argument("--new-profile", action="store_true", help="open: make the --profile if none has that name "
+                                                              "(empty, for the URL's host); else a name no profile "
+                                                              "has is refused")
     p.add_argument("--full", action="store_true", help="snapshot: every line, not only the controls")
     p.add_argument("--find", help="snapshot: only lines containing this text (and what holds them)")
     p.add_argument("--offset", type=int, help="snapshot or read: continue from this character; network: request")
@@ -69,6 +74,7 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
     p.add_argument("--scale", type=float, help="open, viewport: device pixels per CSS pixel")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
+    handles(p, with_daemon(run))
 
 
 class _Words:
@@ -94,8 +100,10 @@ class _Words:
 # --- one builder per action: its request fields from its words and flags ---------------------------
 
 def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    if args.new_profile and args.profile is None:
+        raise ValueError("browse open --new-profile makes the profile --profile NAME names; give both")
     return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile,
-            **_device(args.size, args)}
+            "create": args.new_profile or None, **_device(args.size, args)}
 
 
 def _device(size: str | None, args: argparse.Namespace) -> dict[str, Any]:
@@ -237,7 +245,7 @@ def run(client: Any, args: argparse.Namespace) -> int:
         kind = frame.get("type")
         if kind == "error":
             if not args.json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+                print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return 1
         if kind != "result" or args.json:
             continue
@@ -251,7 +259,7 @@ def _print_result(r: dict[str, Any], args: argparse.Namespace) -> int:
     _print_events(r)
     _print_outcome(r)
     for note in r.get("notes") or []:
-        print(f"webfetch: note: {note}", file=sys.stderr)
+        print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
     if r.get("next_offset") is not None:
         print(f"webfetch: more: continue with --offset {r['next_offset']}", file=sys.stderr)
     return 0

@@ -10,20 +10,28 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import log_path_for
 from ..protocol import decode_frame
 from ..trust import socket_trust
 
 START_TIMEOUT_S = 30.0
+T = TypeVar("T")
 
 
 class ClientError(Exception):
-    """No daemon could be reached or started; callers may read it as "none runs". An UntrustedSocket is
-    not one: it must never be taken for that."""
+    """No daemon could be reached or started, or the connection to it failed; an error of the socket is one
+    of these, never a bare OSError, so that an OSError of the caller's own (stdout closed under it: a
+    BrokenPipeError) is not blamed on the daemon. An UntrustedSocket is not one: it must never be taken for
+    "none runs"."""
+
+
+class NotListening(ClientError):
+    """Nothing listens on the socket (no file, or a file nobody accepts on), and the client was not to
+    start a daemon: none runs."""
 
 
 def connect(path: Path) -> socket.socket:
@@ -90,12 +98,23 @@ class Client:
             self.sock = connect(path)
         except OSError as e:
             if not (autostart and _not_listening(e)):
-                raise ClientError(f"no webfetch daemon is listening on {path} ({e.strerror}); start one "
-                                  f"with `webfetch serve`") from None
-            start_daemon(path, config)
-            self.sock = connect(path)
+                kind = NotListening if _not_listening(e) else ClientError
+                raise kind(f"no webfetch daemon is listening on {path} ({e.strerror}); start one "
+                           f"with `webfetch serve`") from None
+            try:
+                start_daemon(path, config)
+            except OSError as e:  # its socket directory or its log cannot be made
+                raise ClientError(f"cannot start a daemon on {path}: {e}") from None
+            self.sock = self._talking(lambda: connect(path))
         self.sock.settimeout(timeout)
         self._file = self.sock.makefile("rb")
+
+    def _talking(self, step: Callable[[], T]) -> T:
+        """`step`, with an error of the socket said as a ClientError that names it."""
+        try:
+            return step()
+        except OSError as e:
+            raise ClientError(f"cannot talk to the daemon on {self.path}: {e}") from None
 
     def close(self) -> None:
         self._file.close()
@@ -111,8 +130,8 @@ class Client:
         """Send one request; yield its frames, the terminal `result` or `error` last."""
         rid = next(self._ids)
         body = {"id": rid, "op": op, **{k: v for k, v in fields.items() if v is not None}}
-        self.sock.sendall(json.dumps(body).encode() + b"\n")
-        for line in self._file:
+        self._talking(lambda: self.sock.sendall(json.dumps(body).encode() + b"\n"))
+        while line := self._talking(self._file.readline):
             frame = decode_frame(line)
             if frame.get("id") != rid:
                 continue

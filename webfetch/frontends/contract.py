@@ -1,9 +1,10 @@
 """The tool contract: each tool's name, title, description, input schema and annotations, read from
 pi_extension/tools.json, the one file the pi extension reads too.
 
-It lives beside index.ts because `webfetch pi install` copies that directory into pi's extensions
-directory, and the extension must find it there; Python reads it from the package. So the model reads one
-wording whichever client it sits in, and the browse actions are listed once for every front end.
+It lives beside the pi extension's modules (tools.ts reads it) because `webfetch pi install` copies that
+directory into pi's extensions directory, and the extension must find it there; Python reads it from the
+package. So the model reads one wording whichever client it sits in, and the browse actions are listed once
+for every front end.
 """
 
 from __future__ import annotations

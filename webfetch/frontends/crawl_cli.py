@@ -1,5 +1,7 @@
 """`webfetch crawl` and `webfetch map`: a site as local markdown files for an agent, or its URLs one a line.
-Progress goes to stderr; the files are written as the result arrives, each whole or not at all."""
+Progress goes to stderr. A crawl asks the daemon to `stream` its pages: each page arrives whole in its own
+frame and is written (or printed) at once, each file whole or not at all, so that neither the daemon nor
+this process holds the site (the result's `content` is only each page's share); the index comes last."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from .cli_words import cli_words
+from .command import Invocation, handles, with_daemon
 
 if TYPE_CHECKING:
     from .client import Client
@@ -42,8 +47,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     scope(p, "pages, at most (default 20, at most 500)")
     p.add_argument("--out", metavar="DIR", help="write one markdown file per page, mirroring the URL paths, plus "
                                                 f"{INDEX_MD} and {INDEX_JSON}")
+    handles(p, _checked)
     p = sub.add_parser("map", help="a site's URLs, one a line: its sitemaps, then the links of its pages")
     scope(p, "URLs, at most (default 500)")
+    handles(p, _checked)
+
+
+def _checked(inv: Invocation) -> int:
+    if not ready(inv.args):  # before a daemon is asked (or started) for anything
+        return 2
+    return with_daemon(run)(inv)
 
 
 def run(client: Client, args: argparse.Namespace) -> int:
@@ -52,7 +65,11 @@ def run(client: Client, args: argparse.Namespace) -> int:
         return 2
     fields = dict(url=args.url, limit=args.limit, depth=args.depth, include=args.include, exclude=args.exclude,
                   timeout_s=args.timeout, fresh=args.fresh or None)
-    result = _result(client, args.command, fields, args.json)
+    files = CrawlFiles(out) if out is not None else None
+    if args.command == "crawl":
+        fields["stream"] = True
+    result = _result(client, args.command, fields, args.json, None if args.json else
+                     files.page if files is not None else _print_page)
     if result is None:
         return 1
     if args.json:
@@ -60,17 +77,21 @@ def run(client: Client, args: argparse.Namespace) -> int:
     if args.command == "map":
         for url in result["urls"]:
             print(url)
-    elif out is not None:
-        write_crawl(out, result)
-        print(f"webfetch: {len(result['pages'])} pages written to {out} (index: {out / INDEX_MD})", file=sys.stderr)
-    else:
-        for page in result["pages"]:
-            print(f"<!-- {page['url']} -->\n{page['content'].rstrip()}\n")
+    elif files is not None:
+        files.finish(result)
+        print(f"webfetch: {_n(len(files.entries), 'page')} written to {out} (index: {files.out / INDEX_MD})",
+              file=sys.stderr)
     _summary(result)
     return 0
 
 
-def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool) -> dict[str, Any] | None:
+def _print_page(page: dict[str, Any]) -> None:
+    print(f"<!-- {page['url']} -->\n{page['content'].rstrip()}\n", flush=True)
+
+
+def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool,
+            on_page: Callable[[dict[str, Any]], None] | None) -> dict[str, Any] | None:
+    """The terminal frame (None: an error, said on stderr); each `page` frame to `on_page` as it comes."""
     tty = sys.stderr.isatty()
     for frame in client.request(op, **fields):
         if as_json:
@@ -83,9 +104,13 @@ def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool) -> d
             continue
         if tty and not as_json:
             print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+        if kind == "page":
+            if on_page is not None:
+                on_page(frame)
+            continue
         if kind == "error":
             if not as_json:
-                print(f"webfetch: {frame.get('code')}: {frame.get('message')}", file=sys.stderr)
+                print(f"webfetch: {frame.get('code')}: {cli_words(str(frame.get('message')))}", file=sys.stderr)
             return None
         return frame
     return None
@@ -93,13 +118,40 @@ def _result(client: Client, op: str, fields: dict[str, Any], as_json: bool) -> d
 
 def _summary(result: dict[str, Any]) -> None:
     found = len(result.get("pages", result.get("urls", [])))
-    print(f"webfetch: {found} {'pages' if 'pages' in result else 'URLs'}, stopped: {result['stopped']}, "
+    print(f"webfetch: {_n(found, 'page' if 'pages' in result else 'URL')}, stopped: {result['stopped']}, "
           f"{result['queued']} queued, {len(result['failed'])} failed, robots.txt {result['robots']}",
           file=sys.stderr)
     for failure in result["failed"]:
-        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {failure['message']}", file=sys.stderr)
+        print(f"webfetch: failed: {failure['url']}: {failure['code']}: {cli_words(failure['message'])}",
+              file=sys.stderr)
     for note in result.get("notes", []):
-        print(f"webfetch: note: {note}", file=sys.stderr)
+        print(f"webfetch: note: {cli_words(note)}", file=sys.stderr)
+
+
+def ready(args: argparse.Namespace) -> bool:
+    """Whether the command line can work (its patterns, its --out); if not, says why on stderr. Asked before
+    a daemon is asked (or started) for anything."""
+    if not patterns_ready(args.include or [], args.exclude or []):
+        return False
+    return not getattr(args, "out", None) or out_ready(Path(args.out))
+
+
+def patterns_ready(include: list[str], exclude: list[str]) -> bool:
+    """Whether the --include and --exclude patterns can work; if not, says why on stderr, as the daemon
+    would refuse them (crawl_patterns.check), in the flags' words."""
+    from ..errors import BadRequest
+    from ..parse.crawl_patterns import check
+
+    try:
+        check(include, exclude)
+    except BadRequest as e:
+        print(f"webfetch: {e.code}: {cli_words(e.message)}", file=sys.stderr)
+        return False
+    return True
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def out_ready(out: Path) -> bool:
@@ -146,24 +198,41 @@ def _safe(segment: str) -> str:
     return text
 
 
-def write_crawl(out: Path, result: dict[str, Any]) -> None:
-    """Each page's markdown in its own file, then the index of them all (markdown and JSON)."""
-    taken: set[Path] = set()
-    entries = []
-    for page in result["pages"]:
+class CrawlFiles:
+    """A crawl written to `out` as it comes: each page's markdown in its own file the moment its (whole) page
+    arrives, then, from the result, the index of them all (markdown and JSON)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.taken: set[Path] = set()
+        self.entries: list[dict[str, Any]] = []
+
+    def page(self, page: dict[str, Any]) -> None:
         path = page_file(page["url"])
         n = 2
-        while path in taken:  # two URLs that make one name (`a b` and `a_b`)
+        while path in self.taken:  # two URLs that make one name (`a b` and `a_b`)
             path = path.with_name(f"{path.stem}-{n}.md")
             n += 1
-        taken.add(path)
-        _write(out / path, f"<!-- {page['url']} -->\n{page['content'].rstrip()}\n")
-        entries.append({"file": str(path), "url": page["url"], "final_url": page["final_url"], "title": page["title"],
-                        "chars": page["chars"], "flags": page["flags"], "depth": page["depth"]})
-    index = {"url": result["url"], "stopped": result["stopped"], "queued": result["queued"],
-             "robots": result["robots"], "pages": entries, "failed": result["failed"], "notes": result["notes"]}
-    _write(out / INDEX_JSON, json.dumps(index, indent=2, ensure_ascii=False) + "\n")
-    _write(out / INDEX_MD, _index_md(index))
+        self.taken.add(path)
+        _write(self.out / path, f"<!-- {page['url']} -->\n{page['content'].rstrip()}\n")
+        self.entries.append({"file": str(path), "url": page["url"], "final_url": page["final_url"],
+                             "title": page["title"], "chars": page["chars"], "flags": page["flags"],
+                             "depth": page["depth"]})
+
+    def finish(self, result: dict[str, Any]) -> None:
+        index = {"url": result["url"], "stopped": result["stopped"], "queued": result["queued"],
+                 "robots": result["robots"], "pages": self.entries, "failed": result["failed"],
+                 "notes": [n for n in result["notes"] if "crawl.result_chars" not in n]}  # every file is whole
+        _write(self.out / INDEX_JSON, json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+        _write(self.out / INDEX_MD, _index_md(index))
+
+
+def write_crawl(out: Path, result: dict[str, Any]) -> None:
+    """A result whose pages are whole, written as `CrawlFiles` writes a streamed crawl."""
+    files = CrawlFiles(out)
+    for page in result["pages"]:
+        files.page(page)
+    files.finish(result)
 
 
 def _index_md(index: dict[str, Any]) -> str:

@@ -19,8 +19,10 @@ from ..config import Config
 from ..errors import WebfetchError
 from ..trust import shell
 from ..trust.socket_trust import UntrustedSocket, check_directory
+from .command import Invocation, command_line
 
-OK, WARN, FAIL = "ok", "warn", "FAIL"
+# INFO: a part a user may go without (pi, for those who never prompt): said, never a problem
+OK, INFO, WARN, FAIL = "ok", "info", "warn", "FAIL"
 PACKAGES = ("trio", "trio_websocket", "msgspec", "trafilatura", "lxml_html_clean", "markdownify", "mcp",
             "pypdfium2")
 TINY_PAGE = ("<html><head><title>Doctor</title></head><body><nav>Home | About</nav><article><h1>Doctor</h1>"
@@ -103,10 +105,18 @@ def check_extractor() -> Check:
 
 
 def check_subagent(config: Config) -> Check:
+    """pi, which answers prompts and summarizes long pages. Not installed is no problem for those who fetch,
+    browse or crawl without a prompt; a command the config names that is not there is one."""
+    from ..config import SubagentConfig
     from ..subagent.agent import INSTALL_HINT, Subagent
 
     command = Subagent(config.subagent).command  # found the way the daemon finds it
     fix = f"{INSTALL_HINT} in the config; without it prompts return raw pages instead of answers"
+    if command is None and config.subagent.command == SubagentConfig().command:
+        return Check(INFO, "sub-agent", "not installed (needed for prompts and summaries): no "
+                     f"`{shell.command(config.subagent.command)}` on PATH",
+                     f"to ask pages questions (--prompt) and have long pages summarized, {INSTALL_HINT} in the "
+                     f"config")
     if command is None:
         return Check(FAIL, "sub-agent", f"`{shell.command(config.subagent.command)}` not found", fix)
     try:
@@ -122,10 +132,13 @@ def check_subagent(config: Config) -> Check:
     return Check(OK, "sub-agent", f"{command} {version[-1] if version else ''}".strip())
 
 
-def check_subagent_model(config: Config) -> Check:
-    """MCP clients send no model with a prompt: without one here, their prompts get pages, not answers."""
-    from ..subagent.agent import model_settings, pi_agent_dir
+def check_subagent_model(config: Config) -> Check | None:
+    """MCP clients send no model with a prompt: without one here, their prompts get pages, not answers.
+    None when there is no sub-agent to give a model to (check_subagent says so)."""
+    from ..subagent.agent import Subagent, model_settings, pi_agent_dir
 
+    if Subagent(config.subagent).command is None:
+        return None
     model, thinking = model_settings(config.subagent.model, config.subagent.thinking)
     if model is None:
         return Check(WARN, "sub-agent model", "none configured: prompts that name no model (every MCP client's, "
@@ -158,9 +171,23 @@ def check_socket_dir(path: Path) -> Check:
     return Check(OK, "socket path", str(path))
 
 
+def check_config(inv: Invocation) -> Check:
+    """The config file: a daemon cannot start with one that does not load, and a running one keeps its
+    config until a reload reads one that does."""
+    if inv.broken is not None:
+        return Check(FAIL, "config", f"{inv.broken} (the checks below use the defaults)",
+                     f"fix that line (docs/CONFIG.md lists every key), then run `{command_line(inv, 'reload')}`: "
+                     f"a running daemon keeps the config it has until then, and none can start")
+    return Check(OK, "config", inv.source.path or "no config file (all defaults)")
+
+
 def check_daemon(path: Path) -> list[Check]:
     from .client import Client, ClientError
+    from .service import socket_unit_waiting
 
+    if socket_unit_waiting(path):  # a connection would start it: systemd is asked instead
+        return [Check(OK, "daemon", f"not started yet: systemd's webfetch.socket listens on {path} and starts "
+                                    f"it on the first request")]
     try:
         with Client(path, autostart=False) as client:
             frames = list(client.request("status"))
@@ -183,18 +210,30 @@ def check_daemon(path: Path) -> list[Check]:
     return checks
 
 
+def policy_reach(config: Config) -> str:
+    """What the address policy lets through, and to whom. fetch.allow_private and fetch.allow_hosts are the
+    daemon's policy: fetch, crawl and browse sessions alike, every port of a listed host (urls.vet_host);
+    browse.allow_local adds loopback ports for browse sessions only."""
+    f = config.fetch
+    if f.allow_private:
+        return ("every address that is not public allowed but cloud metadata (fetch.allow_private): to "
+                "fetch, crawl and browse sessions alike, on every port")
+    allowed = ("every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
+               "cloud metadata, …)")
+    if f.allow_hosts:
+        allowed += (f"; fetch, crawl and browse sessions may reach {', '.join(f.allow_hosts)} on every port "
+                    f"(fetch.allow_hosts)")
+    local = config.browse.allow_local
+    if local:
+        return allowed + f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)"
+    return allowed + ("; browse sessions reach nothing more (browse.allow_local lists none)" if f.allow_hosts else
+                      "; browse sessions reach no loopback port (browse.allow_local lists none)")
+
+
 def check_address_policy(config: Config) -> Check:
     from ..chrome.browser import proxy_off_reason
 
-    f = config.fetch
-    allowed = ("all private addresses allowed (fetch.allow_private)" if f.allow_private else
-               "every address that is not public refused (loopback, private, link-local, carrier-grade NAT, "
-               "cloud metadata, …)"
-               + (f"; allowed: {', '.join(f.allow_hosts)}" if f.allow_hosts else ""))
-    local = config.browse.allow_local
-    if not f.allow_private:  # with it, every loopback port is open to fetch and browse alike
-        allowed += (f"; browse sessions only may also reach {', '.join(local)} (browse.allow_local)" if local else
-                    "; browse sessions reach no loopback port (browse.allow_local lists none)")
+    allowed = policy_reach(config)
     off = proxy_off_reason(config.browser)
     if off:
         return Check(WARN, "address policy", f"{allowed}; checked per request only, because {off}: "
@@ -220,10 +259,12 @@ def check_search(config: Config) -> Check:
                  f"keys are not checked: a search costs credit)")
 
 
-def run(config: Config, path: Path) -> int:
-    checks = [check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
+def run(inv: Invocation) -> int:
+    config, path = inv.config, inv.path
+    model = check_subagent_model(config)
+    checks = [check_config(inv), check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
               check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config),
-              check_subagent_model(config)]
+              *([model] if model else [])]
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{c.level:<4}  {c.name:<{width}}  {c.detail}")

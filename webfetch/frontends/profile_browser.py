@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ..chrome.cdp import CDPConnection, CDPError
+from ..chrome.browser import Browser
+from ..chrome.cdp import CDPError
 from ..profiles.store import LocalStorageItem, OriginState, ProfileError, StorageState, from_cdp
 
 VERSION_TIMEOUT_S = 5.0
@@ -71,44 +72,34 @@ async def browser_ws_url(endpoint: str) -> str:
     return str(version["webSocketDebuggerUrl"])
 
 
-async def read_state(conn: CDPConnection, wanted_host: Callable[[str], bool]) -> StorageState:
+async def read_state(browser: Browser, wanted_host: Callable[[str], bool]) -> StorageState:
     """Every cookie of the browser's default context, and the localStorage of the open tabs' origins
     whose host is wanted."""
-    got = await conn.call("Storage.getCookies")
-    cookies = [from_cdp(c) for c in got.get("cookies", [])]
-    return StorageState(cookies=cookies, origins=await _local_storage(conn, wanted_host))
+    cookies = [from_cdp(c) for c in await browser.cookies()]
+    return StorageState(cookies=cookies, origins=await _local_storage(browser, wanted_host))
 
 
-async def _local_storage(conn: CDPConnection, wanted_host: Callable[[str], bool]) -> list[OriginState]:
-    targets = (await conn.call("Target.getTargets")).get("targetInfos", [])
+async def _local_storage(browser: Browser, wanted_host: Callable[[str], bool]) -> list[OriginState]:
     origins: dict[str, OriginState] = {}
-    for target in targets:
-        parts = urlsplit(str(target.get("url", "")))
+    for page in await browser.pages():
+        parts = urlsplit(page.url)
         origin = f"{parts.scheme}://{parts.netloc}"
-        if (target.get("type") != "page" or parts.scheme not in ("http", "https") or not parts.hostname
-                or origin in origins or not wanted_host(parts.hostname)):
+        if (parts.scheme not in ("http", "https") or not parts.hostname or origin in origins
+                or not wanted_host(parts.hostname)):
             continue
-        items = await _items(conn, str(target["targetId"]), origin)
+        items = await _items(browser, page.target_id, origin)
         if items:
             origins[origin] = OriginState(origin=origin, localStorage=items)
     return list(origins.values())
 
 
-async def _items(conn: CDPConnection, target_id: str, origin: str) -> list[LocalStorageItem]:
+async def _items(browser: Browser, target_id: str, origin: str) -> list[LocalStorageItem]:
     """The localStorage of `origin` as the tab `target_id` sees it; none when the tab went away or the
     browser will not say (an older Chrome, a page that navigated meanwhile)."""
     try:
-        session = (await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}))["sessionId"]
+        async with browser.attach(target_id) as page:
+            got = await page.call("DOMStorage.getDOMStorageItems",
+                                  {"storageId": {"securityOrigin": origin, "isLocalStorage": True}})
+            return [LocalStorageItem(str(k), str(v)) for k, v in got.get("entries", [])]
     except CDPError:
         return []
-    try:
-        got = await conn.call("DOMStorage.getDOMStorageItems",
-                              {"storageId": {"securityOrigin": origin, "isLocalStorage": True}}, session)
-        return [LocalStorageItem(str(k), str(v)) for k, v in got.get("entries", [])]
-    except CDPError:
-        return []
-    finally:
-        try:
-            await conn.call("Target.detachFromTarget", {"sessionId": session})
-        except CDPError:
-            pass

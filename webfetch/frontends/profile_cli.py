@@ -41,6 +41,7 @@ from ..profiles.store import (
     write_private,
 )
 from ..trust import shell
+from .command import Needs, handles
 
 
 class UsageError(WebfetchError):
@@ -55,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "use with --profile NAME, each only on the hosts it lists. They are files under "
                                    "$XDG_DATA_HOME/webfetch/profiles (default ~/.local/share), readable by you "
                                    "alone; no daemon is needed to change them.")
+    handles(p, lambda inv: run(inv.args), Needs.NOTHING)  # profiles are files: no config, no daemon
     ps = p.add_subparsers(dest="profile_command", required=True, metavar="COMMAND")
     q = ps.add_parser("list", help="the profiles: hosts, live cookies, origins, last use (never a value)")
     q.add_argument("--json", action="store_true", help="as a JSON array")
@@ -191,6 +193,7 @@ def _read_file(path: str) -> bytes:
 def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
     import trio
 
+    from ..chrome.browser import Browser
     from ..chrome.cdp import CDPClosed, CDPError, open_cdp
     from .profile_browser import START_HINT, browser_ws_url, read_state
 
@@ -198,7 +201,7 @@ def _from_browser(endpoint: str, hosts: list[str]) -> StorageState:
         ws_url = await browser_ws_url(endpoint)
         try:
             async with open_cdp(ws_url) as conn:
-                state = await read_state(conn, lambda host: host_listed(host, hosts))
+                state = await read_state(await Browser.over(conn), lambda host: host_listed(host, hosts))
         except CDPClosed as e:
             raise ProfileError(f"the browser at {endpoint} refused the DevTools connection ({e}); {START_HINT}") \
                 from None
@@ -220,7 +223,7 @@ def _login(store: ProfileStore, args: argparse.Namespace) -> int:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{args.url!r} is not an http(s) URL; give the site's sign-in page, like "
                          f"https://github.com/login")
-    error = no_display_error(args.name)
+    error = no_display_error(args.name, args.url)
     if error is not None:
         raise error
     _existing(store, args.name)  # a damaged profile fails before the person spends a login on it

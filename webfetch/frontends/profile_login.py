@@ -17,15 +17,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from ..children import ChildProcess, private_tempdir
+from ..chrome.browser import Browser, PageChange
 from ..chrome.cdp import CDPClosed, CDPConnection, CDPError, open_cdp_pipe
 from ..chrome.launch import INSTALL_HINT, find_chrome
 from ..chrome.transport import PipeTransport
-from ..profiles.store import ProfileError, StorageState
+from ..profiles.store import ProfileError, StorageState, headless_login
 from ..trust.shell import command
 from .profile_browser import read_state
 
@@ -35,14 +35,16 @@ FLAGS = ["--no-first-run", "--no-default-browser-check", "--password-store=basic
          "--disable-sync", "--disable-default-apps", "--remote-debugging-pipe"]
 
 
-def no_display_error(name: str) -> ProfileError | None:
-    """The error for a machine without a display to open the window on (None when there is one)."""
+def no_display_error(name: str, url: str) -> ProfileError | None:
+    """The error for a machine without a display to open the window on (None when there is one): it names
+    the way that works headless first (a browse session on the daemon's own Chrome), then the imports."""
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         return None
     return ProfileError(
         f"profile login opens a browser window, and there is no display here ($DISPLAY and "
-        f"$WAYLAND_DISPLAY are unset). The other two ways in: log in with a browser where you have one and "
-        f"save its state (a Playwright storage state, or a cookies.txt from a cookies export extension), then "
+        f"$WAYLAND_DISPLAY are unset). Log in headless instead: {headless_login(name, url)}. Or log in with "
+        f"a browser where you have one and save its state (a Playwright storage state, or a cookies.txt from a "
+        f"cookies export extension), then "
         f"`{command('webfetch', 'profile', 'import', name, 'FILE')}`; or start Chrome with "
         f"`--remote-debugging-port=9222 --user-data-dir=DIR`, log in there, and "
         f"`{command('webfetch', 'profile', 'import', name, '--from-browser', 'http://127.0.0.1:9222')} --hosts HOST`")
@@ -64,22 +66,21 @@ async def login_window(url: str, executable: str | None) -> StorageState:
         try:
             assert proc.devtools_in is not None and proc.devtools_out is not None
             async with open_cdp_pipe(PipeTransport(proc.devtools_in, proc.devtools_out)) as conn:
-                await _started(conn, proc, exe)
+                browser = await _started(conn, proc, exe)
                 print("webfetch: a Chromium window is open: log in there, then close the window (the login is "
                       "saved when it closes)", file=sys.stderr, flush=True)
-                return await _watch(conn)
+                return await _watch(browser)
         finally:
             await proc.aclose()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def _started(conn: CDPConnection, proc: ChildProcess, exe: str) -> None:
-    """Return once Chrome answers on its DevTools pipe (it reads it once it is up)."""
+async def _started(conn: CDPConnection, proc: ChildProcess, exe: str) -> Browser:
+    """The browser, once Chrome answers on its DevTools pipe (it reads it once it is up)."""
     with trio.move_on_after(START_TIMEOUT_S):
         try:
-            await conn.call("Browser.getVersion")
-            return
+            return await Browser.over(conn)
         except CDPClosed:  # it closed the pipe: it is exiting
             with trio.move_on_after(2):
                 await proc.wait()
@@ -89,38 +90,29 @@ async def _started(conn: CDPConnection, proc: ChildProcess, exe: str) -> None:
     raise ProfileError(f"{exe} did not answer on its DevTools pipe within {START_TIMEOUT_S:.0f} s")
 
 
-async def _watch(conn: CDPConnection) -> StorageState:
+async def _watch(browser: Browser) -> StorageState:
     """Read the state whenever a tab shows a new URL (a login's redirect has set its cookies) and every
     POLL_S, until the last tab closes or the browser goes; then close the browser."""
     latest = StorageState()
-    with conn.subscribe(None) as events:
-        try:
-            await conn.call("Target.setDiscoverTargets", {"discover": True})
-            pages = await _pages(conn)
+    try:
+        async with browser.watch_pages() as changes:
+            pages = {page.target_id: page.url for page in await browser.pages()}
             while pages:
-                latest = await read_state(conn, lambda host: True)
+                latest = await read_state(browser, lambda host: True)
                 with trio.move_on_after(POLL_S):
-                    while pages and not _changed(pages, await events.receive()):
-                        pass
-            await conn.call("Browser.close")
-        except (CDPClosed, CDPError):
-            pass  # the browser exited with its window: the last read stands
+                    async for change in changes:
+                        if _changed(pages, change):
+                            break
+            await browser.close()
+    except (CDPClosed, CDPError):
+        pass  # the browser exited with its window: the last read stands
     return latest
 
 
-def _changed(pages: dict[str, str], event: dict[str, Any]) -> bool:
+def _changed(pages: dict[str, str], change: PageChange) -> bool:
     """Keep `pages` (target id → URL) up to date; whether a tab closed or shows another URL."""
-    params = event.get("params", {})
-    info = params.get("targetInfo", {})
-    if event.get("method") == "Target.targetDestroyed":
-        return pages.pop(params.get("targetId"), None) is not None
-    if event.get("method") in ("Target.targetCreated", "Target.targetInfoChanged") and info.get("type") == "page":
-        old = pages.get(info["targetId"])
-        pages[info["targetId"]] = str(info.get("url", ""))
-        return old != pages[info["targetId"]]
-    return False
-
-
-async def _pages(conn: CDPConnection) -> dict[str, str]:
-    targets = (await conn.call("Target.getTargets")).get("targetInfos", [])
-    return {str(t["targetId"]): str(t.get("url", "")) for t in targets if t.get("type") == "page"}
+    if change.kind == "destroyed":
+        return pages.pop(change.target_id, None) is not None
+    old = pages.get(change.target_id)
+    pages[change.target_id] = change.url
+    return old != change.url

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..config import config_home
+from ..config import config_home, default_socket_path
 from .installation import package_file, webfetch_command
 
 UNITS = ("webfetch.socket", "webfetch.service")
@@ -85,3 +85,21 @@ def uninstall() -> int:
         _systemctl("daemon-reload")
         print("ran systemctl --user daemon-reload")
     return 0
+
+
+def socket_unit_waiting(path: Path) -> bool:
+    """Whether systemd's webfetch.socket listens on `path` and has started no daemon on it yet. Connecting
+    there starts one (socket activation), so a command that must not start one (`status`, `stop`, `logs`,
+    `doctor`) asks systemd instead. Only the installed unit's socket (the default path) is asked about."""
+    if path != default_socket_path() or not (unit_dir() / "webfetch.socket").exists():
+        return False
+    exe = shutil.which("systemctl")
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run([exe, "--user", "show", "--property=ActiveState", "--value", "webfetch.socket",
+                               "webfetch.service"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    states = done.stdout.split()
+    return done.returncode == 0 and len(states) == 2 and states[0] == "active" and states[1] in ("inactive", "failed")

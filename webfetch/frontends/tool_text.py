@@ -1,6 +1,6 @@
 """What a model reads from a tool result: one line of facts, then the content, cut to fit one tool result.
 
-The Python twin of `formatResult` and `browseText` in pi_extension/index.ts, so web_fetch and the browser
+The Python twin of `formatResult` and `browseText` in pi_extension/formatting.ts, so web_fetch and the browser
 tool read the same in pi and over MCP; tests/golden holds daemon frames and the text both must make of them.
 """
 
@@ -269,7 +269,8 @@ def files_line(r: dict[str, Any]) -> list[str]:
 
 
 def download_line(d: dict[str, Any]) -> str:
-    """One download of a browse result, as an agent or a person reads it (index.ts has the twin)."""
+    """One download of a browse result, as an agent or a person reads it (the pi extension's formatting.ts has
+    the twin)."""
     state = d.get("state")
     if state == "saved":
         return f"downloaded {d.get('filename')} ({d.get('size')} bytes, {d.get('mime')}) to {d.get('path')}"
@@ -291,17 +292,31 @@ _PLAIN_KINDS = ("console", "exception", "rejection")
 
 
 def console_lines(r: dict[str, Any]) -> list[str]:
-    """The console action's entries, one line each (and their stacks under them), newest last."""
+    """The console action's entries, one line each (and their stacks under them), newest last, under a line
+    naming the navigation they came from each time it changes."""
     entries = r.get("console") or []
     dropped = r.get("console_dropped") or 0
     if not entries:
         return ["console: no new messages" + (f" ({dropped} older not shown)" if dropped else "")]
     lines = [f"console: {len(entries)} message{'s' if len(entries) != 1 else ''} since the last console action, "
              f"newest last" + (f" ({dropped} older not shown)" if dropped else "")]
+    navs = {n.get("nav", 0): _nav_line(n) for n in r.get("console_navs") or []}
+    at = None
     for e in entries:
-        kind = "" if e.get("kind") in _PLAIN_KINDS else f"({e.get('kind')}) "
-        where = f" — {e['url']}" + (f":{e['line']}" if e.get("line") else "") if e.get("url") else ""
-        lines.append(f"[{e.get('level')}] {kind}{e.get('text')}{where}")
-        if e.get("stack"):
-            lines.append(e["stack"])
+        if e.get("nav", 0) != at:  # the navigation the next messages came from, once each time it changes
+            at = e.get("nav", 0)
+            lines += [navs[at]] if at in navs else []
+        lines += _entry_lines(e)
     return lines
+
+
+def _entry_lines(e: dict[str, Any]) -> list[str]:
+    """One console entry: its line, and its stack under it."""
+    kind = "" if e.get("kind") in _PLAIN_KINDS else f"({e.get('kind')}) "
+    where = f" — {e['url']}" + (f":{e['line']}" if e.get("line") else "") if e.get("url") else ""
+    return [f"[{e.get('level')}] {kind}{e.get('text')}{where}"] + ([e["stack"]] if e.get("stack") else [])
+
+
+def _nav_line(nav: dict[str, Any]) -> str:
+    return (f"navigation {nav.get('nav', 0)}: {nav.get('url')}"
+            + (" (restored from the back/forward cache)" if nav.get("restored") else ""))

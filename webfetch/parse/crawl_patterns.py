@@ -19,7 +19,7 @@ from ..errors import BadRequest
 
 def _compiled(text: str, name: str) -> Callable[[str], bool]:
     """`/regex/` searched in the path and query, else a glob matched against all of them."""
-    if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
+    if _is_regex(text):
         try:
             regex = re.compile(text[1:-1])
         except re.error as e:
@@ -29,12 +29,45 @@ def _compiled(text: str, name: str) -> Callable[[str], bool]:
     return lambda target: fnmatch.fnmatchcase(target, text)
 
 
+def _is_regex(text: str) -> bool:
+    return len(text) >= 2 and text.startswith("/") and text.endswith("/")
+
+
+def glob_problem(text: str) -> str | None:
+    """Why glob `text` can match no URL where its writer meant it to (None: it is well-formed). fnmatch says
+    nothing of these: it takes an unclosed `[` as a literal bracket and a class of reversed ranges as
+    matching nothing, and a pattern not starting where a path starts never matches, so each would filter
+    every URL out without a word."""
+    if text[:1] not in ("/", "*", "?", "["):
+        return (f"can match no URL: it is matched against the path from its leading '/' (with the query); write "
+                f"/{text.lstrip('./')} or *{text}")
+    i = 0
+    while (i := text.find("[", i)) != -1:
+        j = i + 1
+        j += text[j:j + 1] == "!"
+        j += text[j:j + 1] == "]"   # a ']' first in a class is a member, not its end
+        end = text.find("]", j)
+        if end == -1:
+            return (f"has a '[' (character {i + 1}) that is never closed: a class is [abc], a literal bracket "
+                    f"[[]")
+        members = text[i + 1:end].removeprefix("!")
+        for k in range(len(members) - 2):
+            if members[k + 1] == "-" and members[k] > members[k + 2]:
+                return f"has a reversed range, {members[k:k + 3]} in [{text[i + 1:end]}], which matches nothing: " \
+                       f"write it low-high"
+        i = end + 1
+    return None
+
+
 def check(include: list[str], exclude: list[str]) -> None:
-    """BadRequest for the first pattern that does not compile, naming it and whether it is an include."""
-    for pattern in include:
-        _compiled(pattern, "include")
-    for pattern in exclude:
-        _compiled(pattern, "exclude")
+    """BadRequest for the first pattern that does not compile, or a glob that cannot match as meant
+    (`glob_problem`), naming it and whether it is an include."""
+    for patterns, name in ((include, "include"), (exclude, "exclude")):
+        for pattern in patterns:
+            _compiled(pattern, name)
+            problem = None if _is_regex(pattern) else glob_problem(pattern)
+            if problem is not None:
+                raise BadRequest(f"`{name}` pattern {pattern!r} {problem}")
 
 
 def admitted(include: tuple[str, ...], exclude: tuple[str, ...], targets: list[str]) -> list[int]:

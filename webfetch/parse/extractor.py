@@ -50,7 +50,7 @@ NON_ARTICLE_FALLBACK_SHARE = 0.05
 # taken (on an article also where readability doubts the precise cut: ARTICLE_MIN_AGREEMENT). This replaced
 # arbitrating with two passes on every page (the default's beside the mode's, and readability's text on
 # articles): chosen on the "choose" half of ../shared/corpus (bin/bench's
-# `half`), over the grid 0.1-0.3 each; the held-out half reports it (README, "Extraction quality").
+# `half`), over the grid 0.1-0.3 each; the held-out half reports it (docs/BENCHMARKS.md, "Extraction quality").
 PRECISE_MIN_SHARE = 0.1
 RECALL_MIN_SHARE = 0.3
 # The precise mode sometimes drops part of an article with its boilerplate (a section of notes in bare

@@ -195,6 +195,13 @@ def cookie_hosts(cookies: list[Cookie]) -> list[str]:
     return domains_of(cookies)
 
 
+def headless_login(name: str, url: str, *, new: bool = True) -> str:
+    """How to log in where no window can open: a browse session with the profile (`new`: making it), the
+    sign-in form filled in it, its cookies saved (each command shell-quoted: the URL may be a server's choice)."""
+    opening = shell.command('webfetch', 'browse', 'open', url, '--profile', name, *(['--new-profile'] if new else []))
+    return f"`{opening}`, fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`"
+
+
 def data_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"))
 
@@ -288,17 +295,46 @@ def _where(e: Exception) -> str:
 
 # --- import and export --------------------------------------------------------------------------
 
-_state_decoder = msgspec.json.Decoder(StorageState)
+class _ImportedState(Struct, kw_only=True):
+    """A storage state as an import reads it: `cookies` must be there (Playwright always writes it), so a file
+    that is JSON but not a storage state (`{}`, a misspelt key) is refused rather than imported as nothing."""
+
+    cookies: list[Cookie]
+    origins: list[OriginState] = []
+
+
+_state_decoder = msgspec.json.Decoder(_ImportedState)
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+STORAGE_STATE_SHAPE = 'a Playwright storage state is an object {"cookies": [...], "origins": [...]}'
 
 
 def parse_storage_state(data: bytes, source: str) -> StorageState:
-    """Playwright's storageState JSON; ProfileError naming the key that is wrong."""
+    """Playwright's storageState JSON; ProfileError naming the key that is wrong, or saying what the JSON is
+    instead (an array, such as a cookie editor's export, or an object without `cookies`)."""
     try:
-        return _state_decoder.decode(data)
+        state = _state_decoder.decode(data)
     except msgspec.ValidationError as e:
-        raise ProfileError(f"{source}: not a Playwright storage state: {_where(e)}") from None
+        raise ProfileError(f"{source}: not a Playwright storage state: {_shape_problem(data) or _where(e)}") from None
     except msgspec.DecodeError as e:
         raise ProfileError(f"{source}: not valid JSON ({e})") from None
+    if not state.cookies and not state.origins:
+        raise ProfileError(f"{source}: no cookies and no localStorage in it: nothing to import")
+    return StorageState(cookies=state.cookies, origins=state.origins)
+
+
+def _shape_problem(data: bytes) -> str | None:
+    """What is wrong with valid JSON that is not a storage state as a whole (None: a key inside it is wrong, and
+    msgspec's words say which): not an object, or an object without `cookies` (naming the keys it has: never a
+    value)."""
+    value = msgspec.json.decode(data)
+    if not isinstance(value, dict):
+        return f"the file is {_JSON_NAMES.get(type(value), 'JSON')}; {STORAGE_STATE_SHAPE}"
+    if "cookies" not in value:
+        keys = ", ".join(repr(k[:40]) for k in list(value)[:10])  # bounded: a file's keys are anyone's
+        return (f"it has no 'cookies' list ({f'its keys: {keys}' if keys else 'it is an empty object'}); "
+                f"{STORAGE_STATE_SHAPE}")
+    return None
 
 
 def parse_cookies_txt(text: str, source: str) -> StorageState:
@@ -334,13 +370,24 @@ def parse_cookies_txt(text: str, source: str) -> StorageState:
 
 
 def parse_state_file(data: bytes, source: str) -> StorageState:
-    """A storage state (JSON) or a cookies.txt, told apart by their first character."""
-    if data.lstrip()[:1] == b"{":
+    """A storage state (JSON) or a cookies.txt. JSON is what a `.json` file holds, what starts with `{` or
+    `[`, or what parses as JSON: such a file is judged as a storage state, never told cookies.txt's rules."""
+    if source.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"[") or _is_json(data):
         return parse_storage_state(data, source)
     try:
         return parse_cookies_txt(data.decode("utf-8"), source)
     except UnicodeDecodeError:
         raise ProfileError(f"{source}: neither a storage state (JSON) nor a cookies.txt (text)") from None
+
+
+def _is_json(data: bytes) -> bool:
+    if not data.strip():
+        return False
+    try:
+        msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def export_state(profile: Profile) -> bytes:

@@ -114,13 +114,19 @@ class ProfileUse:
             raise profile.refuse(host)
         return profile
 
-    async def load_or_create(self, name: str, host: str) -> tuple[Profile, bool]:
-        """The profile (checked for `host`), or a new empty one for `host` alone when none has that name
-        (a browse session that logs in makes the profile it names); (profile, created)."""
+    async def load_or_create(self, name: str, host: str, *, create: bool) -> tuple[Profile, bool]:
+        """The profile (checked for `host`), or, with `create`, a new empty one for `host` alone when none has
+        that name (a browse session that logs in makes the profile it names); (profile, created). Without
+        `create` a name no profile has is UnknownProfile listing the profiles: a typo must not quietly start
+        an empty profile, and the login the user meant go unused."""
         async with self._lock(name):
             try:
                 return await self.load(name, host), False
             except UnknownProfile:
+                if not create:
+                    known = ", ".join(await trio.to_thread.run_sync(self.store.names)) or "none yet"
+                    raise UnknownProfile(f"no profile named {name!r} (profiles: {known}); to start a new, empty "
+                                         f"one for {host}, open with `create: true`") from None
                 profile = Profile(name=name, hosts=[normalize_host(host)], created=time.time())
                 if not await trio.to_thread.run_sync(self._create, profile):
                     return await self.load(name, host), False  # a `webfetch profile` command made it first

@@ -184,7 +184,7 @@ class Subagent:
         if not model:
             raise SubagentFailed(
                 f'no model for the sub-agent: set subagent.model = "provider/id" in {self.config_file}, '
-                f'pass "model" in the request, or put {{"model": "provider/id"}} in '
+                f'pass `model` with the request, or put {{"model": "provider/id"}} in '
                 f"{pi_agent_dir() / 'web-fetch.json'}")
         limit = self.config.max_input_chars
         if len(page) > limit:

@@ -13,7 +13,7 @@ The same directory rule holds for a path given with --socket, WEBFETCH_SOCKET or
 never binds in a directory that fails it, so a socket in one is not a daemon of ours. Only the socket's own
 directory is judged, not those above it: the peer check covers what a loose parent could let happen.
 
-The pi extension (index.ts, checkSocket) mirrors this: the same directory rule, and the socket file's owner
+The pi extension (client.ts, checkSocket) mirrors this: the same directory rule, and the socket file's owner
 in place of the peer's uid, which Node cannot read."""
 
 from __future__ import annotations
@@ -153,3 +153,22 @@ async def open_stream(socket_path: Path) -> trio.SocketStream:
         stream.socket.close()
         raise
     return stream
+
+
+def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
+    """The uid owning the loopback TCP socket at `peer` connected to our `local` one (IPv4), read from the
+    kernel's socket table (/proc/net/tcp: TCP has no SO_PEERCRED); None when it is not there (gone already,
+    or no /proc). For the policy proxy, a TCP port on 127.0.0.1 any local user could connect to."""
+    def hexed(address: tuple[str, int]) -> str:
+        return f"{int.from_bytes(socket.inet_aton(address[0]), 'little'):08X}:{address[1]:04X}"
+
+    wanted = (hexed(peer), hexed(local))
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            for row in table:
+                fields = row.split()
+                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
+                    return int(fields[7])
+    except (OSError, ValueError):
+        return None
+    return None
