@@ -225,6 +225,12 @@ def test_the_parsers_import_no_browser_and_no_other_wing():
                           "or browse/:\n" + "\n".join(offences))
 
 
+def test_the_trust_rules_import_no_other_wing():
+    offences = _rule(("webfetch.trust",), tuple(w for w in WINGS if w != "webfetch.trust"))
+    assert not offences, ("trust/ is what the daemon and the frontends apply alike; it imports no other wing:\n"
+                          + "\n".join(offences))
+
+
 def test_the_core_imports_no_wing():
     offences = _offences(lambda name: name not in CORE, lambda target: _in_any(target, WINGS))
     assert not offences, ("protocol, errors, urls, config, mime and paging import no wing:\n"

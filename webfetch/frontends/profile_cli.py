@@ -38,9 +38,9 @@ from ..profiles.store import (
     merge_state,
     normalize_host,
     parse_state_file,
-    write_private,
 )
 from ..trust import shell
+from ..trust.private_files import write_private
 from .command import Needs, handles
 
 

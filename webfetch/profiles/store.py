@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from msgspec import Struct
 
 from ..errors import WebfetchError
 from ..trust import shell
+from ..trust.private_files import write_private
 from ..urls import ascii_host
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -143,22 +143,6 @@ def host_listed(host: str, hosts: list[str]) -> bool:
     except UnicodeError:
         return False
     return any(host == h or host.endswith("." + h) for h in hosts)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write `path` whole or not at all, 0600 (a temporary file in its directory, fsynced, renamed over
-    it): files that hold logins. OSError when it cannot; no temporary file is left."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def check_name(name: str) -> str:

@@ -1,6 +1,7 @@
 """Files written for the user that may hold what only they should read (a page saved while signed in, a
-HAR, a screenshot): whole or not at all, 0600, and never over a file that is there unless told to. Browse
-writes them in the daemon (browse/saving.py), the CLI a screenshot; both use `write_file`."""
+HAR, a screenshot, a profile's logins): whole or not at all, 0600, and never over a file that is there unless
+told to. Browse writes them in the daemon (browse/saving.py), the CLI a screenshot; both use `write_file`.
+`write_private` replaces a file whole: the profile store's files and an exported profile."""
 
 from __future__ import annotations
 
@@ -10,7 +11,21 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..profiles.store import write_private
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all, 0600 (a temporary file in its directory, fsynced, renamed over
+    it): files that hold logins. OSError when it cannot; no temporary file is left."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:  # mkstemp makes it 0600
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_file(destination: Path, data: bytes, overwrite: bool) -> None:
