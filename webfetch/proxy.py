@@ -40,8 +40,8 @@ REMEMBERED_FAILURES = 256
 # default one, which DNS, libcurl and the disk cache share), and with at most this many connections waiting
 # for it; beyond that a connection is closed at once. Another local user's flood of connections then costs
 # them their own connections, not the daemon's fetches.
-PEER_CHECK_THREADS = 2
-MAX_WAITING_PEER_CHECKS = 64
+PEER_CHECK_THREADS = 4
+MAX_WAITING_PEER_CHECKS = 1024  # far above what the daemon's own Chrome opens at once
 
 # reply codes (RFC 1928 §6)
 OK, NOT_ALLOWED, HOST_UNREACHABLE, REFUSED, BAD_COMMAND, BAD_ADDRESS = 0, 2, 4, 5, 7, 8
