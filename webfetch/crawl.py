@@ -359,7 +359,11 @@ class Crawler:
         robots = run.robots
         for start in range(0, len(fresh), OFFERS_PER_CHECKPOINT):
             batch = [u for u in fresh[start:start + OFFERS_PER_CHECKPOINT] if visit_key(u) not in run.seen]
-            verdicts = await trio.to_thread.run_sync(_robots_verdicts, robots, batch, abandon_on_cancel=True)
+            if robots.rules:
+                verdicts = await trio.to_thread.run_sync(_robots_verdicts, robots, batch, abandon_on_cancel=True)
+            else:  # nothing to match (no robots.txt, or one that allows or refuses all): no thread to pay for
+                verdicts = _robots_verdicts(robots, batch)
+                await trio.lowlevel.checkpoint()
             for url, allowed in zip(batch, verdicts, strict=True):
                 run.offer(url, depth, allowed)
 
