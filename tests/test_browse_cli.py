@@ -132,7 +132,7 @@ def test_an_open_dialog_is_answered_with_the_command_the_error_names(short_tmp, 
 
 @pytest.mark.chromium
 def test_a_misspelt_profile_is_refused_and_new_profile_makes_one(short_tmp, app):
-    from webfetch.profiles import Profile, ProfileStore
+    from webfetch.profiles.store import Profile, ProfileStore
 
     cfg = short_tmp / "c.toml"
     cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")

@@ -125,6 +125,23 @@ async def test_a_robots_rule_of_many_wildcards_against_a_long_sitemap_url(served
     assert r["robots"] == "obeyed" and "1 URL in scope left out: robots.txt disallows them" in r["notes"]
 
 
+async def test_thousands_of_wildcard_rules_against_long_sitemap_urls_leave_the_daemon_answering(served, site):
+    """Each rule is matched in linear time, but 5 000 `Disallow: /*aaa…b…aaa` rules against 2 000 sitemap URLs of
+    4 000 characters are seconds of work between two checkpoints (a second review measured `status` answered
+    after 21.7 s, when the map's deadline came): the verdicts are asked in a thread, so the loop is free."""
+    piece = "a" * 40 + "b" + "a" * 40
+    rules = "".join(f"Disallow: /*{piece}{i}\n" for i in range(5000))
+    site.route("/robots.txt", lambda h: h.reply(200, "text/plain", "User-agent: *\n" + rules + "Sitemap: "
+                                                + site.url("/sitemap.xml") + "\n"))
+    locs = "".join(f"<url><loc>{site.url(f'/many/{i}/' + 'a' * 4000)}</loc></url>" for i in range(2000))
+    site.route("/sitemap.xml", lambda h: h.reply(200, "application/xml", URLSET + locs.encode() + b"</urlset>"))
+    site.html("/many/", simple_page("Docs", ARTICLE * 3))
+    r = await _answered_meanwhile(served, site, {"id": 1, "op": "map", "url": site.url("/many/"), "limit": 10,
+                                                 "depth": 1, "timeout_s": TIMEOUT_S}, "/sitemap.xml")
+    assert r["type"] == "result", r
+    assert r["urls"][0] == site.url("/many/") and r["robots"] == "obeyed"
+
+
 @pytest.mark.parametrize("op", ["crawl", "map"])
 async def test_an_include_pattern_that_backtracks_stops_at_the_deadline(served, site, op):
     """`/(a+)+$/` searched in /docs/aaa…a! (40 and more a's) backtracks for 2^40 steps: it ran in the event

@@ -501,6 +501,8 @@ async def test_missing_chrome_is_reported(start_daemon, site):
 
 async def test_status_reports_browser_and_cache(daemon, site):
     await daemon.fetch(site.url("/article"))
+    # The article came over HTTP: Chrome may still be starting (status says so); this test reads a ready one.
+    await daemon.daemon.chrome.wait_browser()
     s = await daemon.request({"id": "s", "op": "status"})
     assert s["type"] == "result" and s["op"] == "status" and s["protocol"] == 1
     assert s["browser"]["state"] == "ready" and s["browser"]["version"].startswith(("Chrome/", "HeadlessChrome/"))

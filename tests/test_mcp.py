@@ -614,8 +614,8 @@ async def test_a_config_error_is_every_calls_answer_and_the_server_keeps_serving
             first = await client.call_tool("web_fetch", {"url": "https://example.com/"})
             again = await client.call_tool("agent_browser", {"action": "open", "url": "https://example.com/"})
     assert tools == ["web_fetch", "web_search", "agent_browser"]
-    want = (f"config_error: webfetch cannot start: {bad}: line 2: unknown key `fetch.colour`; see the README for the "
-            "keys webfetch knows; fix the config file, then restart the MCP server (or the client)")
+    want = (f"config_error: webfetch cannot start: {bad}: line 2: unknown key `fetch.colour`; docs/CONFIG.md lists "
+            "the keys webfetch knows; fix the config file, then restart the MCP server (or the client)")
     assert first.is_error is True and _text(first) == want and _text(again) == want
     assert not (short_tmp / "wf.sock").exists()  # no daemon was started with a config it cannot read
 

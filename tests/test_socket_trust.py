@@ -101,6 +101,9 @@ def recorders():
         r.stop()
 
 
+# the checkout whose CLI, venv and extension the clients run
+REPO = Path(__file__).resolve().parents[1]
+
 @pytest.fixture
 def world(short_tmp):
     """A directory for a private /tmp (sticky, world-writable, as /tmp is) and an empty /run/user, with a
@@ -115,8 +118,14 @@ def world(short_tmp):
 def in_private_tmp(world: Path, argv: list[str]) -> list[str]:
     """`argv` in a mount namespace of its own whose /run/user is world/run-user (empty: no /run/user/<uid>)
     and whose /tmp is world/tmp, so that default_socket_path's fallback is world/tmp/webfetch-<uid>."""
-    script = ('{ [ ! -d /run/user ] || mount --bind "$0/run-user" /run/user; } && mount --bind "$0/tmp" /tmp '
-              '&& exec "$@"')  # /run/user first: world is under /tmp, hidden once /tmp is replaced
+    # /run/user first: world is under /tmp, hidden once /tmp is replaced. A checkout under /tmp (a CI clone) is
+    # bound into the private /tmp at its own path first, or its venv and node modules would be hidden too.
+    keep = ""
+    if REPO.is_relative_to("/tmp"):
+        inside = world / "tmp" / REPO.relative_to("/tmp")
+        keep = f'mkdir -p "{inside}" && mount --bind "{REPO}" "{inside}" && '
+    script = ('{ [ ! -d /run/user ] || mount --bind "$0/run-user" /run/user; } && ' + keep +
+              'mount --rbind "$0/tmp" /tmp && exec "$@"')
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(world), *argv]
 
 

@@ -36,6 +36,12 @@ HANDSHAKE_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 30.0  # Chrome gives up on a connection sooner; this only bounds a stuck one
 CHUNK = 64 * 1024
 REMEMBERED_FAILURES = 256
+# Whose connection it is, read from the kernel's socket table in a thread: on a limiter of its own (never trio's
+# default one, which DNS, libcurl and the disk cache share), and with at most this many connections waiting
+# for it; beyond that a connection is closed at once. Another local user's flood of connections then costs
+# them their own connections, not the daemon's fetches.
+PEER_CHECK_THREADS = 4
+MAX_WAITING_PEER_CHECKS = 1024  # far above what the daemon's own Chrome opens at once
 
 # reply codes (RFC 1928 §6)
 OK, NOT_ALLOWED, HOST_UNREACHABLE, REFUSED, BAD_COMMAND, BAD_ADDRESS = 0, 2, 4, 5, 7, 8
@@ -90,6 +96,7 @@ class PolicyProxy:
         # Browse sessions' contexts connect to a port of their own, whose policy adds browse.allow_local:
         # the port a connection arrives on is the one thing that tells which kind of context opened it.
         self.browse_policy = PolicyHolder.of(browse_policy) if browse_policy is not None else self.policy
+        self.peer_checks = trio.CapacityLimiter(PEER_CHECK_THREADS)
         self.port: int | None = None
         self.browse_port: int | None = None
         self.listening = trio.Event()  # set once both ports are known
@@ -153,7 +160,7 @@ class PolicyProxy:
 
     async def _handle(self, client: trio.SocketStream, policy: PolicyHolder) -> None:
         async with client:
-            if not await _ours(client):
+            if not await _ours(client, self.peer_checks):
                 return
             reader = _Reader(client)
             label: list[str] = []
@@ -257,13 +264,21 @@ class PolicyProxy:
         await _reply(client, code)
 
 
-async def _ours(client: trio.SocketStream) -> bool:
+async def _ours(client: trio.SocketStream, checks: trio.CapacityLimiter) -> bool:
     """Whether the process at the other end runs as the daemon's user. The proxy's ports are on 127.0.0.1,
     where every local user can connect: without this, another user's tunnel would leave from the daemon's
     uid, to what its allow lists open (the private network, browse.allow_local's ports), and could write
     the failures a page's error reports."""
-    peer, local = client.socket.getpeername(), client.socket.getsockname()
-    uid = await trio.to_thread.run_sync(tcp_peer_uid, (peer[0], peer[1]), (local[0], local[1]))
+    try:
+        peer, local = client.socket.getpeername(), client.socket.getsockname()
+    except OSError:  # reset already: nothing to serve, nothing to log
+        return False
+    if checks.statistics().tasks_waiting >= MAX_WAITING_PEER_CHECKS:
+        log.warning("refused a connection to the address-policy proxy from %s:%d: too many waiting to be "
+                    "checked", peer[0], peer[1])
+        return False
+    uid = await trio.to_thread.run_sync(tcp_peer_uid, (peer[0], peer[1]), (local[0], local[1]),
+                                        limiter=checks)
     if uid == os.geteuid():
         return True
     log.warning("refused a connection to the address-policy proxy from %s:%d: %s", peer[0], peer[1],

@@ -66,7 +66,7 @@ MAX_REDIRECTS = 5         # for robots.txt and sitemaps (RFC 9309 asks for at le
 MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many times in all
 HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
 RETRYABLE = (429, 503)
-OFFERS_PER_CHECKPOINT = 64  # URLs offered between two checkpoints: a sitemap's 50 000 never hold the event loop
+OFFERS_PER_CHECKPOINT = 16  # URLs robots.txt judges in one thread call (one abandoned at the deadline ends after them)
 DEFAULT_DOCUMENTS = ("index.html", "index.htm")  # what a server answers for a directory: the same page
 # A crawl's pages share one result: each gets an equal share of crawl.result_chars, never fewer than this
 MIN_PAGE_CHARS = 1000
@@ -170,13 +170,13 @@ class _Run:
             return []
         return [u for u in dict.fromkeys(urls) if visit_key(u) not in self.seen and self.scope.admits(u)]
 
-    def offer(self, url: str, depth: int) -> bool:
-        """Queue `url` (from `unseen`, its patterns matched) if it is still new and robots.txt allows it; map:
-        record it."""
+    def offer(self, url: str, depth: int, allowed: bool | None = None) -> bool:
+        """Queue `url` (from `unseen`, its patterns matched) if it is still new and robots.txt allows it
+        (`allowed`, when the caller has asked robots.txt already); map: record it."""
         if visit_key(url) in self.seen:
             return False
         self.seen.add(visit_key(url))
-        if not self.robots.allowed(path_of(url)):
+        if not (self.robots.allowed(path_of(url)) if allowed is None else allowed):
             self.disallowed += 1
             return False
         if self.kind == "map" and len(self.urls) < self.limit:
@@ -193,6 +193,11 @@ class _Run:
         noun = "page" if self.kind == "crawl" else "URL"
         self.progress(self.kind, f"{self.done} {noun}{'' if self.done == 1 else 's'} done, "
                                  f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
+
+
+def _robots_verdicts(robots: Robots, urls: list[str]) -> list[bool]:
+    """Whether robots.txt allows each of `urls` (run in a thread: see Crawler._offer)."""
+    return [robots.allowed(path_of(u)) for u in urls]
 
 
 class Crawler:
@@ -262,7 +267,7 @@ class Crawler:
         if run is None:
             raise Timeout(f"{urljoin(start, '/robots.txt')} was not read within the crawl's {timeout:g} s; pass a "
                           f"larger `timeout_s`")
-        if not robots.allowed(path_of(start)):
+        if not await trio.to_thread.run_sync(robots.allowed, path_of(start), abandon_on_cancel=True):
             why = (f"its robots.txt could not be read ({robots.why}), which RFC 9309 says to take as disallowing "
                    f"everything" if robots.disallow_all else f"its robots.txt disallows {path_of(start)}")
             raise RobotsDisallowed(f"{start} is closed to crawlers: {why}. Fetch single pages with `fetch` (which "
@@ -335,8 +340,10 @@ class Crawler:
     async def _offer(self, run: _Run, links: Iterable[str], depth: int) -> None:
         """Offer the new links in the scope's directory to the run, those its include/exclude patterns
         refuse left out: the patterns are matched in a worker process, all the links in one job, where the
-        crawl's deadline can stop a regular expression that backtracks; robots.txt's rules are matched here
-        (linear time), a checkpoint every OFFERS_PER_CHECKPOINT links."""
+        crawl's deadline can stop a regular expression that backtracks; robots.txt's rules are matched in a
+        thread, OFFERS_PER_CHECKPOINT links at a time: each rule is linear in the URL, but a file of thousands of
+        rules against a sitemap of long URLs is still seconds of work that the event loop must not hold (the
+        thread is abandoned at the deadline, with at most one such batch left to finish)."""
         fresh = run.unseen(links, depth)
         if fresh and run.scope.patterned:
             try:
@@ -350,10 +357,16 @@ class Crawler:
                                  f"({e.message})")
                 return
             fresh = [fresh[i] for i in kept]
-        for i, url in enumerate(fresh, 1):
-            run.offer(url, depth)
-            if i % OFFERS_PER_CHECKPOINT == 0:
+        robots = run.robots
+        for start in range(0, len(fresh), OFFERS_PER_CHECKPOINT):
+            batch = [u for u in fresh[start:start + OFFERS_PER_CHECKPOINT] if visit_key(u) not in run.seen]
+            if robots.rules:
+                verdicts = await trio.to_thread.run_sync(_robots_verdicts, robots, batch, abandon_on_cancel=True)
+            else:  # nothing to match (no robots.txt, or one that allows or refuses all): no thread to pay for
+                verdicts = _robots_verdicts(robots, batch)
                 await trio.lowlevel.checkpoint()
+            for url, allowed in zip(batch, verdicts, strict=True):
+                run.offer(url, depth, allowed)
 
     async def _sitemap(self, url: str) -> Sitemap:
         parser = SitemapParser(self.config.fetch.max_bytes)

@@ -405,7 +405,8 @@ export async function request<B extends RequestBody>(
 				}
 				if (frame.id !== id) continue;
 				if (frame.type === "progress") onProgress?.(frame);
-				else if (frame.type === "page") onPage?.(frame);
+				// a crawl's streamed pages (op "crawl") are the CLI's: the tools ask for none
+				else if (frame.type === "page" && !("index" in frame && "depth" in frame)) onPage?.(frame);
 				else if (frame.type === "result") finish(null, frame);
 				else if (frame.type === "error") finish(new RequestFailed(frame.message, frame.code, true));
 			}

@@ -343,7 +343,8 @@ export function browserTool(name: string, used: Set<string>): ToolDefinition<Bro
 		...fromContract("agent_browser", name),
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const session = browseSession(ctx);
-			const body: BrowseRequest = { op: "browse", session, ...given(params), action: params.action };
+			// the session last: it is the pi session's, never a name the model's arguments carry
+			const body: BrowseRequest = { op: "browse", ...given(params), action: params.action, session };
 			// pi's working directory: an upload's relative paths start there, and uploads may read only under it
 			// (and the user's browse.upload_roots)
 			if (ctx?.cwd) body.cwd = ctx.cwd;
