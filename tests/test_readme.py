@@ -3,7 +3,8 @@
 The commands and flags are read from the real argparse parser (`webfetch.frontends.cli.main` is stopped at
 its `parse_args`), so a command or flag added without its line in README.md and docs/CLI.md fails here, as
 does a config key without its row in docs/CONFIG.md, or a relative link (and its #anchor, as GitHub makes
-them from headings) in README.md or docs/*.md that leads nowhere. No daemon, no Chromium.
+them from headings) in README.md or docs/*.md that leads nowhere. And docs/ARCHITECTURE.md stays a map
+(issue 35): at most 250 lines, every file it names in backticks there. No daemon, no Chromium.
 """
 
 from __future__ import annotations
@@ -202,3 +203,34 @@ def test_every_relative_link_in_readme_and_docs_resolves() -> None:
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 broken.append(f"{where}: no heading with that anchor in {dest.relative_to(ROOT)}")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+ARCHITECTURE = DOCS / "ARCHITECTURE.md"
+ARCHITECTURE_MAX_LINES = 250  # issue 35: a map, not a history
+# where a path in ARCHITECTURE.md may be written from: the repository, the package, the frontends (whose
+# `pi_extension/…`), the tests
+_PATH_BASES = (ROOT, ROOT / "webfetch", ROOT / "webfetch" / "frontends", ROOT / "tests")
+_FILE_NAME = re.compile(r"[\w./-]+\.(?:py|ts|mjs|json|md|toml)\b")
+
+
+def _named_files(text: str) -> list[str]:
+    """Every file name or path written in backticks (`fetch/pipeline.py`, `tools.json`, `tests/test_x.py`)."""
+    return [name for code in re.findall(r"`([^`\n]+)`", text) for name in _FILE_NAME.findall(code)]
+
+
+def test_architecture_is_a_map_of_at_most_250_lines() -> None:
+    lines = len(ARCHITECTURE.read_text().splitlines())
+    assert lines <= ARCHITECTURE_MAX_LINES, (f"docs/ARCHITECTURE.md has {lines} lines (at most "
+                                             f"{ARCHITECTURE_MAX_LINES}): a map; history goes in commit messages")
+
+
+def test_every_file_architecture_names_exists() -> None:
+    """A module moved or renamed leaves the map pointing nowhere: a path (`wing/x.py`) must resolve from
+    the repository, webfetch/, webfetch/frontends/ or tests/; a bare name (`x.py`) must be some file's."""
+    known = {p.name for top in ("webfetch", "tests", "bin", "docs") for p in (ROOT / top).rglob("*")
+             if "node_modules" not in p.parts} | {p.name for p in ROOT.iterdir()}
+    names = _named_files(ARCHITECTURE.read_text())
+    assert len(names) > 100, "the map names its modules in backticks; the walk found too few"
+    missing = sorted({n for n in names if not (any((base / n).is_file() for base in _PATH_BASES) if "/" in n
+                                               else n in known)})
+    assert not missing, f"docs/ARCHITECTURE.md names files that do not exist: {missing}"
