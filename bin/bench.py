@@ -9,7 +9,8 @@
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
-3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
+3 000-row table's snapshot, action p50/p95 over the six flows of bin/bench_actions.py, and what an agent reads
+of them (bin/bench_tokens.py: chars and calls per flow beside the peers' numbers quoted from issue 40); the daemon's
 start and stop (bin/bench_lifecycle.py); late content (bin/bench_late.py: pages that settle with their content
 beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one); the
 render decision (bin/bench_renders.py: pages rendered and F1 by kind of the script-built test set and on the
@@ -157,6 +158,8 @@ def main() -> None:
     ap.add_argument("--browse-rounds", type=int, default=20, help="actions per browse row (default 20)")
     ap.add_argument("--batch-only", action="store_true",
                     help="only the batch rows: a fetch of 20 URLs against 20 single fetches of the same pages")
+    ap.add_argument("--tokens-only", action="store_true",
+                    help="only the context-cost rows (bin/bench_tokens.py: chars read and calls per browse flow)")
     ap.add_argument("--subagent-only", action="store_true",
                     help="only the sub-agent rows (both pis, a process per prompt and warm workers)")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
@@ -196,6 +199,10 @@ def main() -> None:
         if args.batch_only:
             batch_rows(daemon, server, aeb)
             return
+        if args.tokens_only:
+            from bench_tokens import token_rows
+            token_rows(daemon.sock)
+            return
         if args.item6:
             measured = speed(daemon, server, chrome, aeb, args.speed_pages, tmp, item6_only=True)
             from bench_memory import PEAK_PAGES, peak_pss
@@ -213,6 +220,8 @@ def main() -> None:
             from bench_actions import flow_rows, limit_rows
             flow_rows(daemon.sock, max(2, args.browse_rounds // 4))
             limit_rows(daemon.sock)
+            from bench_tokens import token_rows
+            token_rows(daemon.sock)
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:
