@@ -510,7 +510,7 @@ def test_a_browse_result_reads_as_in_pi():
          "filename": "r.csv", "state": "saved", "path": "/d/r.csv", "size": 3, "mime": "text/csv"}], "notes": ["n1"],
          "next_offset": 40}
     assert browse_text(r) == "\n".join([
-        "[t2] (no title) — http://h/a · change: dom", "HTTP 404", "value now: x",
+        "[t2] (no title) · change: dom", "HTTP 404", "value now: x",
         'dialog (alert): "hi \\"you\\"" — accepted', "new tab t3: http://h/b (now active)",
         "downloaded r.csv (3 bytes, text/csv) to /d/r.csv", "note: n1",
         "changed lines:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])

@@ -1,6 +1,6 @@
 """Layer 1: the text a model reads from web_fetch over MCP: the facts line, and a page cut to one tool result."""
 
-from webfetch.frontends.tool_text import MAX_BYTES, MAX_LINES, fetch_text
+from webfetch.frontends.tool_text import MAX_BYTES, MAX_LINES, browse_text, fetch_text
 
 
 def frame(content: str, **fields) -> dict:
@@ -36,3 +36,20 @@ def test_answers_and_redirects_read_as_such():
                     "status": 302})
     assert r.text == ("https://a.example/ redirects to https://b.example/ on a different host; call web_fetch with "
                       "that URL to follow it. (HTTP 302)")
+
+
+def test_changed_lines_of_a_page_whose_url_did_not_change_leave_the_url_out():
+    """Issue 40, context cost: the URL is the longest part of the line every action's reply starts with; the
+    model read it with the snapshot the changed lines change. It stays wherever it may have changed."""
+    page = {"tab": "t1", "url": "http://127.0.0.1:8000/app", "title": "Dashboard"}
+    diff = {"action": "click", "session": "s", "page": page, "change": "dom", "refs_reset": False,
+            "snapshot": "[t1] Dashboard — http://127.0.0.1:8000/app\n- text \"In basket\"", "snapshot_kind": "diff"}
+    assert browse_text(diff) == '[t1] Dashboard · change: dom\nchanged lines:\n- text "In basket"'
+    pushed = {**diff, "change": "same_document", "page": {**page, "url": "http://127.0.0.1:8000/app#/orders"}}
+    assert browse_text(pushed).split("\n")[0] == ("[t1] Dashboard — http://127.0.0.1:8000/app#/orders · "
+                                                  "change: same_document")
+    full = {**diff, "change": "navigation", "refs_reset": True, "snapshot_kind": "full"}
+    assert browse_text(full).split("\n")[0] == ("[t1] Dashboard — http://127.0.0.1:8000/app · change: navigation "
+                                                "(new document: old refs are stale)")
+    nothing = {**diff, "change": "none", "snapshot": "", "snapshot_kind": "none"}
+    assert browse_text(nothing) == "[t1] Dashboard — http://127.0.0.1:8000/app · change: none"

@@ -212,7 +212,7 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     p = r.get("page")
     if p:
         reset = " (new document: old refs are stale)" if r.get("refs_reset") else ""
-        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'} — {p['url']} · change: {r.get('change')}{reset}")
+        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'}{_url_part(r)} · change: {r.get('change')}{reset}")
     if (r.get("status") or 0) >= 400:
         lines.append(f"HTTP {r['status']}")
     if r.get("value") is not None:
@@ -232,6 +232,15 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     if r.get("next_offset") is not None:
         lines.append(f"(more: call again with offset {r['next_offset']})")
     return cut_to_fit("\n".join(lines), limits.bytes, limits.lines)
+
+
+def _url_part(r: dict[str, Any]) -> str:
+    """The page's URL, unless the reply is changed lines of a page whose URL did not change: the model read
+    it with the snapshot those lines change (a diff is only ever against the same document's last snapshot),
+    and it is the longest part of the line an action's every reply starts with (issue 40, context cost)."""
+    if r.get("snapshot_kind") == "diff" and r.get("change") == "dom":
+        return ""
+    return f" — {r['page']['url']}"
 
 
 def _device_and_file(r: dict[str, Any]) -> list[str]:

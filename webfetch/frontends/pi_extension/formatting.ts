@@ -174,7 +174,10 @@ export function browseText(r: BrowseResult): string {
 	const lines: string[] = [];
 	const p = r.page;
 	if (r.action === "close") return `closed the browser session ${r.session}`;
-	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"} — ${p.url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}`);
+	// the URL is left out of changed lines of a page whose URL did not change: the model read it with the
+	// snapshot they change (tool_text.py's _url_part says why)
+	const url = r.snapshot_kind === "diff" && r.change === "dom" ? "" : ` — ${p?.url}`;
+	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"}${url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}`);
 	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
 	if (r.value != null) lines.push(`value now: ${r.value}`);
 	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);
