@@ -75,7 +75,7 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
                        "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
-                       "viewport", "pdf", "upload", "save", "close"]
+                       "viewport", "offline", "pdf", "upload", "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
 
 
@@ -126,6 +126,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
     resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
     request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
+    enabled: bool | None = None  # offline: true (or left out) cuts the session's network, false restores it
 
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).

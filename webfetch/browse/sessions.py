@@ -44,6 +44,7 @@ from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import network
 from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
+from .emulation import Emulation
 from .reply import Reply, after_action
 from .settle import Marks, settle
 from .tab import BrowseTab
@@ -97,6 +98,7 @@ class Session:
         self._adopting = 0
         self._adopted = trio.Event()
         self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
+        self.emulation = Emulation()         # what else they are made to believe (offline, emulate)
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -211,6 +213,8 @@ class Session:
         await tab.setup()
         if self.device != DESKTOP:
             await emulate(tab, self.device, self.context.browser.version)
+        if self.emulation.summary():
+            await self.emulation.apply(tab)
         if self.seed is not None:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
@@ -227,6 +231,12 @@ class Session:
         for tab in list(self.tabs.values()):
             if not tab.closed:
                 await emulate(tab, device, self.context.browser.version)
+
+    async def set_emulation(self) -> None:
+        """Every tab of the session gets `emulation` as it is now, those it opens later too."""
+        for tab in list(self.tabs.values()):
+            if not tab.closed:
+                await self.emulation.apply(tab)
 
     async def _adopt(self, target_id: str) -> None:
         try:

@@ -187,6 +187,14 @@ async def viewport(c: Call) -> Acted:
     return Acted(fields={"viewport": device.describe()}, full=True)
 
 
+async def offline(c: Call) -> Acted:
+    """The session's network off (or on again): every tab now and those it opens later; the page's reaction
+    (its offline banner, a failed request's error state) is what the result shows."""
+    c.session.emulation.offline = c.req.enabled is not False
+    await c.session.set_emulation()
+    return Acted(fields={"value": "offline" if c.session.emulation.offline else "online"})
+
+
 async def upload(c: Call) -> Acted:
     """Every path through the upload rule first (uploads.py), so a refused one sets nothing; Chrome gets
     private copies of the files checked, so a file swapped before the form is sent is not what it sends."""
@@ -386,6 +394,7 @@ VERBS: dict[str, Verb] = {
     "request": Verb(answer=request, needs_tab=False),
     "har": Verb(answer=har, needs_tab=False),
     "viewport": Verb(step=viewport),
+    "offline": Verb(step=offline),
     "pdf": Verb(answer=pdf),
     "upload": Verb(step=upload),
     "nav": Verb(step=nav),

@@ -29,6 +29,7 @@ USAGE = """actions:
   request rN                    har FILE [--overwrite] (the session's traffic, HAR 1.2)
   viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf] [--overwrite]
   upload eN FILE...  (files under the working directory or browse.upload_roots)
+  offline [on|off]   (every tab of the session: requests fail, navigator.onLine is false)
   close
 open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
 
@@ -176,6 +177,13 @@ def _tabs_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     return {"do": w.optional("list"), "tab": w.optional(args.tab)}
 
 
+def _offline_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    word = w.optional("on")
+    if word not in ("on", "off"):
+        raise ValueError(f"browse offline takes on or off, not {word!r}")
+    return {"enabled": word == "on"}
+
+
 def _upload_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     ref = w.take("a ref (eN) of a file input")
     if not w.rest:
@@ -211,7 +219,7 @@ _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
     "viewport": _viewport_fields, "pdf": _pdf_fields,
     "network": _network_fields, "request": _request_fields, "har": _har_fields,
-    "upload": _upload_fields,
+    "upload": _upload_fields, "offline": _offline_fields,
 }
 
 

@@ -530,7 +530,7 @@ export interface SearchRequest {
 export interface BrowseRequest {
 	op: "browse";
 	session: string;
-	action: "check" | "click" | "close" | "console" | "dialog" | "fill" | "har" | "hover" | "nav" | "network" | "open" | "pdf" | "press" | "read" | "request" | "save" | "screenshot" | "scroll" | "select" | "snapshot" | "tabs" | "type" | "upload" | "viewport" | "wait";
+	action: "check" | "click" | "close" | "console" | "dialog" | "fill" | "har" | "hover" | "nav" | "network" | "offline" | "open" | "pdf" | "press" | "read" | "request" | "save" | "screenshot" | "scroll" | "select" | "snapshot" | "tabs" | "type" | "upload" | "viewport" | "wait";
 	url?: string | null;
 	new_tab?: boolean;
 	to?: "back" | "forward" | "reload" | null;
@@ -569,6 +569,7 @@ export interface BrowseRequest {
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;
 	resource_type?: string | null;
 	request_id?: string | null;
+	enabled?: boolean | null;
 }
 
 export interface StatusRequest {
