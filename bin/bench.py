@@ -9,7 +9,8 @@
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
-3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py; and the daemon's
+3 000-row table's snapshot, and action p50/p95 over the six flows of bin/bench_actions.py (and a click with 10
+routes set beside one without); and the daemon's
 start and stop (bin/bench_lifecycle.py); late content (bin/bench_late.py: pages that settle with their content
 beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one); the
 render decision (bin/bench_renders.py: pages rendered and F1 by kind of the script-built test set and on the
@@ -210,9 +211,10 @@ def main() -> None:
             batch_rows(daemon, server, aeb)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
-            from bench_actions import flow_rows, limit_rows
+            from bench_actions import flow_rows, limit_rows, route_rows
             flow_rows(daemon.sock, max(2, args.browse_rounds // 4))
             limit_rows(daemon.sock)
+            route_rows(daemon.sock, max(20, args.browse_rounds * 4))
         if not args.skip_quality:
             quality(daemon, server, {"scrapinghub-aeb": aeb, "wcxb-test": wcxb})
         if not args.skip_flags:

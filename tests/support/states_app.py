@@ -54,20 +54,20 @@ load();
 
 WHERE = """<!doctype html><html><head><title>Where</title></head><body>
 <h1>Where</h1>
-<p id="facts"></p>
+<div id="facts"></div>
 <p id="position">position: not asked</p>
 <button onclick="locate()">Locate me</button>
 <script>
-document.getElementById("facts").textContent = [
+document.getElementById("facts").innerHTML = [
   "zone=" + Intl.DateTimeFormat().resolvedOptions().timeZone,
   "language=" + navigator.language,
   "languages=" + navigator.languages.join(","),
   "intl=" + Intl.NumberFormat().resolvedOptions().locale,
-  "number=" + (1234.5).toLocaleString(),
+  "number=" + (1234.5).toLocaleString().replace(/\\s/g, "x"),
   "dark=" + matchMedia("(prefers-color-scheme: dark)").matches,
   "reduced=" + matchMedia("(prefers-reduced-motion: reduce)").matches,
   "agent=" + navigator.userAgent,
-].join(" ");
+].map(f => "<p>" + f + "</p>").join("");
 function locate() {
   navigator.geolocation.getCurrentPosition(
     p => { document.getElementById("position").textContent =

@@ -141,8 +141,9 @@ def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
 
 
 def header(tab: BrowseTab, title: str) -> str:
-    """The page line that heads a snapshot: the tab, its title and its address."""
-    return f"[{tab.name}] {title or '(no title)'} — {tab.url}"
+    """The page line that heads a snapshot: the tab, its title and its address, and what the session forces
+    on it while it does (routes, offline, emulation: forced.py), so no reading of the page forgets it."""
+    return f"[{tab.name}] {title or '(no title)'} — {tab.url}{tab.forced.summary()}"
 
 
 def page(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
