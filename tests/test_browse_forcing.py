@@ -38,6 +38,7 @@ async def test_offline_shows_the_apps_offline_banner_and_its_requests_never_leav
     assert off["value"] == "offline"
     assert "You are offline" in off["snapshot"], off  # the page's own `offline` event showed its banner
     assert off["snapshot"].splitlines()[0].endswith(" [forced: offline]"), off["snapshot"]
+    assert off["forced"] == "offline"
     before = len(app.hits("/api/items"))
     await b.ok("click", ref=ref(page["snapshot"], '- button "Reload items"'))
     shown = await b.ok("wait", text="no answer")
@@ -45,7 +46,8 @@ async def test_offline_shows_the_apps_offline_banner_and_its_requests_never_leav
     assert len(app.hits("/api/items")) == before, "no request reached the server while offline"
     on = await b.ok("offline", enabled=False)
     assert on["value"] == "online"
-    assert "forced" not in (await b.ok("snapshot"))["snapshot"].splitlines()[0]
+    back = await b.ok("snapshot")
+    assert "forced" not in back["snapshot"].splitlines()[0] and "forced" not in back, back
     await b.ok("click", ref=ref(page["snapshot"], '- button "Reload items"'))
     await b.ok("wait", text="3 items")
     with trio.fail_after(5):

@@ -605,6 +605,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     size: int | None = None                     # pdf: its size in bytes
     requests: list[NetworkEntry] | None = None  # the network action's requests (this page of them), newest last
     request: RequestDetail | None = None        # the request action's request
+    forced: str | None = None                   # what the session forces on its pages now: `offline; 2 routes`
     notes: list[str] | None = None
 
 

@@ -52,9 +52,10 @@ class Forced:
         own = [(k, str(v)) for k, v in (request.get("headers") or {}).items() if k.lower() not in names]
         return {"headers": [{"name": k, "value": v} for k, v in [*own, *extra]]}
 
-    def summary(self) -> str:
-        """What is forced, for the snapshot's first line: `` (nothing) or ` [forced: offline; 2 routes]`."""
+    def summary(self) -> str | None:
+        """What is forced, in a few words (`offline; 2 routes`), or None: the snapshot's first line and each
+        result's `forced` say it while it holds."""
         parts = self.emulation.summary()
         if len(self.routes):
             parts.append(f"{len(self.routes)} route{'s' if len(self.routes) != 1 else ''}")
-        return f" [forced: {'; '.join(parts)}]" if parts else ""
+        return "; ".join(parts) or None

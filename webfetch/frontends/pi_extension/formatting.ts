@@ -174,7 +174,7 @@ export function browseText(r: BrowseResult): string {
 	const lines: string[] = [];
 	const p = r.page;
 	if (r.action === "close") return `closed the browser session ${r.session}`;
-	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"} — ${p.url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}`);
+	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"} — ${p.url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}${r.forced ? ` · forced: ${r.forced}` : ""}`);
 	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
 	if (r.value != null) lines.push(`value now: ${r.value}`);
 	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);

@@ -222,6 +222,7 @@ export interface BrowseResult {
 	size?: number | null;
 	requests?: NetworkEntry[] | null;
 	request?: RequestDetail | null;
+	forced?: string | null;
 	notes?: string[] | null;
 }
 
