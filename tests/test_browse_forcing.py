@@ -187,3 +187,14 @@ async def test_extra_headers_reach_the_apps_origin_only_and_never_carry_credenti
     assert "x-test-flag" not in ping and "x-api-key" not in ping, ping  # the second origin never got them
     first = (await b.ok("snapshot"))["snapshot"].splitlines()[0]
     assert first.endswith(f" [forced: user agent; headers X-Test-Flag, X-Api-Key to {app.url('')}]"), first
+
+
+async def test_a_route_answers_a_document_too_and_open_tells_its_status(daemon, app):
+    b = Browser(await daemon.client())
+    await b.ok("route", url="*/where", status=503, body="<title>Down</title><h1>Down for maintenance</h1>",
+               headers={"Content-Type": "text/html"})  # set before the first open
+    page = await b.ok("open", url=app.url("/where"))
+    assert page["snapshot"].startswith(f"[t1] Down — {app.url('/where')} [forced: 1 route]\n"), page
+    assert 'heading "Down for maintenance"' in page["snapshot"] and page["status"] == 503, page
+    assert app.hits("/where") == []
+

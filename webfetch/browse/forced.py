@@ -23,24 +23,26 @@ class Forced:
         self.emulation = Emulation()
         self._network = network
 
-    async def answer(self, tab: str, p: dict[str, Any], call: Call) -> None:
-        """Answer `tab`'s paused request `p` (Fetch.requestPaused, at the request stage, let through by the gate)."""
+    async def answer(self, tab: str, p: dict[str, Any], call: Call) -> int | None:
+        """Answer `tab`'s paused request `p` (Fetch.requestPaused, at the request stage, let through by the
+        gate); the status a route answered it with, if one did (Chrome pauses no response stage for it)."""
         rid, request = p["requestId"], p["request"]
         if not len(self.routes) and not self.emulation.headers:  # the common case: nothing more to do
             await call("Fetch.continueRequest", {"requestId": rid})
-            return
+            return None
         url = request["url"]
         if is_preflight(request):
             route = self.routes.match(url, use=False)  # the request it stands for is what the route answers
             if route is not None:
                 await call(*preflight(rid, request))
-                return
+                return None
         route = self.routes.match(url)
         if route is None:
             await call("Fetch.continueRequest", {"requestId": rid, **self._headers(url, request)})
-            return
+            return None
         self._network.on_routed(tab, p.get("networkId"), f"route {route.number}: {route.outcome()}")
         await call(*route.fulfil(rid, request))
+        return None if route.abort else route.status
 
     def _headers(self, url: str, request: dict[str, Any]) -> dict[str, Any]:
         """Fetch.continueRequest's `headers` for a request that gets the emulated extra headers (its own

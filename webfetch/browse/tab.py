@@ -435,7 +435,9 @@ class BrowseTab:
             self._network.on_blocked(self._name, p.get("networkId"), why)
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
-        await self.forced.answer(self._name, p, self.call)  # the session's routes, else on to the network
+        routed = await self.forced.answer(self._name, p, self.call)  # the session's routes, else the network
+        if main and routed is not None:
+            self._status = routed
 
     # --- script in the page, without ever hanging on a dialog ------------------------------------
 
