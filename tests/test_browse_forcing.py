@@ -198,3 +198,25 @@ async def test_a_route_answers_a_document_too_and_open_tells_its_status(daemon, 
     assert 'heading "Down for maintenance"' in page["snapshot"] and page["status"] == 503, page
     assert app.hits("/where") == []
 
+
+
+def test_emulate_refuses_what_is_not_a_place_a_locale_or_an_origin():
+    from webfetch.browse.emulation import Emulation, requested
+    from webfetch.errors import BadRequest
+    from webfetch.protocol import BrowseRequest
+
+    def asked(**fields) -> Emulation:
+        return requested(Emulation(), BrowseRequest(session="s", action="emulate", **fields), "http://127.0.0.1:3000/a")
+
+    for bad, says in (({"timezone": "Mars/Olympus"}, "not a time zone"), ({"timezone": "../etc/passwd"}, "time zone"),
+                      ({"locale": "fr_FR.UTF-8"}, "not a locale"), ({"latitude": 1.0}, "together"),
+                      ({"headers": {"X": "1"}, "header_origins": ["ftp://h"]}, "not an origin"),
+                      ({"headers": {"Proxy-Authorization": "x"}}, "profile")):
+        with pytest.raises(BadRequest, match=says):
+            asked(**bad)
+    assert asked(headers={"X-A": "1"}).header_origins == ("http://127.0.0.1:3000",)  # the page's own by default
+    everywhere = asked(headers={"X-A": "1"}, header_origins=["*"])
+    assert everywhere.headers_for("https://elsewhere.example/") == (("X-A", "1"),)
+    assert asked(headers={"X-A": "1"}).headers_for("http://localhost:3000/") == ()
+    with pytest.raises(BadRequest, match="no http"):
+        requested(Emulation(), BrowseRequest(session="s", action="emulate", headers={"X": "1"}), "about:blank")

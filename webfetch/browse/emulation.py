@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the tab holds its session's emulation (through forced.py): 
     from .tab import BrowseTab
 
 LOCALE = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}")
+TIMEZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,30}(/[A-Za-z0-9_+-]{1,30}){0,2}")
 MAX_ORIGINS = 10
 EVERY_ORIGIN = "*"
 
@@ -167,9 +168,15 @@ def requested(current: Emulation, req: BrowseRequest, page_url: str | None) -> E
 
 
 def _timezone(name: str) -> str:
+    if not TIMEZONE.fullmatch(name):
+        raise BadRequest(f"{name[:60]!r} is not a time zone: an IANA name such as Europe/Paris or America/New_York")
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except zoneinfo.ZoneInfoNotFoundError:
+        if zoneinfo.available_timezones():  # else this system has no time zone database: Chrome's ICU judges
+            raise BadRequest(f"{name!r} is not a time zone: an IANA name such as Europe/Paris or "
+                             f"America/New_York") from None
+    except ValueError:
         raise BadRequest(f"{name[:60]!r} is not a time zone: an IANA name such as Europe/Paris or "
                          f"America/New_York") from None
     return name
