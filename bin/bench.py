@@ -9,8 +9,9 @@
 plus extraction quality: word-bag F1 against the corpus ground truth, for webfetch and for
 trafilatura run directly on the stored HTML; the browse op's rows on the local app of the tests
 (tests/support/browse_app.py): click, fill and snapshot latency, snapshot size against the page's own, the
-3 000-row table's snapshot, action p50/p95 over the six flows of bin/bench_actions.py, and what an agent reads
-of them (bin/bench_tokens.py: chars and calls per flow beside the peers' numbers quoted from issue 40); the daemon's
+ 3 000-row table's snapshot, action p50/p95 over the six flows of bin/bench_actions.py (and a click with 10
+ routes set beside one without), and what an agent reads of them (bin/bench_tokens.py: chars and calls per
+ flow beside the peers' numbers quoted from issue 40); the daemon's
 start and stop (bin/bench_lifecycle.py); late content (bin/bench_late.py: pages that settle with their content
 beside one a script fills 800 ms after load, `--late-against DIR` runs another tree beside this one); the
 render decision (bin/bench_renders.py: pages rendered and F1 by kind of the script-built test set and on the
@@ -217,9 +218,10 @@ def main() -> None:
             batch_rows(daemon, server, aeb)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
-            from bench_actions import flow_rows, limit_rows
+            from bench_actions import flow_rows, limit_rows, route_rows
             flow_rows(daemon.sock, max(2, args.browse_rounds // 4))
             limit_rows(daemon.sock)
+            route_rows(daemon.sock, max(20, args.browse_rounds * 4))
             from bench_tokens import token_rows
             token_rows(daemon.sock)
         if not args.skip_quality:

@@ -16,6 +16,7 @@ tests/support/browse_app.py) measures that commit on the same flows."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -200,16 +201,63 @@ def limit_rows(sock: Path) -> None:
         print(f"{'11. limit, ' + name:44} {len(times[key]):4} {med:8.1f}ms {p95:8.1f}ms", flush=True)
 
 
+ROUTES = 10
+
+
+def route_rows(sock: Path, rounds: int) -> None:
+    """Row 11r: what routes cost an action (issue 39: no slower than without, within noise). Two sessions on
+    the app's network page, whose Save makes a request to the app's API, one to a closed port and one for an
+    image; one session holds 10 routes that match none of them (every request is matched against all 10,
+    and goes on to the network as in the other), and their clicks alternate, so the machine's load falls on
+    both alike. The load average is printed beside the rows: on a busy machine the medians move together."""
+    app = App()
+    try:
+        with Client(sock, autostart=False) as c:
+            saves = {}
+            for name, routes in (("bench-routes-10", ROUTES), ("bench-routes-0", 0)):
+                for n in range(routes):
+                    frame = list(c.request("browse", session=name, action="route", url=f"*/not-requested-{n}/*",
+                                           status=500, body="routed"))[-1]
+                    if frame.get("type") != "result":
+                        raise SystemExit(f"browse route failed: {frame}")
+                page = list(c.request("browse", session=name, action="open",
+                                      url=app.url("/network?to=http://127.0.0.2:9")))[-1]
+                saves[name] = ref(page["snapshot"], '- button "Save"')
+            times: dict[str, list[float]] = {name: [] for name in saves}
+            for _ in range(rounds):
+                for name, save in saves.items():
+                    started = time.perf_counter()
+                    frame = list(c.request("browse", session=name, action="click", ref=save))[-1]
+                    if frame.get("type") != "result":
+                        raise SystemExit(f"browse click failed: {frame}")
+                    times[name].append((time.perf_counter() - started) * 1000)
+            for name in saves:
+                list(c.request("browse", session=name, action="close"))
+    finally:
+        app.stop()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nroutes ({rounds} clicks each, alternating; load average {load}; target: with = without, within noise)")
+    for name, label in (("bench-routes-0", "a click, no routes"),
+                        ("bench-routes-10", f"a click, {ROUTES} routes set")):
+        med, p95 = percentiles(times[name])
+        print(f"{'11r. ' + label:44} {len(times[name]):4} {med:8.1f}ms {p95:8.1f}ms", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the six flows (default 5)")
+    ap.add_argument("--routes-only", action="store_true", help="only the routes row (20 clicks a round)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="webfetch-flows-"))
     daemon = ServedDaemon(tmp, "[fetch]\nallow_private = true\n")
     try:
         daemon.wait_ready(60)
+        if args.routes_only:
+            route_rows(daemon.sock, 20 * args.rounds)
+            return
         flow_rows(daemon.sock, args.rounds)
         limit_rows(daemon.sock)
+        route_rows(daemon.sock, 20 * args.rounds)
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)

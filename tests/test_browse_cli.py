@@ -154,3 +154,37 @@ def test_a_misspelt_profile_is_refused_and_new_profile_makes_one(short_tmp, app)
     assert run_cli("stop", env=env).returncode == 0
     assert sorted(p.name for p in profiles.glob("*.json")) == ["work.json", "wrok.json"]
     assert ProfileStore(profiles).load("wrok").hosts == ["127.0.0.1"]
+
+
+@pytest.mark.chromium
+def test_routes_offline_and_emulate_by_hand(short_tmp):
+    from .support.states_app import StatesApp
+
+    cfg = short_tmp / "c.toml"
+    cfg.write_text("[fetch]\nallow_private = true\n[server]\nidle_exit_s = 3\n")
+    env = {"WEBFETCH_SOCKET": str(short_tmp / "wf.sock"), "WEBFETCH_CONFIG": str(cfg)}
+
+    def browse(*args: str) -> str:
+        r = run_cli("browse", *args, "--session", "states", env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    with StatesApp() as app:
+        set_ = browse("route", "*/api/items", "500", "--body", '{"error": "down"}', "--header",
+                      "Content-Type: application/json", "--times", "1")
+        assert set_ == ("route 1: */api/items → 500, 17 B application/json (answered 0, 1 more time); it answers "
+                        "the session's requests from now on (1 route set)\n")
+        browse("open", app.url("/"))
+        browse("wait", "--text", "Error: the server answered 500")  # the page's first load met the route
+        assert app.hits("/api/items") == []
+        assert browse("routes") == "no routes set: every request goes to its server\n"
+        assert "[forced: offline]" in browse("offline").splitlines()[1]  # after `value: offline`
+        assert browse("offline", "off").startswith("value: online\n")
+        shown = browse("emulate", "--timezone", "Asia/Tokyo", "--header", "X-Test: on")
+        assert shown.startswith(f"emulating:\ntimezone Asia/Tokyo\nheader X-Test: on (to {app.url('')})\n"), shown
+        refused = run_cli("browse", "emulate", "--header", "Cookie: a=b", "--session", "states", env=env)
+        assert refused.returncode == 1 and refused.stderr.startswith("webfetch: bad_request: emulate does not send "
+                                                                     "Cookie"), refused.stderr
+        bad = run_cli("browse", "offline", "maybe", "--session", "states", env=env)
+        assert bad.returncode == 2 and "browse offline takes on or off" in bad.stderr
+        browse("close")

@@ -7,7 +7,7 @@ import pytest
 
 from webfetch.addresses import is_public
 from webfetch.errors import BlockedUrl, InvalidUrl
-from webfetch.urls import AddressPolicy, HostGate, likely_key, parse_local, prepare_url, same_host
+from webfetch.urls import AddressPolicy, HostGate, likely_key, parse_local, prepare_url, same_host, wildcard_match
 
 from .support.addresses import LINK_LOCAL, METADATA, TABLE, name_of, resolver
 
@@ -258,3 +258,20 @@ async def test_a_tailscale_network_is_reached_once_listed():
     with pytest.raises(BlockedUrl) as info:  # Alibaba Cloud's metadata address is in that range too
         await prepare_url("http://box.tailnet.test:3000/", AddressPolicy(resolver=tailnet.resolver))
     assert "100.64.0.0/10: shared address space" in info.value.message
+
+
+def test_a_wildcard_is_matched_in_linear_time():
+    # robots.txt's rules and browse's routes: `*` any run of characters (slashes too), anchored or not
+    pieces = tuple("http://127.0.0.1:*/api/*".split("*"))
+    assert wildcard_match(pieces, "http://127.0.0.1:8000/api/items?page=2", anchored=True)
+    assert not wildcard_match(pieces, "https://127.0.0.1:8000/api/items", anchored=True)
+    assert wildcard_match(("*/items",), "*/items", anchored=True)  # one piece: the text itself
+    assert wildcard_match(("", "/a", ""), "http://h/a/b", anchored=True)
+    assert not wildcard_match(("", "/a"), "http://h/a/b", anchored=True)  # anchored: it must end there
+    assert wildcard_match(("", "/a"), "http://h/a/b", anchored=False)
+    assert wildcard_match(("", "ab", "ab"), "xabab", anchored=True) and not wildcard_match(("", "ab", "ab"), "xab",
+                                                                                           anchored=True)
+    # a pattern that makes a backtracking matcher (fnmatch, `.*` regexes) run for ever: one pass each piece
+    hostile = tuple(("*a" * 60 + "*b").split("*"))
+    assert not wildcard_match(hostile, "a" * 200_000, anchored=True)
+    assert wildcard_match(hostile, "a" * 200_000 + "b", anchored=True)

@@ -75,8 +75,13 @@ class CancelRequest(Struct, tag_field="op", tag="cancel", kw_only=True):
 
 BrowseAction = Literal["open", "nav", "snapshot", "click", "fill", "type", "press", "select", "check", "hover",
                        "scroll", "wait", "dialog", "tabs", "read", "screenshot", "console", "network", "request", "har",
-                       "viewport", "pdf", "upload", "save", "close"]
+                       "viewport", "offline", "route", "unroute", "routes", "emulate", "pdf", "upload",
+                       "save", "close"]
 Ref = Annotated[str, Meta(pattern=r"^e[0-9]{1,9}$")]
+# how a browse route fails a request: Chrome's names (CDP Fetch.ErrorReason)
+NetworkError = Literal["Failed", "Aborted", "TimedOut", "AccessDenied", "ConnectionClosed", "ConnectionReset",
+                       "ConnectionRefused", "ConnectionAborted", "ConnectionFailed", "NameNotResolved",
+                       "InternetDisconnected", "AddressUnreachable", "BlockedByClient", "BlockedByResponse"]
 
 
 class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
@@ -126,6 +131,24 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
     resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
     request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
+    enabled: bool | None = None  # offline: true (or left out) cuts the session's network, false restores it
+    # route (browse/routes.py): `url` is the pattern; the response, or `abort` with a network error
+    status: Annotated[int, Meta(ge=200, le=599)] | None = None
+    headers: dict[str, str] | None = None  # route: the response's; emulate: extra request headers
+    body: Annotated[str, Meta(max_length=1 << 20)] | None = None
+    body_file: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None  # under the upload rule
+    abort: NetworkError | None = None
+    times: Annotated[int, Meta(ge=1, le=10_000)] | None = None  # the route answers this many requests, then goes
+    # emulate (browse/emulation.py); `headers` are the extra request headers then
+    latitude: Annotated[float, Meta(ge=-90, le=90)] | None = None
+    longitude: Annotated[float, Meta(ge=-180, le=180)] | None = None
+    locale: Annotated[str, Meta(min_length=1, max_length=35)] | None = None
+    timezone: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+    color_scheme: Literal["light", "dark", "no-preference"] | None = None
+    reduced_motion: bool | None = None
+    user_agent: Annotated[str, Meta(min_length=1, max_length=512)] | None = None
+    header_origins: list[Annotated[str, Meta(min_length=1, max_length=256)]] | None = None
+    reset: bool = False  # emulate: everything it set back to nothing first (offline and routes stay)
 
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
@@ -517,6 +540,7 @@ class NetworkEntry(Struct, kw_only=True, omit_defaults=True):
     time_ms: int | None = None  # from the request's start to its last byte (or its failure)
     failure: str | None = None  # net::ERR_… when it failed
     blocked: str | None = None  # why the address policy refused it (blocked_url's reason)
+    routed: str | None = None   # a route of the session answered it, not the server: `route 2: 500, 23 B`
 
 
 class HeaderLine(Struct):
@@ -581,6 +605,7 @@ class BrowseResult(Struct, tag_field="type", tag="result", kw_only=True, omit_de
     size: int | None = None                     # pdf: its size in bytes
     requests: list[NetworkEntry] | None = None  # the network action's requests (this page of them), newest last
     request: RequestDetail | None = None        # the request action's request
+    forced: str | None = None                   # what the session forces on its pages now: `offline; 2 routes`
     notes: list[str] | None = None
 
 

@@ -277,6 +277,30 @@ async def prepare_url(url: str, policy: AddressPolicy) -> str:
     return _key(scheme, host, port, path, query, await admit_host(host, policy, effective_port(scheme, port)))
 
 
+def wildcard_match(pieces: tuple[str, ...], target: str, anchored: bool) -> bool:
+    """Whether a `*` pattern, given as its literal `pieces` (the text between its `*`s), matches `target`
+    from its start, and to its end when `anchored`: robots.txt's rules (crawl/robots.py) and browse's routes
+    (browse/routes.py), which are text from a site or an agent matched in the event loop. Never a regular
+    expression (`*` as `.*` backtracks: `/*a*a…*a*b` against a long URL ran for ever), but the pieces found
+    left to right with `str.find`: a `*` may take as little as it likes, so each piece's leftmost place is as
+    good as any, and the match is linear in the target and the pattern."""
+    first, *rest = pieces
+    if not rest:
+        return target == first if anchored else target.startswith(first)
+    if not target.startswith(first):
+        return False
+    at = len(first)
+    *middle, last = rest
+    for piece in middle:
+        found = target.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    if anchored:
+        return len(target) - len(last) >= at and target.endswith(last)
+    return target.find(last, at) >= 0
+
+
 # Every request a page makes is paused once, at the request stage, for a HostGate (CDP Fetch pattern).
 # Render and browse each add the documents' response stage, for reasons of their own.
 GATE_FETCH_PATTERN: dict[str, str] = {"urlPattern": "*", "requestStage": "Request"}

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadRequest
 from ..protocol import BrowseRequest, Viewport
-from .tab import BrowseTab
+
+if TYPE_CHECKING:  # the tab's session emulation uses this module's user agents (emulation.py, through the tab)
+    from .tab import BrowseTab
 
 
 @dataclass(frozen=True)
@@ -67,11 +70,15 @@ async def emulate(tab: BrowseTab, device: Device, browser_version: str) -> None:
                     "mobile": device.mobile})
     await tab.call("Emulation.setTouchEmulationEnabled",
                    {"enabled": device.mobile, **({"maxTouchPoints": 5} if device.mobile else {})})
-    if device.mobile:
-        await tab.call("Emulation.setUserAgentOverride", {
-            "userAgent": mobile_user_agent(browser_version), "platform": "Linux armv81",
+    await tab.call("Emulation.setUserAgentOverride", user_agent_params(device.mobile, browser_version))
+
+
+def user_agent_params(mobile: bool, browser_version: str) -> dict[str, Any]:
+    """Emulation.setUserAgentOverride's parameters for a phone (Chrome on Android's user agent and client
+    hints) or a desktop (empty: Chrome's own)."""
+    if not mobile:
+        return {"userAgent": ""}
+    return {"userAgent": mobile_user_agent(browser_version), "platform": "Linux armv81",
             "userAgentMetadata": {"platform": "Android", "platformVersion": "10", "architecture": "",
                                   "model": "K", "mobile": True,
-                                  "brands": [{"brand": "Chromium", "version": major_version(browser_version)}]}})
-    else:
-        await tab.call("Emulation.setUserAgentOverride", {"userAgent": ""})  # empty: Chrome's own again
+                                  "brands": [{"brand": "Chromium", "version": major_version(browser_version)}]}}

@@ -241,6 +241,18 @@ class Downloads:
         self._changed = trio.Event()
 
 
+def as_download(p: dict[str, Any], attachment: bool) -> tuple[str, dict[str, Any]]:
+    """The CDP command that hands a paused document response (Fetch.requestPaused `p`) to Chrome's download
+    manager: as it is when it is an attachment, else made one (a type Chrome would show, an image or a
+    PDF, is saved too)."""
+    if attachment:
+        return "Fetch.continueRequest", {"requestId": p["requestId"]}
+    headers = [h for h in p.get("responseHeaders") or [] if h["name"].lower() != "content-disposition"]
+    return "Fetch.continueResponse", {
+        "requestId": p["requestId"], "responseCode": p["responseStatusCode"],
+        "responseHeaders": headers + [{"name": "Content-Disposition", "value": "attachment"}]}
+
+
 class TabDownloads:
     """One tab's downloads: the document responses its pump handed to Chrome's download manager, and each
     download Chrome then reported, saved by the session's `Downloads`."""

@@ -74,6 +74,8 @@ def _entry(r: Recorded, body: str | None, redacting: bool) -> dict[str, Any]:
         "response": response, "cache": {}, "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1,
                                                         "send": send, "wait": wait, "receive": receive}}
     failure = r.blocked and f"blocked by the address policy: {r.blocked}" or r.failure
+    if r.routed:
+        entry["_routed"] = r.routed  # a route of the session answered it, not the server (a custom field)
     if failure:
         entry["_error"] = failure  # custom fields start with an underscore (HAR 1.2); DevTools writes the same name
     return entry

@@ -74,6 +74,7 @@ class Recorded:
     ended: float | None = None
     failure: str | None = None
     blocked: str | None = None
+    routed: str | None = None        # a route of the session answered it, not the server: which, and how
     redirected: bool = False         # a hop a redirect ended: its body is not kept (the next hop shares its id)
 
     def entry(self, redacting: bool) -> NetworkEntry:
@@ -81,7 +82,7 @@ class Recorded:
                             type=self.type,
                             status=self.status, size=self.size if self.status is not None else None,
                             time_ms=self.time_ms(), failure=None if self.blocked else self.failure,
-                            blocked=self.blocked)
+                            blocked=self.blocked, routed=self.routed)
 
     def time_ms(self) -> int | None:
         return None if self.ended is None else max(0, round((self.ended - self.started) * 1000))
@@ -104,6 +105,7 @@ class NetworkLog:
         self._extra_request: dict[tuple[str, str], dict[str, str]] = {}   # headers that came first
         self._extra_response: dict[tuple[str, str], dict[str, str]] = {}
         self._blocked: dict[tuple[str, str], str] = {}
+        self._routed: dict[tuple[str, str], str] = {}
         self._numbers = itertools.count(1)
         self.dropped = 0
 
@@ -132,6 +134,7 @@ class NetworkLog:
         if extra is not None:
             rec.request_headers = extra
         rec.blocked = self._blocked.pop(key, None)
+        rec.routed = self._routed.pop(key, None)
         self._live[key] = rec
         self._append(rec)
 
@@ -204,6 +207,16 @@ class NetworkLog:
         else:
             self._stash(self._blocked, (tab, request_id), why)
 
+    def on_routed(self, tab: str, request_id: str | None, how: str) -> None:
+        """A route of the session answered the request (before Chrome reports its response or failure)."""
+        if not self.enabled or not request_id:
+            return
+        rec = self._live.get((tab, request_id))
+        if rec is not None and rec.status is None:
+            rec.routed = how
+        else:
+            self._stash(self._routed, (tab, request_id), how)
+
     def tab_gone(self, tab: str) -> None:
         """A closed tab's requests in flight will never end: forget them (their entries stay)."""
         for key in [k for k in self._live if k[0] == tab]:
@@ -263,7 +276,8 @@ def line(r: Recorded, redacting: bool) -> str:
     else:
         ms = r.time_ms()
         outcome, tail = str(r.status), _size(r.size) + (f", {ms} ms" if ms is not None else ", loading")
-    return f"{r.id} {r.method} {outcome} {r.type} {shown_url(r.url, redacting)} — {tail}"
+    routed = f" (routed: {r.routed})" if r.routed else ""
+    return f"{r.id} {r.method} {outcome} {r.type} {shown_url(r.url, redacting)} — {tail}{routed}"
 
 
 def listing(records: list[Recorded], offset: int, max_chars: int,
@@ -371,7 +385,8 @@ def detail_text(d: RequestDetail) -> str:
                else f"{e.status} {d.status_text}".strip() if e.status is not None else "pending")
     facts = ", ".join([e.type] + ([_size(e.size)] if e.size is not None else [])
                       + ([f"{e.time_ms} ms"] if e.time_ms is not None else []))
-    out = [f"{e.id} {e.method} {e.url} → {outcome} ({facts}, tab {e.tab})", "request headers:"]
+    routed = f"; routed: {e.routed}, not from the server" if e.routed else ""
+    out = [f"{e.id} {e.method} {e.url} → {outcome} ({facts}, tab {e.tab}{routed})", "request headers:"]
     out += [f"  {h.name}: {h.value}" for h in d.request_headers] or ["  (none recorded)"]
     out += _body_lines("request body", d.request_body)
     if e.status is not None:

@@ -31,6 +31,7 @@ class Reply:
         common: dict[str, Any] = {"change": "none", "refs_reset": False, "snapshot": "", "snapshot_kind": "none"}
         if tab is not None:
             common["console_errors"] = tab.console.take_error_count() or None
+            common["forced"] = tab.forced.summary()
         return BrowseResult(id=self.rid, op="browse", action=self.action, session=self.session, page=page,
                             elapsed_ms=now_ms(self.started), **(common | fields))
 
@@ -141,8 +142,10 @@ def _events_since(tab: BrowseTab, marks: Marks) -> dict[str, Any]:
 
 
 def header(tab: BrowseTab, title: str) -> str:
-    """The page line that heads a snapshot: the tab, its title and its address."""
-    return f"[{tab.name}] {title or '(no title)'} — {tab.url}"
+    """The page line that heads a snapshot: the tab, its title and its address, and what the session forces
+    on it while it does (routes, offline, emulation: forced.py), so no reading of the page forgets it."""
+    forced = tab.forced.summary()
+    return f"[{tab.name}] {title or '(no title)'} — {tab.url}" + (f" [forced: {forced}]" if forced else "")
 
 
 def page(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:

@@ -44,6 +44,8 @@ from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import network
 from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
+from .emulation import Emulation
+from .forced import Forced
 from .reply import Reply, after_action
 from .settle import Marks, settle
 from .tab import BrowseTab
@@ -97,6 +99,7 @@ class Session:
         self._adopting = 0
         self._adopted = trio.Event()
         self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
+        self.forced = Forced(self.network)   # what else they are made to meet: routes, offline, emulate
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -205,12 +208,14 @@ class Session:
         return [self.uploads.private_copy(path, st) for path, st in checked]
 
     async def _add(self, page: PageTarget) -> BrowseTab:
-        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads)
+        tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads, self.forced)
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
         if self.device != DESKTOP:
             await emulate(tab, self.device, self.context.browser.version)
+        if self.forced.emulation.summary():
+            await self._emulate(tab)
         if self.seed is not None:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
@@ -227,6 +232,22 @@ class Session:
         for tab in list(self.tabs.values()):
             if not tab.closed:
                 await emulate(tab, device, self.context.browser.version)
+                if self.forced.emulation.summary():  # its user agent and locale over the device's
+                    await self._emulate(tab)
+
+    async def set_emulation(self, emulation: Emulation) -> None:
+        """Every tab of the session gets `emulation` from now on, those it opens later too."""
+        self.forced.emulation = emulation
+        await emulation.grant(self.context)
+        for tab in list(self.tabs.values()):
+            if not tab.closed:
+                await self._emulate(tab)
+
+    async def _emulate(self, tab: BrowseTab) -> None:
+        e, mobile = self.forced.emulation, self.device.mobile
+        # a locale changes the Accept-Language Chrome sends with the user agent's override: its own agent then
+        agent = await self.context.default_user_agent() if e.locale and not e.user_agent and not mobile else ""
+        await e.apply(tab, mobile, self.context.browser.version, agent)
 
     async def _adopt(self, target_id: str) -> None:
         try:

@@ -1,8 +1,8 @@
 """One tab of a browse session: its state and the event pump that keeps it true to the page's CDP events
-(the address policy on every request, dialogs, documents, requests in flight, console messages,
-downloads). The tab owns its parts: its isolated worlds and refs (`Worlds`, worlds.py), the page's clock
-(`PageClock`, settle.py, whose `settle` is the wait after an action), its console (`TabConsole`) and its
-downloads (`TabDownloads`)."""
+(the address policy on every request, then the session's routes and headers in forced.py; dialogs,
+documents, requests in flight, console messages, downloads). The tab owns its parts: its isolated worlds
+and refs (`Worlds`, worlds.py), the page's clock (`PageClock`, settle.py, whose `settle` is the wait after
+an action), its console (`TabConsole`) and its downloads (`TabDownloads`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from ..mime import classify
 from ..proxy import Failure
 from ..urls import GATE_FETCH_PATTERN, HostGate
 from . import console
-from .downloads import Downloads, TabDownloads
+from .downloads import Downloads, TabDownloads, as_download
+from .forced import Forced
 from .network import NetworkLog
 from .settle import Marks, PageClock
 from .snapshot import PENDING_JS
@@ -79,7 +80,7 @@ class BrowseTab:
     other modules read it through the properties below and change it only through its methods."""
 
     def __init__(self, name: str, page: PageTarget, gate: HostGate, network: NetworkLog | None = None,
-                 downloads: Downloads | None = None) -> None:
+                 downloads: Downloads | None = None, forced: Forced | None = None) -> None:
         self._name = name               # t1, t2, …
         self._page = page
         self._gate = gate               # the session's: the address policy for every request of the page
@@ -103,6 +104,7 @@ class BrowseTab:
         self.console = console.TabConsole(self.call)    # what the page logged
         self.downloads = TabDownloads(downloads)        # what the page downloaded, saved by the session
         self.clock = PageClock(self)        # the daemon's clock mapped to each document's
+        self.forced = forced or Forced(self._network)   # the session's routes and emulation
 
     # --- what others read ------------------------------------------------------------------------
 
@@ -416,7 +418,10 @@ class BrowseTab:
             disposition = headers.get("content-disposition", "")
             attachment = disposition.lower().startswith("attachment")
             if status is not None and status < 300 and (attachment or classify(headers.get("content-type")) == "other"):
-                await self._download(p, url, headers.get("content-type", ""), attachment)
+                # a download: Chrome's download manager saves it and the tab stays on its page
+                self.downloads.handed_over(url, headers.get("content-type", ""))
+                self._pulse()
+                await self.call(*as_download(p, attachment))
                 return
             if main:
                 self._status = status
@@ -430,20 +435,9 @@ class BrowseTab:
             self._network.on_blocked(self._name, p.get("networkId"), why)
             await self.call("Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"})
             return
-        await self.call("Fetch.continueRequest", {"requestId": rid})
-
-    async def _download(self, p: dict[str, Any], url: str, ctype: str, attachment: bool) -> None:
-        """A document response that is a download: Chrome's download manager saves it and the tab stays on
-        its page. A type Chrome would show (an image, a PDF) is made an attachment, so it is saved too."""
-        self.downloads.handed_over(url, ctype)
-        self._pulse()
-        if attachment:
-            await self.call("Fetch.continueRequest", {"requestId": p["requestId"]})
-            return
-        headers = [h for h in p.get("responseHeaders") or [] if h["name"].lower() != "content-disposition"]
-        await self.call("Fetch.continueResponse", {
-            "requestId": p["requestId"], "responseCode": p["responseStatusCode"],
-            "responseHeaders": headers + [{"name": "Content-Disposition", "value": "attachment"}]})
+        routed = await self.forced.answer(self._name, p, self.call)  # the session's routes, else the network
+        if main and routed is not None:
+            self._status = routed
 
     # --- script in the page, without ever hanging on a dialog ------------------------------------
 

@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from ..config import BrowseConfig
 from ..errors import BadRequest, FileNotFound, UploadRefused
@@ -82,19 +83,7 @@ class PrivateCopies:
         """A copy of the file checked at `path`, read from a descriptor that does not follow a symlink and
         is the same file (device, inode) as checked: upload_refused when it is not (swapped since), or
         file_not_found when it is gone."""
-        replaced = UploadRefused(f"{path} was replaced by another file after it was checked; nothing was "
-                                 f"uploaded: upload it again")
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError as e:
-            if e.errno == errno.ELOOP:  # a symlink now: never followed
-                raise replaced from None
-            raise FileNotFound(f"cannot read {path}: {e.strerror}; it changed after it was checked") from None
-        with os.fdopen(fd, "rb") as source:
-            st = os.fstat(source.fileno())
-            if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(st.st_mode) \
-                    or st.st_nlink > 1:
-                raise replaced
+        with _open_checked(path, checked) as source:
             folder = self.directory / str(next(self._numbers))
             folder.mkdir(mode=0o700, parents=True)
             os.chmod(self.directory, 0o700)
@@ -106,6 +95,37 @@ class PrivateCopies:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def read_checked(path: str, checked: os.stat_result, max_bytes: int) -> bytes:
+    """The content of the file checked at `path` (`checked_upload`), read as `private_copy` reads it (the
+    very file checked, never through a symlink), at most `max_bytes`: bad_request when it is longer. A
+    browse route's body from a file goes through here, under the upload rule. Blocking: run in a thread."""
+    with _open_checked(path, checked) as source:
+        data = source.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise BadRequest(f"{path} is larger than {max_bytes:,} bytes; give a smaller file")
+    return data
+
+
+def _open_checked(path: str, checked: os.stat_result) -> BinaryIO:
+    """The file checked at `path`, opened without following a symlink: upload_refused when it is not the
+    same file (device, inode) as checked (swapped since), file_not_found when it is gone."""
+    replaced = UploadRefused(f"{path} was replaced by another file after it was checked; nothing was "
+                             f"read: give it again")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a symlink now: never followed
+            raise replaced from None
+        raise FileNotFound(f"cannot read {path}: {e.strerror}; it changed after it was checked") from None
+    source = os.fdopen(fd, "rb")
+    st = os.fstat(source.fileno())
+    if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(st.st_mode) \
+            or st.st_nlink > 1:
+        source.close()
+        raise replaced
+    return source
 
 
 def _real(given: str, cwd: str | None) -> Path:

@@ -14,7 +14,7 @@ differs from this table."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -24,15 +24,17 @@ from ..errors import BadRequest, BlockedUrl, UnknownRequest, WebfetchError
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, PageInfo, ReportProgress, TabInfo
 from ..urls import AddressPolicy, parse_url, prepare_url
-from . import actions, saving
+from . import actions, routes, saving
 from . import har as har_file
 from . import network as network_log
 from . import reply as results
 from .device import requested, wants_device
+from .emulation import requested as requested_emulation
+from .emulation import wants_emulation
 from .reply import Reply
 from .settle import Marks, settle
 from .tab import BrowseTab
-from .uploads import checked_upload
+from .uploads import checked_upload, read_checked
 
 if TYPE_CHECKING:
     from .sessions import Browse, Session
@@ -185,6 +187,29 @@ async def viewport(c: Call) -> Acted:
     await tab.call("Page.reload")
     await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
     return Acted(fields={"viewport": device.describe()}, full=True)
+
+
+async def offline(c: Call) -> Acted:
+    """The session's network off (or on again): every tab now and those it opens later; the page's reaction
+    (its offline banner, a failed request's error state) is what the result shows."""
+    emulation = replace(c.session.forced.emulation, offline=c.req.enabled is not False)
+    await c.session.set_emulation(emulation)
+    return Acted(fields={"value": "offline" if emulation.offline else "online"})
+
+
+async def emulate(c: Call) -> BrowseResult:
+    """What the session's pages believe (emulation.py): changed as asked, or shown as it is."""
+    session = c.session
+    if wants_emulation(c.req):
+        shown = session.tabs.get(session.active or "")
+        page_url = shown.url if shown is not None and not shown.closed else None
+        await session.set_emulation(requested_emulation(session.forced.emulation, c.req, page_url))
+    described = session.forced.emulation.described()
+    if not described:
+        return c.reply.result(None, content="nothing emulated: the pages see the browser as it is")
+    note = ("\n(a page reads some of these as it loads, navigator.language and the user agent among them: "
+            "nav reload shows them in the page open now)" if wants_emulation(c.req) and session.tabs else "")
+    return c.reply.result(None, content="emulating:\n" + described + note)
 
 
 async def upload(c: Call) -> Acted:
@@ -361,6 +386,41 @@ async def har(c: Call) -> BrowseResult:
                                         f"{session.name!r}, {size:,} bytes, mode 0600) {secrets}")
 
 
+# --- routes (routes.py): the session's, they change no page until one of its requests meets them ---------
+
+async def route(c: Call) -> BrowseResult:
+    """Set a route: its body from `body` or from a file the upload rule lets through, read now (a file
+    changed later changes nothing)."""
+    req, table = c.req, c.session.forced.routes
+    body = None
+    if req.body_file is not None:
+        path, st = checked_upload(req.body_file, req.cwd, c.actor.config)
+        body = await trio.to_thread.run_sync(read_checked, path, st, routes.MAX_BODY_BYTES)
+    added = table.add(routes.requested(req, body))
+    return c.reply.result(None, content=f"{added.line()}; it answers the session's requests from now on "
+                                        f"({len(table)} route{'s' if len(table) != 1 else ''} set)")
+
+
+async def unroute(c: Call) -> BrowseResult:
+    table = c.session.forced.routes
+    gone = table.remove(c.req.url)
+    if not gone:
+        return c.reply.result(None, content=f"no route has the pattern {c.req.url!r}: nothing removed "
+                                            f"({len(table)} set; `routes` lists them)")
+    lines = [f"removed {r.line()}" for r in gone]
+    return c.reply.result(None, content="\n".join([*lines, f"{len(table)} route{'s' if len(table) != 1 else ''} "
+                                                             f"left"]))
+
+
+async def routes_(c: Call) -> BrowseResult:
+    listed = c.session.forced.routes.listed()
+    if not listed:
+        return c.reply.result(None, content="no routes set: every request goes to its server")
+    head = (f"{len(listed)} route{'s' if len(listed) != 1 else ''}, newest last (the newest matching one "
+            f"answers):")
+    return c.reply.result(None, content="\n".join([head, *(r.line() for r in listed)]))
+
+
 # --- the table ---------------------------------------------------------------------------------------
 
 # Every browse verb, in the order tools.json lists them to a model.
@@ -386,6 +446,12 @@ VERBS: dict[str, Verb] = {
     "request": Verb(answer=request, needs_tab=False),
     "har": Verb(answer=har, needs_tab=False),
     "viewport": Verb(step=viewport),
+    "offline": Verb(step=offline),
+    # set before the first open too: the first page's requests meet them
+    "route": Verb(answer=route, needs_tab=False, session=SessionUse.STARTS),
+    "unroute": Verb(answer=unroute, needs_tab=False),
+    "routes": Verb(answer=routes_, needs_tab=False),
+    "emulate": Verb(answer=emulate, needs_tab=False, session=SessionUse.STARTS),  # before the first open too
     "pdf": Verb(answer=pdf),
     "upload": Verb(step=upload),
     "nav": Verb(step=nav),

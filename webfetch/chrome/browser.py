@@ -257,6 +257,19 @@ class BrowserContext:
         """Stop one of this context's downloads (Chrome removes its partial file)."""
         await self.browser.conn.call("Browser.cancelDownload", {"guid": guid, "browserContextId": self.id})
 
+    async def grant_permissions(self, permissions: list[str]) -> None:
+        """Grant this context's pages `permissions` (CDP's PermissionType names: geolocation…), every origin."""
+        await self.browser.conn.call("Browser.grantPermissions", {"permissions": permissions,
+                                                                  "browserContextId": self.id})
+
+    async def reset_permissions(self) -> None:
+        """Every permission of this context's pages back to what Chrome decides by itself."""
+        await self.browser.conn.call("Browser.resetPermissions", {"browserContextId": self.id})
+
+    async def default_user_agent(self) -> str:
+        """The user agent Chrome sends when no page overrides it."""
+        return str((await self.browser.conn.call("Browser.getVersion"))["userAgent"])
+
     async def set_cookies(self, cookies: list[dict[str, Any]]) -> None:
         """Put cookies (CDP's CookieParam) in this context's jar; the browser then sends them by its own rules."""
         await self.browser.conn.call("Storage.setCookies", {"cookies": cookies, "browserContextId": self.id})

@@ -6,10 +6,10 @@ it), and reads the file itself with urllib (blocking, outside the address policy
 
 A rule is the site's text, matched against every URL a crawl meets, in the event loop. So it is never a
 regular expression (`*` as `.*` backtracks: `Disallow: /*a*a…*a*b` against a long URL ran for ever and froze
-the daemon) but its literal pieces, found left to right with `str.find` (`_Rule.matches`): a `*` may take as
-little as it likes, so the leftmost place for each piece is as good as any, and the whole match is linear
-in the URL and the rule. Rules are found by their first piece (`Robots._by_start`): a URL is matched against
-the rules whose leading literal it starts with, not against the whole file. The file is read up to
+the daemon) but its literal pieces, found left to right (`urls.wildcard_match`, which browse's routes share):
+a `*` may take as little as it likes, so the leftmost place for each piece is as good as any, and the whole
+match is linear in the URL and the rule. Rules are found by their first piece (`Robots._by_start`): a URL is
+matched against the rules whose leading literal it starts with, not against the whole file. The file is read up to
 MAX_ROBOTS_BYTES (RFC 9309's minimum), and a group of more than MAX_RULES rules is taken as disallowing
 everything (`why` says so): more rules than any real site writes, and each one costs every URL a look."""
 
@@ -19,6 +19,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import unquote
+
+from ..urls import wildcard_match
 
 # The product token a robots.txt group names to address webfetch; `*` groups apply otherwise.
 AGENT = "webfetch"
@@ -36,23 +38,8 @@ class Rule:
     anchored: bool            # it ended with `$`: the URL must end where the rule does
 
     def matches(self, target: str) -> bool:
-        """Whether the rule matches `target` from its start; linear in both: each piece after the first is
-        looked for from where the one before ended, at its leftmost place, and a `*` never gives back."""
-        first, *rest = self.pieces
-        if not rest:
-            return target == first if self.anchored else target.startswith(first)
-        if not target.startswith(first):
-            return False
-        at = len(first)
-        *middle, last = rest
-        for piece in middle:
-            found = target.find(piece, at)
-            if found < 0:
-                return False
-            at = found + len(piece)
-        if self.anchored:
-            return len(target) - len(last) >= at and target.endswith(last)
-        return target.find(last, at) >= 0
+        """Whether the rule matches `target` from its start, in linear time (urls.wildcard_match)."""
+        return wildcard_match(self.pieces, target, self.anchored)
 
 
 @dataclass(frozen=True)

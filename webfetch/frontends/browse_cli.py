@@ -29,6 +29,12 @@ USAGE = """actions:
   request rN                    har FILE [--overwrite] (the session's traffic, HAR 1.2)
   viewport [WIDTHxHEIGHT] [--mobile | --desktop] [--scale N]  pdf [-o FILE.pdf] [--overwrite]
   upload eN FILE...  (files under the working directory or browse.upload_roots)
+  offline [on|off]   (every tab of the session: requests fail, navigator.onLine is false)
+  route URLGLOB [STATUS] [--body TEXT | --body-file FILE] [--header 'Name: value']... [--times N]
+  route URLGLOB --abort InternetDisconnected|ConnectionRefused|TimedOut|...    unroute [URLGLOB]    routes
+  emulate [--geo LAT,LON] [--locale fr-FR] [--timezone Asia/Tokyo] [--color-scheme dark] [--reduced-motion]
+          [--user-agent UA] [--header 'Name: value']... [--header-origin ORIGIN|*]... [--reset]
+          (no flag: what is set)
   close
 open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
 
@@ -73,6 +79,24 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--mobile", action="store_const", const=True, help="open, viewport: emulate a phone")
     p.add_argument("--desktop", dest="mobile", action="store_const", const=False, help="viewport: back to a desktop")
     p.add_argument("--scale", type=float, help="open, viewport: device pixels per CSS pixel")
+    p.add_argument("--body", help="route: the response's body")
+    p.add_argument("--body-file", metavar="FILE", help="route: the response's body from this file (the upload rule)")
+    p.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="route: a response header; "
+                                                                               "emulate: an extra request header "
+                                                                               "(repeatable)")
+    p.add_argument("--abort", metavar="ERROR", help="route: fail the requests with this network error "
+                                                    "(InternetDisconnected, ConnectionRefused, TimedOut…)")
+    p.add_argument("--times", type=int, help="route: answer only this many requests")
+    p.add_argument("--geo", metavar="LAT,LON", help="emulate: the position (the permission granted)")
+    p.add_argument("--locale", help="emulate: a language tag (fr-FR): navigator.language, Intl, Accept-Language")
+    p.add_argument("--timezone", help="emulate: an IANA time zone (Asia/Tokyo)")
+    p.add_argument("--color-scheme", choices=["light", "dark", "no-preference"], help="emulate: the color scheme")
+    p.add_argument("--reduced-motion", action="store_const", const=True, help="emulate: prefers-reduced-motion")
+    p.add_argument("--user-agent", metavar="UA", help="emulate: the user agent")
+    p.add_argument("--header-origin", action="append", metavar="ORIGIN", help="emulate: an origin the --header "
+                                                                             "lines go to (* every one; default "
+                                                                             "the page's own)")
+    p.add_argument("--reset", action="store_true", help="emulate: clear what emulate set first")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
     handles(p, with_daemon(run))
 
@@ -176,6 +200,50 @@ def _tabs_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     return {"do": w.optional("list"), "tab": w.optional(args.tab)}
 
 
+def _offline_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    word = w.optional("on")
+    if word not in ("on", "off"):
+        raise ValueError(f"browse offline takes on or off, not {word!r}")
+    return {"enabled": word == "on"}
+
+
+def _route_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    pattern = w.take("a URL pattern (*/api/items*)")
+    status = w.optional()
+    if status is not None and not status.isdigit():
+        raise ValueError(f"browse route's status is a number (500), not {status!r}")
+    return {"url": pattern, "status": int(status) if status else None, "body": args.body,
+            "body_file": args.body_file, "headers": _headers(args.header) if args.header else None,
+            "abort": args.abort, "times": args.times}
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    headers = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise ValueError(f"a header is 'Name: value', not {line!r}")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _emulate_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    lat = lon = None
+    if args.geo is not None:
+        try:
+            lat, lon = (float(n) for n in args.geo.split(","))
+        except ValueError:
+            raise ValueError(f"--geo is LATITUDE,LONGITUDE (48.8566,2.3522), not {args.geo!r}") from None
+    return {"latitude": lat, "longitude": lon, "locale": args.locale, "timezone": args.timezone,
+            "color_scheme": args.color_scheme, "reduced_motion": args.reduced_motion,
+            "user_agent": args.user_agent, "headers": _headers(args.header) if args.header else None,
+            "header_origins": args.header_origin, "reset": args.reset or None}
+
+
+def _unroute_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
+    return {"url": w.optional()}
+
+
 def _upload_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     ref = w.take("a ref (eN) of a file input")
     if not w.rest:
@@ -211,7 +279,8 @@ _FIELDS: dict[str, Callable[[_Words, argparse.Namespace], dict[str, Any]]] = {
     "dialog": _dialog_fields, "tabs": _tabs_fields, "read": _read_fields, "screenshot": _read_fields,
     "viewport": _viewport_fields, "pdf": _pdf_fields,
     "network": _network_fields, "request": _request_fields, "har": _har_fields,
-    "upload": _upload_fields,
+    "upload": _upload_fields, "offline": _offline_fields, "route": _route_fields, "unroute": _unroute_fields,
+    "emulate": _emulate_fields,
 }
 
 

@@ -212,7 +212,9 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     p = r.get("page")
     if p:
         reset = " (new document: old refs are stale)" if r.get("refs_reset") else ""
-        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'}{_url_part(r)} · change: {r.get('change')}{reset}")
+        forced = f" · forced: {r['forced']}" if r.get("forced") else ""
+        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'}{_url_part(r)} · change: {r.get('change')}{reset}"
+                     f"{forced}")
     if (r.get("status") or 0) >= 400:
         lines.append(f"HTTP {r['status']}")
     if r.get("value") is not None:

@@ -177,7 +177,7 @@ export function browseText(r: BrowseResult): string {
 	// the URL is left out of changed lines of a page whose URL did not change: the model read it with the
 	// snapshot they change (tool_text.py's _url_part says why)
 	const url = r.snapshot_kind === "diff" && r.change === "dom" ? "" : ` — ${p?.url}`;
-	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"}${url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}`);
+	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"}${url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}${r.forced ? ` · forced: ${r.forced}` : ""}`);
 	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
 	if (r.value != null) lines.push(`value now: ${r.value}`);
 	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);

@@ -222,6 +222,7 @@ export interface BrowseResult {
 	size?: number | null;
 	requests?: NetworkEntry[] | null;
 	request?: RequestDetail | null;
+	forced?: string | null;
 	notes?: string[] | null;
 }
 
@@ -287,6 +288,7 @@ export interface NetworkEntry {
 	time_ms?: number | null;
 	failure?: string | null;
 	blocked?: string | null;
+	routed?: string | null;
 }
 
 /** One request with its headers and bodies (PROTOCOL.md, browse: request). */
@@ -530,7 +532,7 @@ export interface SearchRequest {
 export interface BrowseRequest {
 	op: "browse";
 	session: string;
-	action: "check" | "click" | "close" | "console" | "dialog" | "fill" | "har" | "hover" | "nav" | "network" | "open" | "pdf" | "press" | "read" | "request" | "save" | "screenshot" | "scroll" | "select" | "snapshot" | "tabs" | "type" | "upload" | "viewport" | "wait";
+	action: "check" | "click" | "close" | "console" | "dialog" | "emulate" | "fill" | "har" | "hover" | "nav" | "network" | "offline" | "open" | "pdf" | "press" | "read" | "request" | "route" | "routes" | "save" | "screenshot" | "scroll" | "select" | "snapshot" | "tabs" | "type" | "unroute" | "upload" | "viewport" | "wait";
 	url?: string | null;
 	new_tab?: boolean;
 	to?: "back" | "forward" | "reload" | null;
@@ -569,6 +571,22 @@ export interface BrowseRequest {
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;
 	resource_type?: string | null;
 	request_id?: string | null;
+	enabled?: boolean | null;
+	status?: number | null;
+	headers?: Record<string, string> | null;
+	body?: string | null;
+	body_file?: string | null;
+	abort?: "Aborted" | "AccessDenied" | "AddressUnreachable" | "BlockedByClient" | "BlockedByResponse" | "ConnectionAborted" | "ConnectionClosed" | "ConnectionFailed" | "ConnectionRefused" | "ConnectionReset" | "Failed" | "InternetDisconnected" | "NameNotResolved" | "TimedOut" | null;
+	times?: number | null;
+	latitude?: number | null;
+	longitude?: number | null;
+	locale?: string | null;
+	timezone?: string | null;
+	color_scheme?: "dark" | "light" | "no-preference" | null;
+	reduced_motion?: boolean | null;
+	user_agent?: string | null;
+	header_origins?: string[] | null;
+	reset?: boolean;
 }
 
 export interface StatusRequest {
