@@ -136,7 +136,7 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.read_only_hint is True and fetch.annotations.open_world_hint is True
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
-            assert set(fetch.input_schema["properties"]) == {"url", "urls", "prompt", "offset", "raw", "fresh",
+            assert set(fetch.input_schema["properties"]) == {"url", "urls", "prompt", "schema", "offset", "raw", "fresh",
                                                              "find", "profile"}
             assert "required" not in fetch.input_schema  # `url` or `urls`: the daemon says when neither is given
             assert setup.socket.exists()  # listing the tools started the daemon

@@ -13,8 +13,6 @@ import sys
 
 import pytest
 
-from webfetch.parse import json_answer
-
 from .support.flag_pages import LOGIN_REQUIRED
 from .support.site import simple_page
 from .test_subagent import PI, pi_home, sub_config  # noqa: F401  (pi_home is a fixture)
@@ -186,6 +184,7 @@ async def test_a_bad_schema_is_bad_request_naming_where_before_any_load(daemon, 
 
 
 def test_a_huge_reply_is_refused_unread():
+    from webfetch.parse import json_answer
     reply = json_answer.read_reply("[" + "1," * 200_000 + "1]", {"type": "array"})
     assert reply.errors == [f"the reply is {400_003} characters; at most {256 * 1024} are read"]
 
