@@ -536,8 +536,8 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
             assert await error("web_fetch", {"url": "https://example.com/", "raw": "false"}) == (
                 'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
             assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
-                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, urls, prompt, offset, raw, "
-                "fresh, find, profile")
+                "bad_request: web_fetch takes no argument 'colour'; its arguments are url, urls, prompt, schema, offset, "
+                "raw, fresh, find, profile")
             assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
                 "bad_request: web_fetch: `offset` must be at least 0, not -1")
             assert (await error("agent_browser", {"action": "fly"})).startswith(
