@@ -163,6 +163,8 @@ def main() -> None:
                     help="only the context-cost rows (bin/bench_tokens.py: chars read and calls per browse flow)")
     ap.add_argument("--subagent-only", action="store_true",
                     help="only the sub-agent rows (both pis, a process per prompt and warm workers)")
+    ap.add_argument("--schema-only", action="store_true",
+                    help="only the schema row: a `schema` against a `prompt` on the same cached page, fake model")
     ap.add_argument("--render", choices=["auto", "always"], default="auto", help="the daemon's fetch.render")
     ap.add_argument("--block", action="append", default=[],
                     help="a further CDP resource type to refuse, e.g. Script (repeatable)")
@@ -197,6 +199,9 @@ def main() -> None:
         if args.subagent_only:
             subagent_rows(server, aeb[0], tmp, llm)
             return
+        if args.schema_only:
+            schema_row(daemon, server, aeb[0], llm)
+            return
         if args.batch_only:
             batch_rows(daemon, server, aeb)
             return
@@ -215,6 +220,7 @@ def main() -> None:
         if not args.skip_speed:
             print_item6(speed(daemon, server, chrome, aeb, args.speed_pages, tmp))
             subagent_rows(server, aeb[0], tmp, llm)
+            schema_row(daemon, server, aeb[0], llm)
             batch_rows(daemon, server, aeb)
         if not args.skip_browse:
             browse(daemon, args.browse_rounds)
@@ -716,6 +722,45 @@ def subagent_overhead(daemon: ServedDaemon, server: CorpusServer, page: dict, la
         llm.reply = answer
     print(f"{label:52} {statistics.median(answers) * 1000:9.1f}ms {summarize(answers)[1] * 1000:9.1f}ms   "
           f"{overhead * 1000:5.0f} ms; a failing model: raw page in {failed:.1f} s", flush=True)
+
+
+# The schema row's: what an extraction asks of a page (its title and the first headings)
+BENCH_SCHEMA = {"type": "object", "properties": {"title": {"type": ["string", "null"]},
+                                                 "headings": {"type": "array", "items": {"type": "string"}},
+                                                 "published": {"type": ["string", "null"], "format": "date"}},
+                "required": ["title", "headings"], "additionalProperties": False}
+
+
+def schema_row(daemon: ServedDaemon, server: CorpusServer, page: dict, llm, rounds: int = 10) -> None:
+    """Row 5b (issue 39): what `schema` adds over a `prompt` on the same cached page, on a warm worker of the
+    pinned pi, the fake model answering at once (a valid reply: no retry): the schema's check, the longer task,
+    the reply parsed and validated in a parser worker. The two alternate, so the machine's load falls on both;
+    the load average is printed beside them (a shared machine's numbers are read with it)."""
+    url = server.url(page)
+    answer = llm.reply
+    llm.reply = lambda body: ('{"title": "A page", "headings": ["One", "Two"], "published": null}'
+                              if "<json_schema>" in json.dumps(body) else "The answer.")
+    try:
+        daemon.fetch(url)  # cached: the calls below run only the sub-agent and the validation
+        daemon.fetch(url, prompt="What is this page about?", model="fake/fake-1")  # a warm worker
+        prompts, schemas = [], []
+        for _ in range(rounds):
+            frame, t = daemon.fetch(url, prompt="What is this page about?", model="fake/fake-1")
+            assert frame["kind"] == "answer", frame
+            prompts.append(t)
+            frame, t = daemon.fetch(url, schema=BENCH_SCHEMA, prompt="its title and headings", model="fake/fake-1")
+            assert frame["kind"] == "data", frame
+            schemas.append(t)
+    finally:
+        llm.reply = answer
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    overhead = statistics.median(schemas) - statistics.median(prompts)
+    print(f"\n{'5b. schema against prompt, same cached page, fake model':52} {'median':>10} {'p95':>10}", flush=True)
+    print(f"{'   prompt (warm worker)':52} {statistics.median(prompts) * 1000:9.1f}ms "
+          f"{summarize(prompts)[1] * 1000:9.1f}ms", flush=True)
+    print(f"{'   schema (warm worker, validated in a parser worker)':52} {statistics.median(schemas) * 1000:9.1f}ms "
+          f"{summarize(schemas)[1] * 1000:9.1f}ms   overhead {overhead * 1000:5.0f} ms; load average {load}",
+          flush=True)
 
 
 def direct_extract(html: bytes) -> tuple[str, float]:

@@ -98,6 +98,12 @@ class ExtractionFailed(WebfetchError):
     code = "extraction_failed"
 
 
+class SchemaMismatch(WebfetchError):
+    """The sub-agent's reply to a `schema` fetch did not validate against it, after one retry."""
+
+    code = "schema_mismatch"
+
+
 class BrowserUnavailable(WebfetchError):
     code = "browser_unavailable"
 

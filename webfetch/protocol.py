@@ -42,6 +42,9 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     thinking: Thinking | None = None
     find: str | None = None  # words or /regex/: only the passages that match (webfetch/parse/find.py)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
+    # A JSON Schema (draft 2020-12) the sub-agent's answer must validate against: the result is `kind: "data"`
+    # (parse/json_answer.py checks the schema and the reply)
+    schema: dict[str, Any] | None = None
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -312,7 +315,7 @@ class Passage(Struct, kw_only=True):
 class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId = None
     op: str = "fetch"
-    kind: Literal["page", "summary", "answer", "redirect", "find"] = "page"
+    kind: Literal["page", "summary", "answer", "data", "redirect", "find"] = "page"
     url: str = ""
     final_url: str = ""
     status: int | None = None
@@ -336,6 +339,9 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     find: str | UnsetType = UNSET
     matches: int | UnsetType = UNSET
     passages: list[Passage] | UnsetType = UNSET
+    # Only on a `data` result (a fetch with a `schema`): the sub-agent's JSON, validated against the schema
+    # (`content` holds the same JSON, indented, for a reader)
+    data: Any | UnsetType = UNSET
 
 
 class PageFrame(FetchResult, tag="page", kw_only=True):

@@ -9,7 +9,6 @@ import trio
 from msgspec.structs import asdict, replace
 
 from ..errors import Internal, WebfetchError
-from ..parse import find
 from ..protocol import (
     BatchEntry,
     BatchResult,
@@ -23,7 +22,7 @@ from ..protocol import (
     SendFrame,
     Stage,
 )
-from .pipeline import Pipeline
+from .pipeline import Pipeline, checked
 
 log = logging.getLogger("webfetch.batch")
 
@@ -39,10 +38,10 @@ async def fetch_batch(pipeline: Pipeline, req: FetchRequest, rid: RequestId, pro
     never opens 50 tabs and a fetch from another client waits its turn beside the batch's, not behind all
     of it. Without a `prompt`, pages are read raw (no sub-agent summary per page): an agent reads a page
     on by its `next_offset`; with one, each page's answer is the sub-agent's, under its own limits."""
-    find.checked(req)  # a bad pattern is the batch's error, before anything loads
+    checked(req)  # a bad pattern or schema is the batch's error, before anything loads
     urls = req.urls or []
     budget = req.max_chars or max(MIN_PAGE_CHARS, pipeline.config.fetch.page_chars // len(urls))
-    single = replace(req, urls=None, max_chars=budget, raw=req.raw or req.prompt is None)
+    single = replace(req, urls=None, max_chars=budget, raw=req.raw or (req.prompt is None and req.schema is None))
     at_once = trio.CapacityLimiter(max(1, min(len(urls), pipeline.render_slots.total_tokens)))
     entries: list[BatchEntry] = [BatchEntry(index=i, url=u) for i, u in enumerate(urls)]
 

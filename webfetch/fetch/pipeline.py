@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -22,15 +24,16 @@ from ..chrome.browser import BrowserContext, Chrome
 from ..chrome.launch import installed_version
 from ..config import CacheConfig, Config, default_max_renders
 from ..disk_cache import DiskCache
-from ..errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
+from ..errors import BadRequest, BrowserCrashed, BrowserUnavailable, ExtractionFailed, SchemaMismatch, Timeout
 from ..paging import paginate
-from ..parse import find
+from ..parse import find, json_answer
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
 from ..profiles.store import Cookie, Profile, ProfileError, headless_login
 from ..profiles.use import ProfileUse
-from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress
+from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress, Usage, UsageCost
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
+from ..subagent.data_task import data_task, retry_task
 from ..trust import shell
 from ..urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
 from .in_chrome import Rendering
@@ -54,6 +57,7 @@ from .load import (
 from .over_http import IMPERSONATE, HttpFetcher, Identity
 
 log = logging.getLogger("webfetch.pipeline")
+T = TypeVar("T")
 
 
 # The longest markdown searched for words in the daemon's own process (~10 ms here); longer pages and every
@@ -152,7 +156,7 @@ class Pipeline:
             self.http.close()
 
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
-        find.checked(req)  # a bad pattern costs no load
+        checked(req)  # a bad pattern or schema costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
         profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
@@ -238,11 +242,12 @@ class Pipeline:
             return replace(base, kind="redirect", redirect_url=page.redirect_url, content=(
                 f"{page.url} redirects to {page.redirect_url}, on a different host. webfetch does not follow "
                 f"cross-host redirects; fetch {page.redirect_url} if you want its content."))
-        fc = self.config.fetch
         total = len(page.markdown)
         pattern = find.checked(req)
         if pattern is not None:
             return await self._find(base, page, pattern, req)
+        if req.schema is not None:
+            return await self._data(base, page, req, progress)
         task = self._subagent_task(req, page)
         if task is not None:
             try:
@@ -256,12 +261,91 @@ class Pipeline:
                                    total_chars=total)
                 return replace(base, kind="summary", model=answer.model, usage=answer.usage, total_chars=total,
                                content=answer.text.rstrip() + "\n\n" + self._paging_facts(total))
+        return self._raw_page(base, page, req)
+
+    def _raw_page(self, base: FetchResult, page: Page, req: FetchRequest) -> FetchResult:
+        """A slice of the page's markdown, from the request's offset."""
+        fc = self.config.fetch
+        total = len(page.markdown)
         offset = req.offset or 0
         if offset > total:
             base.notes.append(f"offset {offset} is past the end of the content ({total} characters)")
         content, next_offset = paginate(page.markdown, offset, req.max_chars or fc.page_chars, fc.page_lines)
         return replace(base, kind="page", content=content, offset=offset, next_offset=next_offset,
                        total_chars=total)
+
+    async def _data(self, base: FetchResult, page: Page, req: FetchRequest, progress: ReportProgress) -> FetchResult:
+        """The sub-agent's JSON for `req.schema`, validated (kind "data"). A page longer than the sub-agent's
+        input (subagent.max_input_chars) is read in parts, at most MAX_PARTS: each answered against the same
+        schema, the answers merged (parse/json_answer.py's `merge`) and the merge validated. A reply that does
+        not validate after one retry is SchemaMismatch; a sub-agent that gives none, the raw page as for a
+        prompt."""
+        assert req.schema is not None
+        total = len(page.markdown)
+        parts = split_parts(page.markdown, self.subagent.config.max_input_chars)
+        read = parts[:MAX_PARTS]
+        answers: list[Any] = []
+        usage: Usage | None = None
+        model = None
+        try:
+            for i, text in enumerate(read):
+                part = (i + 1, len(read)) if len(read) > 1 else None
+                data, model, used = await self._data_turns(page, req, text, part, progress)
+                answers.append(data)
+                usage = add_usage(usage, used)
+        except SubagentFailed as e:
+            base.notes.append(f"{e}; here is the page's raw content instead")
+            return self._raw_page(base, page, req)
+        data = answers[0]
+        if len(read) > 1:
+            merged, errors = await self._bounded(req, "merging the parts' answers",
+                                                 self.extractor.merged_answer(answers, req.schema))
+            if errors:
+                raise SchemaMismatch(mismatch(page, f"the answers for its {len(read)} parts, merged,", errors))
+            data = merged.data
+            base.notes.append(merge_note(len(read), self.subagent.config.max_input_chars, merged.conflicts))
+        if len(parts) > len(read):
+            unread = sum(map(len, read))
+            base.notes.append(f"the page is {total} characters: only its first {unread} ({MAX_PARTS} parts) were "
+                              f"read for the data; fetch it with `offset` {unread} to read the rest")
+        if page.flags:
+            base.notes.append(f"the data was read from a page flagged {', '.join(page.flags)}: it may describe that "
+                              f"(a sign-in, a challenge, an empty shell…) rather than the page you wanted; the "
+                              f"flags' notes say what to do")
+        return replace(base, kind="data", data=data, content=json.dumps(data, ensure_ascii=False, indent=2),
+                       model=model, usage=usage, total_chars=total)
+
+    async def _data_turns(self, page: Page, req: FetchRequest, text: str, part: tuple[int, int] | None,
+                          progress: ReportProgress) -> tuple[Any, str, Usage | None]:
+        """One text's data: the sub-agent asked, its reply validated, and once more with the errors shown when
+        it does not validate. SchemaMismatch when the second reply does not either."""
+        assert req.schema is not None
+        task = data_task(req.schema, req.prompt, part)
+        asked, usage = task, None
+        for attempt in (1, 2):
+            answer = await self.subagent.ask(text, page.final_url, asked, model=req.model, thinking=req.thinking,
+                                             progress=progress)
+            usage = add_usage(usage, answer.usage)
+            reply = await self._bounded(req, "validating the sub-agent's reply against the schema",
+                                        self.extractor.json_answer(answer.text, req.schema))
+            if reply.valid:
+                return reply.data, answer.model, usage
+            if attempt == 1:
+                progress("subagent", f"the reply did not validate ({reply.errors[0]}); asking once more")
+                asked = retry_task(task, answer.text, reply.errors)
+        where = f"part {part[0]} of {part[1]} of" if part else "for"
+        raise SchemaMismatch(mismatch(page, f"the sub-agent's reply {where} it, asked twice,", reply.errors))
+
+    async def _bounded(self, req: FetchRequest, what: str, job: Awaitable[T]) -> T:
+        """A parser worker's job on the model's output, killed at the request's deadline: a schema's `pattern`
+        can backtrack without end."""
+        timeout = req.timeout_s or self.config.fetch.timeout_s
+        try:
+            with trio.fail_after(timeout):
+                return await job
+        except trio.TooSlowError:
+            raise Timeout(f"{what} ran for {timeout:g} s without finishing: a `pattern` in the schema that "
+                          f"backtracks (nested repeats such as (a+)+)? Simplify it") from None
 
     async def _find(self, base: FetchResult, page: Page, pattern: find.Pattern, req: FetchRequest) -> FetchResult:
         """The passages of the page that match `find`, or its outline. Words on a page of ordinary size are
@@ -516,6 +600,63 @@ class Pipeline:
         return await self.extractor.flags(
             status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
             final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+
+
+# A page longer than the sub-agent's input is read for `schema` in parts of subagent.max_input_chars, at most
+# this many (3.2 M characters at the default): each part is a model call.
+MAX_PARTS = 8
+
+
+def checked(req: FetchRequest) -> find.Pattern | None:
+    """A request's `find` pattern and `schema` checked before anything loads (BadRequest naming where)."""
+    pattern = find.checked(req)
+    if req.schema is not None and req.find is not None:
+        raise BadRequest("`schema` answers from the whole page and `find` returns passages: pass one of them - at "
+                         "`$.find`")
+    json_answer.checked(req.schema)
+    return pattern
+
+
+def split_parts(text: str, size: int) -> list[str]:
+    """`text` in parts of at most `size` characters, each ended at a line break when one is in its second half."""
+    parts = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            nl = text.rfind("\n", start + size // 2, end)
+            end = nl + 1 if nl >= 0 else end
+        parts.append(text[start:end])
+        start = end
+    return parts or [""]
+
+
+def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
+    """Two model calls' usage as one (a retry, a page's parts)."""
+    if a is None or b is None:
+        return a or b
+    return Usage(input=a.input + b.input, output=a.output + b.output, cache_read=a.cache_read + b.cache_read,
+                 cache_write=a.cache_write + b.cache_write, total_tokens=a.total_tokens + b.total_tokens,
+                 cost=UsageCost(**{k: getattr(a.cost, k) + getattr(b.cost, k) for k in
+                                   ("input", "output", "cache_read", "cache_write", "total")}))
+
+
+def mismatch(page: Page, what: str, errors: list[str]) -> str:
+    """schema_mismatch's message: the first errors, and the page offered by offset (it is cached)."""
+    return (f"{what} does not validate against the schema: {'; '.join(errors)}. The page ({page.final_url}, "
+            f"{len(page.markdown)} characters) is cached: fetch it with `offset` 0 to read it yourself, or ask "
+            f"again with a schema that allows what the page has (null for a value it may not give)")
+
+
+def merge_note(parts: int, size: int, conflicts: list[str]) -> str:
+    """How the data of a page read in parts was put together, and where the parts disagreed."""
+    note = (f"the page was read in {parts} parts of up to {size} characters, each answered against the schema; "
+            f"the answers were merged: objects key by key, arrays joined in page order (repeats dropped), for "
+            f"any other value the first part's that was not null")
+    if conflicts:
+        shown = ", ".join(conflicts[:10]) + (f" and {len(conflicts) - 10} more" if len(conflicts) > 10 else "")
+        note += f". The parts disagreed at {shown}: the first part's value was kept; check them in the page"
+    return note
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,31 @@ def thinking_level(text: str) -> str:
     return text
 
 
+# A --schema argument read from a file: a little more than the daemon takes, so its bad_request says the size
+SCHEMA_FILE_MAX_BYTES = 128 * 1024
+
+
+def json_schema(text: str) -> dict[str, Any]:
+    """--schema: a file holding a JSON Schema, or the schema's JSON itself; the daemon checks the schema."""
+    source = text
+    if not text.lstrip().startswith("{"):
+        try:
+            with open(text, "rb") as f:
+                source = f.read(SCHEMA_FILE_MAX_BYTES + 1).decode(errors="replace")
+        except OSError as e:
+            raise argparse.ArgumentTypeError(f"{text!r} is neither a file nor JSON ({e.strerror})") from None
+        if len(source) > SCHEMA_FILE_MAX_BYTES:
+            raise argparse.ArgumentTypeError(f"{text} is larger than {SCHEMA_FILE_MAX_BYTES} bytes") from None
+    try:
+        schema = json.loads(source)
+    except (ValueError, RecursionError):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is neither a file nor JSON" if source is text
+                                         else f"{text} does not hold JSON") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError("a JSON Schema is a JSON object ({...})")
+    return schema
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                 common: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("fetch", help="print a page's main content as markdown (several URLs: each page in turn)")
@@ -40,6 +65,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                                                      "(webfetch profile list)")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
+    p.add_argument("--schema", type=json_schema, metavar="FILE|JSON",
+                   help="a JSON Schema (draft 2020-12), in a file or inline: the sub-agent answers with JSON that "
+                        "validates against it, printed on stdout (with --prompt saying what to extract)")
     p.add_argument("--find", metavar="PATTERN",
                    help='only the passages that match: words (all of them, any case; "a phrase" in quotes) or '
                         "a regular expression written /…/ (flags i, m, s after it), each with its offset")
@@ -63,11 +91,12 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     from .progress_line import ProgressLine
 
     target: dict[str, Any] = {"url": args.url[0]} if len(args.url) == 1 else {"urls": args.url}
-    batch = _BatchPrinter(len(args.url), prompted=args.prompt is not None)
+    asked = "--schema" if args.schema is not None else "--prompt" if args.prompt is not None else None
+    batch = _BatchPrinter(len(args.url), asked)
     frames = client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
                             fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                            prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
-                            profile=args.profile)
+                            prompt=args.prompt, schema=args.schema, model=args.model, thinking=args.thinking,
+                            find=args.find, profile=args.profile)
     with ProgressLine() as progress:
         for frame in frames:
             if args.json:
@@ -93,21 +122,21 @@ def _show(frame: dict[str, Any], batch: _BatchPrinter, printing: bool) -> None:
     elif frame.get("kind") != "batch":
         batch.failed += batch.unanswered(frame)
         if printing:
-            _print_result(frame, batch.prompted)
+            _print_result(frame, batch.asked)
 
 
 class _BatchPrinter:
     """A batch's pages on stdout in the order given, each as soon as every page before it has arrived."""
 
-    def __init__(self, total: int, prompted: bool) -> None:
+    def __init__(self, total: int, asked: str | None) -> None:
         self.total = total
-        self.prompted = prompted  # the request asked a prompt: a page instead of an answer is a failure
+        self.asked = asked  # --prompt or --schema, when asked: a page instead of an answer is a failure
         self.waiting: dict[int, dict[str, Any]] = {}
         self.printed = 0
         self.failed = 0
 
     def unanswered(self, frame: dict[str, Any]) -> bool:
-        return self.prompted and frame.get("kind") == "page"
+        return self.asked is not None and frame.get("kind") == "page"
 
     def add(self, frame: dict[str, Any], printing: bool) -> None:
         self.failed += "error" in frame or self.unanswered(frame)
@@ -127,13 +156,14 @@ class _BatchPrinter:
             print(f"webfetch: [{self.printed}/{self.total}] {page.get('url')}: {error.get('code')}: "
                   f"{cli_words(str(error.get('message')))}", file=sys.stderr, flush=True)
             return
-        _print_result(page, self.prompted)
+        _print_result(page, self.asked)
         sys.stdout.flush()
 
 
-def _print_result(frame: dict[str, Any], prompted: bool = False) -> None:
-    """A fetch's content on stdout; its flags, notes and where to continue on stderr; and, when a prompt
-    got the page instead of an answer, that it was not answered (the notes above that line say why)."""
+def _print_result(frame: dict[str, Any], asked: str | None = None) -> None:
+    """A fetch's content on stdout (a `data` result's JSON); its flags, notes and where to continue on stderr;
+    and, when a prompt or schema (`asked`) got the page instead of an answer, that it was not answered (the
+    notes above that line say why)."""
     content = frame.get("content", "")
     print(content, end="" if content.endswith("\n") else "\n")
     if frame.get("flags"):
@@ -144,8 +174,8 @@ def _print_result(frame: dict[str, Any], prompted: bool = False) -> None:
     if frame.get("next_offset") is not None:
         print(f"webfetch: {frame['total_chars']} characters in all; continue with --offset "
               f"{frame['next_offset']}", file=sys.stderr)
-    if prompted and frame.get("kind") == "page":
-        print("webfetch: --prompt was not answered: the page itself is printed instead (the note above says "
+    if asked is not None and frame.get("kind") == "page":
+        print(f"webfetch: {asked} was not answered: the page itself is printed instead (the note above says "
               "why)", file=sys.stderr)
 
 

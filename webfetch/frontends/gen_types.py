@@ -120,8 +120,20 @@ def _doc(text: str | None, indent: str) -> str:
 _SCALARS = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null"}
 
 
+def _ts_map(schema: Schema, where: str) -> str:
+    """A JSON object without named fields: dict[str, X], or dict[str, Any] (a JSON object of anything)."""
+    if set(schema) == {"type"}:
+        return "{ [key: string]: unknown }"
+    if isinstance(schema.get("additionalProperties"), dict):
+        return f"Record<string, {_ts_type(schema['additionalProperties'], f'{where}{{}}')}>"
+    raise ValueError(f"{where}: gen_types cannot write this JSON Schema as TypeScript: {schema}; "
+                     "teach _ts_type in webfetch/frontends/gen_types.py the new construct")
+
+
 def _ts_type(schema: Schema, where: str) -> str:
     """The TypeScript for one JSON Schema (a field's, an item's); `where` names it in an error."""
+    if not schema:  # `Any`: any JSON value (a `data` result's, a `schema` of a request)
+        return "unknown"
     if "$ref" in schema:
         return str(schema["$ref"]).rsplit("/", 1)[-1]
     if "anyOf" in schema:
@@ -134,8 +146,8 @@ def _ts_type(schema: Schema, where: str) -> str:
     if kind == "array" and isinstance(schema.get("items"), dict) and "prefixItems" not in schema:
         item = _ts_type(schema["items"], f"{where}[]")
         return f"({item})[]" if " | " in item else f"{item}[]"
-    if kind == "object" and "properties" not in schema and isinstance(schema.get("additionalProperties"), dict):
-        return f"Record<string, {_ts_type(schema['additionalProperties'], f'{where}{{}}')}>"
+    if kind == "object" and "properties" not in schema:
+        return _ts_map(schema, where)
     raise ValueError(f"{where}: gen_types cannot write this JSON Schema as TypeScript: {schema}; "
                      "teach _ts_type in webfetch/frontends/gen_types.py the new construct")
 

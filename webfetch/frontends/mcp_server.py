@@ -213,7 +213,7 @@ async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress)
     if args.get("url") is None and args.get("urls") is None:  # the schema cannot say "one of the two" to every client
         return error_result("bad_request", NEEDS_URL)
     body: dict[str, Any] = {"op": "fetch"}
-    for key in ("url", "urls", "prompt", "offset", "find", "profile"):
+    for key in ("url", "urls", "prompt", "schema", "offset", "find", "profile"):
         if args.get(key) is not None:
             body[key] = args[key]
     for key in ("raw", "fresh"):
@@ -221,7 +221,7 @@ async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress)
             body[key] = True
     pages: list[dict[str, Any]] = []
     frame = await link.request(body, progress, pages=pages)  # no model: the daemon's subagent.model decides
-    prompted = args.get("prompt") is not None
+    prompted = args.get("prompt") is not None or args.get("schema") is not None
     if frame.get("kind") == "batch":
         return text_result(batch_text(pages, frame, prompted=prompted), frame)
     return text_result(fetch_text(frame, prompted=prompted).text, frame)

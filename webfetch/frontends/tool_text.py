@@ -77,6 +77,8 @@ def _extent(r: dict[str, Any], shown_end: int | None) -> str:
     offset = r.get("offset") or 0
     if r.get("kind") == "answer":
         return f"answer by {r.get('model') or 'the sub-agent'} from {_n(total)} characters"
+    if r.get("kind") == "data":
+        return f"data by {r.get('model') or 'the sub-agent'} from {_n(total)} characters, valid against the schema"
     if r.get("kind") == "summary":
         return f"summary of {_n(total)} characters"
     if r.get("kind") == "find":

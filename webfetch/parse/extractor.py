@@ -22,6 +22,7 @@ from .find import Found, Pattern, search
 from .flags import Flag
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
+from .json_answer import Merged, Reply, merge_parts, read_reply
 from .links import html_links
 from .pdf import PdfText, extract_pdf
 from .render_need import Need, judge, measure
@@ -534,6 +535,15 @@ class Extractor:
         """webfetch/parse/find.py's search in a worker process: a regular expression that backtracks without end
         costs a worker, killed when the request's deadline cancels this, never the event loop."""
         return await self.workers.call(search, markdown, pattern)
+
+    async def json_answer(self, reply: str, schema: dict[str, Any]) -> Reply:
+        """webfetch/parse/json_answer.py's `read_reply` in a worker process: a schema's `pattern` runs `re` on
+        the model's output, which can backtrack without end; the request's deadline kills the worker."""
+        return await self.workers.call(read_reply, reply, schema)
+
+    async def merged_answer(self, parts: list[Any], schema: dict[str, Any]) -> tuple[Merged, list[str]]:
+        """The answers for a page's parts merged (json_answer.merge_parts) and validated, in a worker process."""
+        return await self.workers.call(merge_parts, parts, schema)
 
     async def flags(self, **page: Any) -> list[Flag]:
         """webfetch/parse/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its

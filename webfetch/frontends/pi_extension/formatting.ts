@@ -46,6 +46,7 @@ function factsLine(r: FetchResult, shownEnd: number | null, prompted = false): s
 	if (r.title) parts.push(JSON.stringify(r.title));
 	parts.push(r.cached ? `cached (${age(r.age_s ?? 0)} old)` : "fetched now");
 	if (r.kind === "answer") parts.push(`answer by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters`);
+	else if (r.kind === "data") parts.push(`data by ${r.model ?? "the sub-agent"} from ${n(r.total_chars)} characters, valid against the schema`);
 	else if (r.kind === "summary") parts.push(`summary of ${n(r.total_chars)} characters`);
 	else if (r.kind === "find") parts.push(findExtent(r));
 	else if (r.total_chars === 0) parts.push("no text");

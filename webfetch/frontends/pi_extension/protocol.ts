@@ -43,7 +43,7 @@ export interface FetchResult {
 	type: "result";
 	id: string | number | null;
 	op: string;
-	kind: "answer" | "find" | "page" | "redirect" | "summary";
+	kind: "answer" | "data" | "find" | "page" | "redirect" | "summary";
 	url: string;
 	final_url: string;
 	status: number | null;
@@ -65,6 +65,7 @@ export interface FetchResult {
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
+	data?: unknown;
 }
 
 /** What the sub-agent's model call cost, as pi counts it (tokens; cost in the provider's dollars). */
@@ -97,7 +98,7 @@ export interface PageFrame {
 	type: "page";
 	id: string | number | null;
 	op: string;
-	kind: "answer" | "find" | "page" | "redirect" | "summary";
+	kind: "answer" | "data" | "find" | "page" | "redirect" | "summary";
 	url: string;
 	final_url: string;
 	status: number | null;
@@ -119,6 +120,7 @@ export interface PageFrame {
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
+	data?: unknown;
 	index: number;
 }
 
@@ -519,6 +521,7 @@ export interface FetchRequest {
 	thinking?: string | null;
 	find?: string | null;
 	profile?: string | null;
+	schema?: { [key: string]: unknown } | null;
 }
 
 export interface SearchRequest {

@@ -97,6 +97,7 @@ interface FetchParams {
 	url?: string;
 	urls?: string[];
 	prompt?: string;
+	schema?: { [key: string]: unknown };
 	offset?: number;
 	raw?: boolean;
 	fresh?: boolean;
@@ -220,6 +221,7 @@ export function callLine(args: FetchParams): string {
 	const urls = args.urls ?? [];
 	let line = `web_fetch ${urls.length ? `${urls.length} URLs: ${urls.slice(0, 3).map(shortUrl).join(", ")}${urls.length > 3 ? ", …" : ""}` : shortUrl(args.url)}`;
 	if (args.prompt) line += ` ${JSON.stringify(args.prompt.length > 80 ? `${args.prompt.slice(0, 79)}…` : args.prompt)}`;
+	if (args.schema) line += " schema";
 	if (args.find) line += ` find ${JSON.stringify(args.find.length > 60 ? `${args.find.slice(0, 59)}…` : args.find)}`;
 	if (args.offset) line += ` @${args.offset}`;
 	if (args.raw) line += " raw";
@@ -229,7 +231,7 @@ export function callLine(args: FetchParams): string {
 export function summaryLine(d: FetchDetails): string {
 	if (d.kind === "batch") return `batch · ${d.fetched} of ${d.pages.length} fetched` + (d.failed ? ` · ${d.failed} failed` : "");
 	if (d.kind === "redirect") return `redirect → ${d.redirect_url}`;
-	const parts: string[] = [d.kind === "answer" && d.model ? `answer (${d.model})` : d.kind];
+	const parts: string[] = [(d.kind === "answer" || d.kind === "data") && d.model ? `${d.kind} (${d.model})` : d.kind];
 	if (d.title) parts.push(d.title);
 	parts.push(size(d.total_chars ?? 0));
 	parts.push(d.cached ? "cached" : "fresh");
@@ -248,6 +250,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.url != null) body.url = params.url;
 			if (params.urls != null) body.urls = params.urls;
 			if (params.prompt) body.prompt = params.prompt;
+			if (params.schema != null) body.schema = params.schema;
 			if (params.offset != null) body.offset = params.offset;
 			if (params.raw) body.raw = true;
 			if (params.fresh) body.fresh = true;
@@ -260,10 +263,10 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			const pages: (PageFrame | PageFailed)[] = [];
 			const result = await request(body, { signal, onProgress: progressTo(onUpdate), onPage: (p) => pages.push(p) });
 			if (result.kind === "batch") {
-				const text = formatBatch(pages, result, undefined, Boolean(params.prompt));
+				const text = formatBatch(pages, result, undefined, Boolean(params.prompt || params.schema));
 				return { content: [{ type: "text", text }], details: detailsOf(result) };
 			}
-			const { text, cutAt } = formatResult(result, undefined, Boolean(params.prompt));
+			const { text, cutAt } = formatResult(result, undefined, Boolean(params.prompt || params.schema));
 			const usage = piUsage(result.usage);
 			return {
 				content: [{ type: "text", text }],
