@@ -129,6 +129,9 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # network, request and har show secrets (redact.py's rule: credential headers, secret URL parameters and
     # body fields) as <redacted>; false shows one's own app's. The log, errors and status mask them anyway.
     redact_secrets: bool = True
+    # while a person holds a session's browser (took it over in the view), an agent's action waits this long
+    # for them to hand it back, then fails with user_has_control
+    user_wait_s: Positive = 120.0
 
     def __post_init__(self) -> None:
         for entry in self.allow_local:

@@ -175,6 +175,13 @@ class NoSuchTab(WebfetchError):
     code = "no_such_tab"
 
 
+class UserHasControl(WebfetchError):
+    """A person took the session's browser over in the view (browse/control.py): an agent's action waited for
+    them to hand it back, past its deadline; or a second person asked while one holds it."""
+
+    code = "user_has_control"
+
+
 class BrowseDisabled(WebfetchError):
     code = "browse_disabled"
 
