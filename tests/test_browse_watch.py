@@ -6,6 +6,9 @@ user_has_control; after the hand back the agent's snapshot shows the signed-in p
 from __future__ import annotations
 
 import base64
+import json
+import os
+import sys
 from typing import Any
 
 import pytest
@@ -150,3 +153,88 @@ async def test_a_person_takes_over_signs_in_and_hands_back(start_daemon, app):
     steps = [(s.by, s.action, s.error) for s in session.watch.timeline.steps]
     assert steps[-3:] == [("ann's view", "take over", None), ("ann's view", "hand back", None),
                           ("agent", "snapshot", None)], steps
+
+
+def recording_lines(path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def wait_for_file_end(path) -> list[dict[str, Any]]:
+    """The recording once its writer wrote the end line (it writes in a thread after the session closed)."""
+    with trio.fail_after(20):
+        while True:
+            if path.exists():
+                lines = recording_lines(path)
+                if lines and lines[-1]["type"] == "end":
+                    return lines
+            await trio.sleep(0.05)
+
+
+async def test_a_recorded_session_is_one_private_file_listed_by_the_cli(start_daemon, site, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    site.html("/spin", ANIMATED)
+    h = await start_daemon(make_config(browse=BrowseConfig(record="on_error")))
+    b = Browser(await h.client())
+    await b.ok("open", url=site.url("/spin?token=s3cret"), record=True)
+    await trio.sleep(1.2)  # the page paints: frames, at most two a second
+    await b.ok("snapshot")
+    r = await b("click", ref="e999")
+    assert r["type"] == "error"
+    await b.ok("close")
+    directory = tmp_path / "webfetch" / "recordings"
+    files = list(directory.iterdir())
+    assert len(files) == 1 and files[0].name.startswith("s1-") and files[0].suffix == ".jsonl"
+    assert oct(directory.stat().st_mode & 0o777) == "0o700" and oct(files[0].stat().st_mode & 0o777) == "0o600"
+    lines = await wait_for_file_end(files[0])
+    kinds = [line["type"] for line in lines]
+    assert kinds[0] == "start" and kinds[-1] == "end" and lines[-1]["truncated"] is False
+    assert [(line["action"], line["ok"]) for line in lines if line["type"] == "action"] == [
+        ("open", True), ("snapshot", True), ("click", False)]
+    frames = [line for line in lines if line["type"] == "frame"]
+    assert frames and base64.b64decode(frames[0]["data"])[:3] == b"\xff\xd8\xff"
+    assert all(b2["at"] - a["at"] >= 0.5 for a, b2 in zip(frames, frames[1:], strict=False))
+    requests = [line for line in lines if line["type"] == "request"]
+    assert any("/spin?token=<redacted>" in r["url"] for r in requests), requests
+    assert "s3cret" not in files[0].read_text()
+
+    # the CLI lists it, no daemon asked
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    with trio.fail_after(60):
+        out = await trio.run_process([sys.executable, "-m", "webfetch", "browse", "recordings"], env=env,
+                                     capture_stdout=True, capture_stderr=True, check=False)
+    assert out.returncode == 0 and out.stdout.decode().startswith(files[0].name), out
+    assert "1 recording," in out.stderr.decode()
+
+    # on_error (the config) keeps none of a session whose actions all went well
+    b2 = Browser(await h.client(), session="fine")
+    await b2.ok("open", url=site.url("/spin"))
+    await b2.ok("close")
+    with trio.fail_after(20):
+        while len(list(directory.iterdir())) != 1:
+            await trio.sleep(0.05)
+
+
+async def test_a_recording_stops_at_its_bound_and_says_so_and_the_oldest_go(start_daemon, site, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    site.html("/spin", ANIMATED)
+    h = await start_daemon(make_config(browse=BrowseConfig(record="always", record_max_bytes=100_000,
+                                                           recordings_max_bytes=250_000)))
+    directory = tmp_path / "webfetch" / "recordings"
+    for n in range(4):
+        b = Browser(await h.client(), session=f"r{n}")
+        await b.ok("open", url=site.url("/spin"))
+        notes: list[str] = []
+        with trio.fail_after(30):
+            while not any("reached its size bound" in note for note in notes):
+                await trio.sleep(0.3)
+                notes += (await b.ok("snapshot")).get("notes") or []
+        await b.ok("close")
+        mine = [f for f in directory.iterdir() if f.name.startswith(f"r{n}-")]
+        assert len(mine) == 1
+        lines = await wait_for_file_end(mine[0])
+        assert any(line["type"] == "truncated" for line in lines) and lines[-1]["truncated"] is True
+        assert mine[0].stat().st_size <= 100_000
+        assert sum(f.stat().st_size for f in directory.iterdir()) <= 250_000
+    names = sorted(f.name[:2] for f in directory.iterdir())
+    assert names == ["r2", "r3"], names  # the oldest went first

@@ -132,6 +132,11 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # while a person holds a session's browser (took it over in the view), an agent's action waits this long
     # for them to hand it back, then fails with user_has_control
     user_wait_s: Positive = 120.0
+    # record each session (recordings.py: frames, actions, console, requests) never, always, or keep the
+    # recording only when an action failed; `record` on open decides for its session
+    record: Literal["never", "on_error", "always"] = "never"
+    record_max_bytes: Annotated[int, Meta(ge=100_000)] = 64 << 20      # one recording, at most
+    recordings_max_bytes: Annotated[int, Meta(ge=100_000)] = 512 << 20  # all of them; the oldest go first
 
     def __post_init__(self) -> None:
         for entry in self.allow_local:

@@ -118,6 +118,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
     create: bool = False  # open: make `profile` (empty, for the URL's host) if none has that name; else unknown_profile
+    record: bool | None = None  # open: record the session it starts (true) or not (false); absent: browse.record
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an
     # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it

@@ -48,6 +48,7 @@ from . import network
 from .control import Control, dispatch
 from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
+from .recording import Recording
 from .reply import Reply, after_action
 from .settle import Marks, settle
 from .tab import BrowseTab
@@ -86,6 +87,7 @@ class Session:
         # what a person sees of it in the view (watch.py), and whether they hold its browser (control.py)
         self.watch = SessionWatch(name, self.network, redacting, self.shown_tab, lambda: self.control.holder)
         self.control = Control(name, self.watch.timeline)
+        self.recording: Recording | None = None
         self.context = context
         self.downloads = downloads           # where its pages' downloads are saved, and how each went
         self.uploads: PrivateCopies | None = None  # copies of the files it uploaded (made at the first upload)
@@ -201,6 +203,9 @@ class Session:
             notes = await self.save()
         except ProfileError as e:  # a full disk: the session ends all the same; the profile is as it was
             log.warning("browse session %r: %s", self.name, e)
+        if self.recording is not None:
+            self.recording.logs(list(self.tabs.values()), self.network)
+            self.recording.close()
         for tab in self.tabs.values():
             tab.mark_closed()
         self.watch.end()
@@ -215,6 +220,20 @@ class Session:
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
         return notes
+
+    def record(self, recording: Recording) -> None:
+        """Record the session from now on: its frames (the screencast runs for it), steps, console, requests."""
+        self.recording = recording
+        self.watch.screen.wanted += 1
+        self.watch.screen.listeners.append(recording.frame)
+        self.watch.timeline.listeners.append(recording.step)
+
+    def recorded(self) -> str | None:
+        """After an action: its console and requests to the recording; a note once the recording is full."""
+        if self.recording is None:
+            return None
+        self.recording.logs([t for t in self.tabs.values() if not t.closed], self.network)
+        return self.recording.note()
 
     def private_copies(self, checked: list[tuple[str, os.stat_result]]) -> list[str]:
         """The files the upload rule let through, each as a private copy of the very file it checked
@@ -360,12 +379,29 @@ class Browse:
                 session.given = await self.profiles.seed(context, profile)
                 session.seed = profile
             await self._nursery.start(session.run)
+            await self._record(session, req)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
             session.downloads.aclose()
             raise
         self.sessions[req.session] = session
         return session
+
+    async def _record(self, session: Session, req: BrowseRequest) -> None:
+        """Start the session's recording if the open or browse.record asks for one; one that cannot be made
+        (a full disk) is logged, and the session runs without it."""
+        mode = self.config.record if req.record is None else "always" if req.record else "never"
+        if mode == "never":
+            return
+        recording = Recording(session.name, mode, self.config.record_max_bytes, self.config.recordings_max_bytes)
+        try:
+            await recording.open()
+        except OSError as e:
+            log.warning("browse session %r: no recording: %s", session.name, e)
+            return
+        assert self._nursery is not None
+        self._nursery.start_soon(recording.run)
+        session.record(recording)
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
@@ -433,6 +469,9 @@ class Browse:
                                    url=self._shown_url(session.shown_tab()), elapsed_ms=result.elapsed_ms)
         if session.watch.screen.wanted or session.shown_tab() is not shown:
             await session.watch.follow()
+        note = session.recorded()
+        if note is not None:
+            result.notes = [*(result.notes or []), note]
         return result
 
     def _shown_url(self, tab: BrowseTab | None) -> str:

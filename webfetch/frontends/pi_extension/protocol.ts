@@ -564,6 +564,7 @@ export interface BrowseRequest {
 	overwrite?: boolean;
 	profile?: string | null;
 	create?: boolean;
+	record?: boolean | null;
 	files?: string[] | null;
 	cwd?: string | null;
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;
