@@ -57,6 +57,7 @@ def _serve(inv: Invocation) -> int:
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
+    from . import mcp_http
     from .logs import log_to_file, log_to_stderr
 
     args = inv.args
@@ -67,8 +68,10 @@ def _serve(inv: Invocation) -> int:
     else:
         log_to_stderr(args.log_level)
     try:
+        # MCP over HTTP on the view's front door: a frontend, handed in (the daemon imports none)
+        mcp = mcp_http.mount(inv.path, args.config)
         trio.run(lambda: serve(inv.config, inv.path, exit_when_idle=args.exit_when_idle, source=inv.source,
-                               log_path=log_path))
+                               log_path=log_path, view_mounts=[mcp]))
     except DaemonError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
