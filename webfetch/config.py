@@ -154,6 +154,13 @@ class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     result_chars: PositiveInt = 5_000_000
 
 
+class ViewConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    # the daemon's local web page and MCP over HTTP (webfetch/view/): off unless enabled here or turned on
+    # by `webfetch view`; on loopback only, behind the token
+    enabled: bool = False
+    port: Annotated[int, Meta(ge=0, le=65535)] = 0  # 0: a free port picked at start
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
@@ -164,6 +171,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
     crawl: CrawlConfig = msgspec.field(default_factory=CrawlConfig)
+    view: ViewConfig = msgspec.field(default_factory=ViewConfig)
 
 
 def config_home() -> Path:
@@ -284,7 +292,7 @@ def _line_of(text: str, key: str) -> int | None:
 # browser's launch (its executable, endpoint and flags, and the tab pool sized at start), the parser
 # processes and the sub-agent's workers. `webfetch restart` applies them.
 RESTART_KEYS = ("server", "browser.executable", "browser.endpoint", "browser.args", "browser.context_pool",
-                "browser.max_renders", "extract", "subagent")
+                "browser.max_renders", "extract", "subagent", "view.port")
 
 
 def needs_restart(key: str) -> bool:

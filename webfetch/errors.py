@@ -215,3 +215,9 @@ class ConfigError(WebfetchError):
     start, and a reload keeps the config it runs."""
 
     code = "config_error"
+
+
+class ViewUnavailable(WebfetchError):
+    """The view's front door cannot listen (its port is taken): `webfetch view` says so and what to do."""
+
+    code = "view_unavailable"

@@ -19,7 +19,7 @@ from .. import __version__
 from ..config import DEFAULTS, Config, config_for_socket, load_config_and_source, socket_path
 from ..errors import ConfigError
 from ..trust.socket_trust import UntrustedSocket
-from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli
+from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli, view_cli
 from .command import Command, Invocation, Needs, handles
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ def _serve(inv: Invocation) -> int:
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
+    from . import mcp_http
     from .logs import log_to_file, log_to_stderr
 
     args = inv.args
@@ -67,8 +68,10 @@ def _serve(inv: Invocation) -> int:
     else:
         log_to_stderr(args.log_level)
     try:
+        # MCP over HTTP on the view's front door: a frontend, handed in (the daemon imports none)
+        mcp = mcp_http.mount(inv.path, args.config)
         trio.run(lambda: serve(inv.config, inv.path, exit_when_idle=args.exit_when_idle, source=inv.source,
-                               log_path=log_path))
+                               log_path=log_path, view_mounts=[mcp]))
     except DaemonError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
@@ -139,7 +142,7 @@ def _mcp(inv: Invocation) -> int:
 COMMANDS: tuple[Callable[[SubParsers, Common], None], ...] = (
     _add_serve, fetch_cli.add_parsers, browse_cli.add_parser, crawl_cli.add_parsers,
     lambda sub, common: profile_cli.add_parser(sub), status_cli.add_parser, operate.add_parsers, _add_pi,
-    _add_service, _add_doctor, _add_mcp)
+    _add_service, _add_doctor, _add_mcp, view_cli.add_parser)
 
 
 def parser() -> argparse.ArgumentParser:
