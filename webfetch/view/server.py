@@ -39,7 +39,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from ..config import Config
-from . import dashboard
+from . import dashboard, session_page
 from .door import Door, Token
 from .viewed import Viewed
 
@@ -52,6 +52,7 @@ Mounted = Callable[[Viewed], AbstractAsyncContextManager[list[BaseRoute]]]
 # module's route for a path already taken is never reached).
 PAGES: tuple[PageRoutes, ...] = (
     dashboard.routes,
+    session_page.routes,
 )
 
 LISTEN_BACKLOG = 64
