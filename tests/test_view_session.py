@@ -8,6 +8,9 @@ cleanly; a recorded session replays with its actions beside its frames."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -229,3 +232,78 @@ async def test_a_recording_replays_with_its_actions(start_daemon, site, chromium
         assert frames[shown]["at"] >= snapshot_at and (shown == 0 or frames[shown - 1]["at"] < snapshot_at)
         assert await v.js("document.getElementById('frame').src") == "data:image/jpeg;base64," + frames[shown]["data"]
         json.dumps(rows)  # the rows are plain text
+
+
+async def test_profile_login_without_a_display_is_done_in_the_view(app, chromium, short_tmp, tmp_path):
+    """`webfetch profile login` on a machine with no display: it prints the view's page for the login, the
+    person signs in there (their clicks and keys on the frame) and clicks Done, and the profile holds the
+    site's session cookie, which the site's server gave for that login."""
+    from tests.support.daemon import ServedDaemon
+
+    data = tmp_path / "data"  # the profiles' home, the daemon's and the command's alike
+    daemon = ServedDaemon(short_tmp, "[fetch]\nallow_private = true\n", env={**os.environ, "XDG_DATA_HOME": str(data)})
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env |= {"XDG_DATA_HOME": str(data), "WEBFETCH_SOCKET": str(daemon.sock)}
+    try:
+        await trio.to_thread.run_sync(daemon.wait_ready, 60)
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "webfetch", "profile", "login", "harbour", app.url("/login")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            out = b""
+            with trio.fail_after(60):
+                while b"\n" not in out:
+                    out += await proc.stdout.receive_some(4096)
+            page_url = out.decode().splitlines()[0]
+            assert "/session/login-harbour?token=" in page_url, out
+            async with viewer(chromium, page_url) as v:
+                # where the form's fields are on a page of the same size (the frame shows the daemon's tab)
+                layout = await open_page(chromium, app.url("/login"))
+                await v.until("Number(document.getElementById('frame').dataset.seq || 0)")
+                assert not await v.js("document.getElementById('done').hidden")
+                await v.js("document.getElementById('take-over').click()")
+                await v.until("document.getElementById('control').textContent.startsWith('you have the browser')")
+                await v.click(*await v.frame_point(*layout["#user"]))
+                await v.keys("ann")
+                await v.click(*await v.frame_point(*layout["#password"]))
+                await v.keys("hunter2\r")
+                with trio.fail_after(20):
+                    while "ann" not in app.sessions.values():
+                        await trio.sleep(0.05)
+                await v.until("document.getElementById('url').textContent.includes('/members')")
+                await v.js("document.getElementById('done').click()")
+                await v.until("document.getElementById('state').textContent.includes('saved in profile harbour')")
+                with trio.fail_after(30):
+                    await proc.wait()
+            rest = await proc.stdout.receive_some(65536)
+            stderr = await proc.stderr.receive_some(65536)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+        assert proc.returncode == 0, stderr
+        assert "saved profile harbour: 1 cookies, for 127.0.0.1" in (out + rest).decode()
+        assert b"click 'Take over', sign in on the page" in stderr
+        profile = json.loads((data / "webfetch" / "profiles" / "harbour.json").read_text())
+        [cookie] = profile["state"]["cookies"]
+        assert cookie["name"] == "sid" and app.sessions[cookie["value"]] == "ann"
+    finally:
+        daemon.stop()
+
+
+async def open_page(chromium: Chromium, url: str) -> dict[str, tuple[float, float]]:
+    """The middles of the login form's fields, as fractions of a 1280x800 viewport (the daemon's tabs')."""
+    async with open_cdp(chromium.ws_url) as conn:
+        target = (await conn.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        session = (await conn.call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
+        v = Viewer(conn, session)
+        await v.call("Page.enable")
+        await v.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1,
+                                                            "mobile": False})
+        await v.open(url)
+        boxes = {}
+        for selector in ("#user", "#password"):
+            boxes[selector] = tuple(await v.js(
+                f"(() => {{ const b = document.querySelector({selector!r}).getBoundingClientRect(); "
+                f"return [(b.left + b.width / 2) / innerWidth, (b.top + b.height / 2) / innerHeight]; }})()"))
+        await conn.call("Target.closeTarget", {"targetId": target})
+        return boxes

@@ -506,6 +506,16 @@ class Browse:
         self._wake.set()
         return True
 
+    async def finish(self, name: str, who: str) -> list[str]:
+        """The person says they are done (a login in the view, `webfetch profile login` without a display): the
+        session closes, its profile written back as a close does; the write-back's notes."""
+        session = self._session(name)
+        if session.control.holder not in (None, who):
+            session.control.check_holder(who)
+        notes = await self.close_session(session)
+        log.info("browse session %r: finished by %s in the view", name, who)
+        return notes
+
     async def user_input(self, name: str, who: str, event: Any) -> None:
         """One pointer, wheel or key event of the person holding session `name`'s browser, to its shown tab."""
         session = self._session(name)
@@ -514,7 +524,10 @@ class Browse:
         if tab is None:
             raise no_page(name)
         session.last_used = trio.current_time()
-        await dispatch(tab, session.watch.screen.frame, event)
+        try:
+            await dispatch(tab, session.watch.screen.frame, event)
+        except (CDPError, CDPClosed) as e:  # the tab closed meanwhile
+            raise NoSuchTab(f"the tab went away: {e}") from None
 
     async def _act(self, verb: Verb, call: Call) -> BrowseResult:
         """The verb, as its entry in verbs.VERBS says: on its tab, then its step settled, or its own answer."""

@@ -85,7 +85,9 @@ class Live:
     async def run(self) -> None:
         await self.websocket.accept()
         try:
-            await self.send({"you": self.who, "session": self.session})
+            session = self.browse.sessions.get(self.session)
+            await self.send({"you": self.who, "session": self.session,
+                             "profile": None if session is None else session.profile})
             try:
                 async with self.browse.watching(self.session) as watcher, trio.open_nursery() as nursery:
                     nursery.start_soon(self._receive, nursery.cancel_scope)
@@ -125,10 +127,12 @@ class Live:
                 self.browse.take_over(self.session, self.who)
             elif kind == "hand_back":
                 self.browse.hand_back(self.session, self.who)
+            elif kind == "done":  # the login is done: the session closes, its profile written back
+                await self.browse.finish(self.session, self.who)
             elif kind == "input":
                 await self.browse.user_input(self.session, self.who, message.get("event"))
             else:
-                raise ValueError("a message is take_over, hand_back or input")
+                raise ValueError("a message is take_over, hand_back, input or done")
         except WebfetchError as e:
             await self.send({"error": e.message, "code": e.code})
         except ValueError as e:

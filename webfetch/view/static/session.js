@@ -5,7 +5,7 @@
 
 const name = decodeURIComponent(location.pathname.split("/")[2] || "");
 const frame = document.getElementById("frame");
-let me = null, holder = null, socket = null, closed = false, lastMove = 0;
+let me = null, holder = null, socket = null, closed = false, lastMove = 0, profile = null;
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -33,11 +33,13 @@ function showControl() {
       : mine ? "you have the browser: the agent's actions wait" : `${holder} has the browser`;
   document.getElementById("take-over").disabled = closed || holder !== null;
   document.getElementById("hand-back").disabled = closed || !mine;
+  document.getElementById("done").disabled = closed || (holder !== null && !mine);
   frame.classList.toggle("held", mine);
   if (mine) frame.focus();
 }
 
 function update(m) {
+  if (m.profile) { profile = m.profile; document.getElementById("done").hidden = false; }
   if (m.you) { me = m.you; document.getElementById("live").textContent = `live, you are ${m.you}`; document.getElementById("live").className = "on"; }
   if (m.frame) {
     frame.src = "data:image/jpeg;base64," + m.frame.data;
@@ -67,7 +69,8 @@ function update(m) {
   if (m.closed) {
     closed = true;
     document.body.classList.add("closed");
-    document.getElementById("state").textContent = m.message || "The session is closed.";
+    document.getElementById("state").textContent = m.message ||
+      (profile ? `The session is closed; its login is saved in profile ${profile}.` : "The session is closed.");
     document.getElementById("live").textContent = "closed";
     document.getElementById("live").className = "off";
   }
@@ -132,4 +135,5 @@ document.addEventListener("keydown", key("keydown"));
 document.addEventListener("keyup", key("keyup"));
 document.getElementById("take-over").addEventListener("click", () => { document.getElementById("message").textContent = ""; send({ type: "take_over" }); });
 document.getElementById("hand-back").addEventListener("click", () => send({ type: "hand_back" }));
+document.getElementById("done").addEventListener("click", () => send({ type: "done" }));
 connect();
