@@ -146,7 +146,8 @@ async def test_a_browse_login_serves_fetches_after_a_restart_and_is_cached_apart
         assert "login_wall" in anonymous["flags"] and MEMBER_TEXT not in anonymous["content"]
         assert (f"to read it signed in, the user logs in once with `webfetch profile login 127.0.0.1 "
                 f"{app.url()}`") in " ".join(anonymous["notes"])
-        assert (f"where none can open: `webfetch browse open {app.url()} --profile 127.0.0.1 --new-profile`, fill "
+        assert (f"where none can open, it prints the address of a page of webfetch's local view to log in through; "
+                f"or `webfetch browse open {app.url()} --profile 127.0.0.1 --new-profile`, fill "
                 f"in the sign-in form with `webfetch browse fill`, then `webfetch browse save`") in \
             anonymous["notes"][-1]
         again = await c.request({"id": 3, "op": "fetch", "url": app.url(), "profile": "club"}, progress)
