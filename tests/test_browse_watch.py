@@ -151,8 +151,8 @@ async def test_a_person_takes_over_signs_in_and_hands_back(start_daemon, app):
     snap = await b.ok("snapshot", mode="full")
     assert "Signed in as ann." in snap["snapshot"], snap["snapshot"]
     steps = [(s.by, s.action, s.error) for s in session.watch.timeline.steps]
-    assert steps[-3:] == [("ann's view", "take over", None), ("ann's view", "hand back", None),
-                          ("agent", "snapshot", None)], steps
+    assert steps[-4:] == [("ann's view", "take over", None), ("agent", "snapshot", "user_has_control"),
+                          ("ann's view", "hand back", None), ("agent", "snapshot", None)], steps
 
 
 def recording_lines(path) -> list[dict[str, Any]]:

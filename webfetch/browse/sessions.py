@@ -37,6 +37,7 @@ from ..errors import (
     BrowserCrashed,
     BrowserUnavailable,
     NoSuchTab,
+    UserHasControl,
     WebfetchError,
 )
 from ..parse.extractor import Extractor
@@ -441,7 +442,12 @@ class Browse:
             session.last_used = trio.current_time()
             self._wake.set()
             try:
-                await session.control.agent_turn(progress, self.config.user_wait_s)
+                try:
+                    await session.control.agent_turn(progress, self.config.user_wait_s)
+                except UserHasControl as e:  # the person sees that the agent gave up waiting for them
+                    session.watch.timeline.add("agent", req.action, detail=step_detail(req), ok=False, error=e.code,
+                                               message=e.message)
+                    raise
                 return await self._timed(session, verb, Call(self, session, req, reply, progress))
             except (CDPClosed, BrowserCrashed) as e:
                 await self.close_session(session)
