@@ -141,6 +141,8 @@ async def test_a_person_takes_over_signs_in_and_hands_back(start_daemon, app):
         with trio.fail_after(20):
             while "ann" not in app.sessions.values():
                 await trio.sleep(0.05)
+            # the person hands back once they see the members' page, loaded
+            await tab.wait_for(lambda: tab.url.endswith("/members") and not tab.loading)
         # someone else's input is refused, a bad event too
         with pytest.raises(Exception, match="take the browser over first"):
             await browse.user_input("s1", "bob's view", {"type": "keydown", "key": "x"})

@@ -147,6 +147,8 @@ async def test_a_person_watches_takes_over_signs_in_and_hands_back(start_daemon,
         with trio.fail_after(20):
             while "ann" not in app.sessions.values():
                 await trio.sleep(0.05)
+            # the person hands back once they see the members' page, loaded
+            await tab.wait_for(lambda: tab.url.endswith("/members") and not tab.loading)
         await v.js("document.getElementById('hand-back').click()")
         await v.until("document.getElementById('control').textContent === 'the agent has the browser'")
 
