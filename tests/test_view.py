@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import httpx2
@@ -79,7 +80,9 @@ def served(tmp_path_factory):
     d = ServedDaemon(Path(tmp_path_factory.mktemp("view")), "[view]\nenabled = true\n[fetch]\nallow_private = true\n")
     try:
         d.wait_ready(60)
-        status = d.status()
+        deadline = time.monotonic() + 30  # the door opens beside the browser, once MCP's module is loaded
+        while (status := d.status())["view"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert status["view"] is not None, (d.tmp / "daemon.log").read_text()
         d.view_port = int(status["view"].rsplit(":", 1)[1].strip("/"))
         d.token = (d.tmp / "view-token").read_text().strip()
