@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import httpx2
@@ -76,10 +77,13 @@ WS_UPGRADE = ("Upgrade: websocket\nConnection: Upgrade\nSec-WebSocket-Version: 1
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A daemon with the view on (and loopback pages allowed, for the test site), its token and port."""
-    d = ServedDaemon(Path(tmp_path_factory.mktemp("view")), "[view]\nenabled = true\n[fetch]\nallow_private = true\n")
+    d = ServedDaemon(Path(tmp_path_factory.mktemp("view")), "[view]\nenabled = true\n[fetch]\nallow_private = true\n"
+                                                                  '[search]\nbrave_api_key = "brave-s3cr3t"\n')
     try:
         d.wait_ready(60)
-        status = d.status()
+        deadline = time.monotonic() + 30  # the door opens beside the browser, once MCP's module is loaded
+        while (status := d.status())["view"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert status["view"] is not None, (d.tmp / "daemon.log").read_text()
         d.view_port = int(status["view"].rsplit(":", 1)[1].strip("/"))
         d.token = (d.tmp / "view-token").read_text().strip()
@@ -181,12 +185,14 @@ async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(ser
             assert f"pid{served.proc.pid}" in await evaluate(conn, session,
                                                               "document.getElementById('daemon').textContent")
             await evaluate(conn, session, "window.notReloaded = true")
-            url = site.url("/article")
-            frame, _ = await trio.to_thread.run_sync(served.fetch, url)
+            frame, _ = await trio.to_thread.run_sync(served.fetch, site.url("/article?api_key=s3cr3t"))
             assert ARTICLE_TEXT[0] in frame["content"]
+            shown = site.url("/article?api_key=<redacted>")  # the secrets rule (redact.py)
             row = await wait_for(conn, session, "[...document.querySelectorAll('#recent tbody tr')].map(r => "
-                                 f"r.textContent).find(t => t.includes({json.dumps(url)}))")
+                                 f"r.textContent).find(t => t.includes({json.dumps(shown)}))")
             assert "fetch" in row and "ok" in row
+            text = await evaluate(conn, session, "document.body.textContent")
+            assert "search.brave_api_key" in text and "s3cr3t" not in text
             assert await evaluate(conn, session, "window.notReloaded") is True
 
             # another origin in the same browser (same site: SameSite sends the cookie) cannot open the feed
@@ -211,7 +217,7 @@ async def test_mcp_over_http_lists_and_calls_the_tools_with_the_bearer_alone(ser
         with trio.fail_after(60):
             async with Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client:
                 tools = [t.name for t in (await client.list_tools()).tools]
-                assert tools == ["web_fetch", "agent_browser"]
+                assert tools == ["web_fetch", "web_search", "agent_browser"]
                 r = await client.call_tool("web_fetch", {"url": site.url("/article")})
                 assert not r.is_error and ARTICLE_TEXT[0] in r.content[0].text
         for headers, refusal in (({}, 401), ({"Authorization": "Bearer wrong"}, 403)):

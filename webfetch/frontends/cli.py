@@ -8,10 +8,12 @@ own (fetch_cli, browse_cli, crawl_cli, profile_cli, status_cli, operate), the fe
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -23,6 +25,11 @@ from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli
 from .command import Command, Invocation, Needs, handles
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from ..view.server import Mounted
+    from ..view.viewed import Viewed
+
     Common = Callable[[argparse.ArgumentParser], None]
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -57,7 +64,6 @@ def _serve(inv: Invocation) -> int:
     import trio
 
     from ..daemon import DaemonError, limit_malloc_arenas, serve
-    from . import mcp_http
     from .logs import log_to_file, log_to_stderr
 
     args = inv.args
@@ -69,7 +75,7 @@ def _serve(inv: Invocation) -> int:
         log_to_stderr(args.log_level)
     try:
         # MCP over HTTP on the view's front door: a frontend, handed in (the daemon imports none)
-        mcp = mcp_http.mount(inv.path, args.config)
+        mcp = _mcp_over_http(inv.path, args.config)
         trio.run(lambda: serve(inv.config, inv.path, exit_when_idle=args.exit_when_idle, source=inv.source,
                                log_path=log_path, view_mounts=[mcp]))
     except DaemonError as e:
@@ -78,6 +84,21 @@ def _serve(inv: Invocation) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _mcp_over_http(socket: Path, config: str | None) -> Mounted:
+    """mcp_http.mount, its module (the MCP SDK: a second or more of imports) loaded only when the view opens,
+    in a thread: a daemon that never opens its view never pays for it, and the event loop never waits on it."""
+
+    @asynccontextmanager
+    async def mounted(daemon: Viewed) -> AsyncIterator[list[BaseRoute]]:
+        import trio
+
+        module = await trio.to_thread.run_sync(importlib.import_module, "webfetch.frontends.mcp_http")
+        async with module.mount(socket, config)(daemon) as routes:
+            yield routes
+
+    return mounted
 
 
 def _add_pi(sub: SubParsers, common: Common) -> None:
