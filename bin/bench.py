@@ -149,6 +149,7 @@ def main() -> None:
                     help="another source tree (e.g. main's, from `git archive`) for the start and stop rows, "
                          "side by side")
     ap.add_argument("--skip-crawl", action="store_true", help="skip the crawl rows (bin/bench_crawl.py)")
+    ap.add_argument("--skip-view", action="store_true", help="skip the live-view rows (bin/bench_view.py)")
     ap.add_argument("--skip-late", action="store_true", help="skip the late-content rows (bin/bench_late.py)")
     ap.add_argument("--skip-renders", action="store_true",
                     help="skip the render-decision rows (bin/bench_renders.py: old rule and new, side by side)")
@@ -246,6 +247,9 @@ def main() -> None:
         if not args.skip_crawl:
             from bench_crawl import crawl_rows
             crawl_rows(tmp)
+        if not args.skip_view:  # a daemon of their own: their recordings go to a state directory of its own
+            from bench_view import run as view_run
+            view_run(max(2, args.browse_rounds // 2), 10.0)
         if not args.skip_late:
             from bench_late import late_rows
             late_rows([("this", ROOT)] + ([(args.late_against.name, args.late_against.resolve())]

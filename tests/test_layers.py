@@ -89,7 +89,8 @@ def test_nothing_outside_the_browse_package_imports_its_modules():
 
 def test_in_the_daemon_only_daemon_py_enters_the_browse_package():
     def may(name: str) -> bool:
-        return _within(name, BROWSE) or _within(name, FRONTENDS) or name == "webfetch.daemon"
+        # the view's pages show browse sessions (issue 37): through the package's door, as daemon.py
+        return _within(name, BROWSE) or _within(name, FRONTENDS) or _within(name, VIEW) or name == "webfetch.daemon"
     offences = _offences(may, lambda target: _within(target, BROWSE))
     assert not offences, ("only daemon.py starts the Browse actor; the rest of the daemon knows nothing of it:\n"
                           + "\n".join(offences))
@@ -175,7 +176,9 @@ FETCH = "webfetch.fetch"
 CRAWL = "webfetch.crawl"
 PARSE = "webfetch.parse"
 CHROME = "webfetch.chrome"
-WINGS = (BROWSE, CHROME, CRAWL, FETCH, FRONTENDS, PARSE, "webfetch.profiles", "webfetch.subagent", "webfetch.trust")
+VIEW = "webfetch.view"
+WINGS = (BROWSE, CHROME, CRAWL, FETCH, FRONTENDS, PARSE, "webfetch.profiles", "webfetch.subagent", "webfetch.trust",
+         VIEW)
 # The core: what every wing may import, and which imports none of them
 CORE = ("webfetch.protocol", "webfetch.errors", "webfetch.urls", "webfetch.config", "webfetch.mime",
         "webfetch.paging")
@@ -223,6 +226,13 @@ def test_the_parsers_import_no_browser_and_no_other_wing():
     offences = _rule((PARSE,), (*BROWSER, FETCH, CRAWL, BROWSE))
     assert not offences, ("parse/ runs in the parser workers on bytes and text: no browser, CDP, fetch/, crawl/ "
                           "or browse/:\n" + "\n".join(offences))
+
+
+def test_the_view_imports_no_frontend_nor_the_fetch_path():
+    """The view runs in the daemon: it reaches the daemon through `Viewed` (daemon.py imports it, not the
+    reverse), MCP over HTTP is handed in by the CLI, and it shows fetches and crawls through the request log."""
+    offences = _rule((VIEW,), (FRONTENDS, FETCH, CRAWL, PARSE, "webfetch.daemon"))
+    assert not offences, "webfetch/view/ imports what it must not:\n" + "\n".join(offences)
 
 
 def test_the_trust_rules_import_no_other_wing():

@@ -192,21 +192,6 @@ def test_bad_input_is_a_clear_error_and_leaves_the_profile_as_it_was(existing, t
     assert cli(capsys, *args) == (code, "", f"webfetch: {message}\n")
 
 
-def test_login_without_a_display_names_the_headless_way_and_the_imports(existing, data_home):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    done = subprocess.run([sys.executable, "-m", "webfetch", "profile", "login", "work",
-                           "https://example.com/login?next=/a b"], capture_output=True, text=True, timeout=60,
-                          env={**env, "XDG_DATA_HOME": str(data_home)})
-    assert (done.returncode, done.stdout, done.stderr) == (1, "", (
-        "webfetch: profile login opens a browser window, and there is no display here ($DISPLAY and "
-        "$WAYLAND_DISPLAY are unset). Log in headless instead: `webfetch browse open "
-        "'https://example.com/login?next=/a%20b' --profile work --new-profile`, fill in the sign-in form with "
-        "`webfetch browse fill`, then `webfetch browse save`. Or log in with a browser where you have one and save its "
-        "state (a Playwright storage state, or a cookies.txt from a cookies export extension), then `webfetch "
-        "profile import work FILE`; or start Chrome with `--remote-debugging-port=9222 --user-data-dir=DIR`, log in "
-        "there, and `webfetch profile import work --from-browser http://127.0.0.1:9222 --hosts HOST`\n"))
-
-
 def test_a_full_disk_leaves_the_profile_whole(existing, data_home, tmp_path):
     # A file size limit makes the write fail as a full disk does (EFBIG rather than ENOSPC), in the same
     # place: the temporary file, before it replaces the profile.

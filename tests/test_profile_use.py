@@ -94,7 +94,8 @@ def test_a_login_wall_says_how_to_get_past_it():
                 redirect_url=None, flags=("login_wall",))
     assert login_hint(page, None) == (
         "to read it signed in, the user logs in once with `webfetch profile login wiki.example.com "
-        "'https://wiki.example.com/login?next=/x'` (a browser window opens for them; where none can open: "
+        "'https://wiki.example.com/login?next=/x'` (a browser window opens for them; where none can open, it prints "
+        "the address of a page of webfetch's local view to log in through; or "
         "`webfetch browse open 'https://wiki.example.com/login?next=/x' --profile wiki.example.com --new-profile`, "
         "fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`; or `webfetch profile "
         "import wiki.example.com FILE` with exported cookies), then fetch with profile 'wiki.example.com' (CLI: "
@@ -102,7 +103,8 @@ def test_a_login_wall_says_how_to_get_past_it():
     assert login_hint(page, "work") == (
         "profile work did not get past the sign-in at wiki.example.com: its login may have expired or been signed "
         "out. Ask the user to log in again with `webfetch profile login work 'https://wiki.example.com/login?next=/x'` "
-        "(where no window can open: `webfetch browse open 'https://wiki.example.com/login?next=/x' --profile work`, "
+        "(where no window can open, it prints the address of a page of webfetch's local view to log in through; or "
+        "`webfetch browse open 'https://wiki.example.com/login?next=/x' --profile work`, "
         "fill in the sign-in form with `webfetch browse fill`, then `webfetch browse save`), then fetch again with "
         "profile work")
     sso = Page(url="https://a.example/x", final_url="https://a.example/x", status=302, content_type=None,
@@ -144,7 +146,8 @@ async def test_a_browse_login_serves_fetches_after_a_restart_and_is_cached_apart
         assert "login_wall" in anonymous["flags"] and MEMBER_TEXT not in anonymous["content"]
         assert (f"to read it signed in, the user logs in once with `webfetch profile login 127.0.0.1 "
                 f"{app.url()}`") in " ".join(anonymous["notes"])
-        assert (f"where none can open: `webfetch browse open {app.url()} --profile 127.0.0.1 --new-profile`, fill "
+        assert (f"where none can open, it prints the address of a page of webfetch's local view to log in through; "
+                f"or `webfetch browse open {app.url()} --profile 127.0.0.1 --new-profile`, fill "
                 f"in the sign-in form with `webfetch browse fill`, then `webfetch browse save`") in \
             anonymous["notes"][-1]
         again = await c.request({"id": 3, "op": "fetch", "url": app.url(), "profile": "club"}, progress)

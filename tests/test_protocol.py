@@ -52,7 +52,7 @@ def test_unknown_op_names_the_valid_ones_and_keeps_the_id():
     e = bad(b'{"id":3,"op":"fetchh"}')
     assert e.request_id == 3
     assert e.message == ("unknown op 'fetchh'; expected one of fetch, search, browse, status, cancel, stop, reload, "
-                         "crawl, map, cache_clear - at `$.op`")
+                         "crawl, map, cache_clear, view - at `$.op`")
 
 
 def test_missing_op():

@@ -227,3 +227,28 @@ async def test_browse_allow_local_reloaded_lets_an_open_session_reach_the_port_a
     await reload_with(d, cfg, NO_PI)  # and taken away again
     again = await d.request({**browse, "new_tab": True})
     assert again["code"] == "blocked_url", again
+
+
+async def test_view_enabled_reloaded_opens_and_closes_the_front_door_and_its_port_needs_a_restart(nursery,
+                                                                                                  short_tmp):
+    d, cfg = await start_with_file(nursery, short_tmp, NO_PI)
+    assert (await status(d))["view"] is None
+
+    answer = await reload_with(d, cfg, NO_PI + "[view]\nenabled = true\n")
+    assert answer["applied"] == ["view.enabled"] and answer["needs_restart"] == []
+    with trio.fail_after(10):
+        while (view := (await status(d))["view"]) is None:
+            await trio.sleep(0.05)
+    port = int(view.rsplit(":", 1)[1].strip("/"))
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    assert (await stream.receive_some(100)).startswith(b"HTTP/1.1 401")  # the door, wanting its token
+    await stream.aclose()
+
+    answer = await reload_with(d, cfg, NO_PI + "[view]\nenabled = false\nport = 8765\n")
+    assert answer["applied"] == ["view.enabled"] and answer["needs_restart"] == ["view.port"]
+    with trio.fail_after(10):
+        while (await status(d))["view"] is not None:
+            await trio.sleep(0.05)
+    with pytest.raises(OSError):
+        await trio.open_tcp_stream("127.0.0.1", port)

@@ -129,6 +129,14 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # network, request and har show secrets (redact.py's rule: credential headers, secret URL parameters and
     # body fields) as <redacted>; false shows one's own app's. The log, errors and status mask them anyway.
     redact_secrets: bool = True
+    # while a person holds a session's browser (took it over in the view), an agent's action waits this long
+    # for them to hand it back, then fails with user_has_control
+    user_wait_s: Positive = 120.0
+    # record each session (recordings.py: frames, actions, console, requests) never, always, or keep the
+    # recording only when an action failed; `record` on open decides for its session
+    record: Literal["never", "on_error", "always"] = "never"
+    record_max_bytes: Annotated[int, Meta(ge=100_000)] = 64 << 20      # one recording, at most
+    recordings_max_bytes: Annotated[int, Meta(ge=100_000)] = 512 << 20  # all of them; the oldest go first
 
     def __post_init__(self) -> None:
         for entry in self.allow_local:
@@ -146,6 +154,13 @@ class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     result_chars: PositiveInt = 5_000_000
 
 
+class ViewConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    # the daemon's local web page and MCP over HTTP (webfetch/view/): off unless enabled here or turned on
+    # by `webfetch view`; on loopback only, behind the token
+    enabled: bool = False
+    port: Annotated[int, Meta(ge=0, le=65535)] = 0  # 0: a free port picked at start
+
+
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     browser: BrowserConfig = msgspec.field(default_factory=BrowserConfig)
@@ -156,6 +171,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
     crawl: CrawlConfig = msgspec.field(default_factory=CrawlConfig)
+    view: ViewConfig = msgspec.field(default_factory=ViewConfig)
 
 
 def config_home() -> Path:
@@ -276,7 +292,7 @@ def _line_of(text: str, key: str) -> int | None:
 # browser's launch (its executable, endpoint and flags, and the tab pool sized at start), the parser
 # processes and the sub-agent's workers. `webfetch restart` applies them.
 RESTART_KEYS = ("server", "browser.executable", "browser.endpoint", "browser.args", "browser.context_pool",
-                "browser.max_renders", "extract", "subagent")
+                "browser.max_renders", "extract", "subagent", "view.port")
 
 
 def needs_restart(key: str) -> bool:

@@ -10,7 +10,7 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from .config import (
 from .crawl.crawler import Crawler
 from .disk_cache import DiskCache, default_directory
 from .dns import Resolver
-from .errors import BrowserUnavailable, ConfigError, WebfetchError
+from .errors import BrowserUnavailable, ConfigError, ViewUnavailable, WebfetchError
 from .fetch.batch import fetch_batch
 from .fetch.in_chrome import FETCH_TAB
 from .fetch.pipeline import Pipeline, memory_entry_bytes, page_size
@@ -63,6 +63,8 @@ from .protocol import (
     StopRequest,
     StopResult,
     SubagentStatus,
+    ViewRequest,
+    ViewResult,
 )
 from .search import Search
 from .server import Server
@@ -70,6 +72,7 @@ from .subagent.agent import Subagent
 from .systemd import ActivationError, Notifier, listen_socket
 from .trust.socket_trust import UntrustedSocket, make_directory
 from .urls import AddressPolicy, PolicyHolder
+from .view.server import Mounted, View
 
 log = logging.getLogger("webfetch.daemon")
 
@@ -118,7 +121,8 @@ def bind_socket(path: Path) -> socket.socket:
 
 class Daemon:
     def __init__(self, config: Config, notifier: Notifier | None = None, resolver: Resolver | None = None, *,
-                 source: ConfigSource = DEFAULTS, log_path: Path | None = None) -> None:
+                 source: ConfigSource = DEFAULTS, log_path: Path | None = None,
+                 view_mounts: Sequence[Mounted] = ()) -> None:
         self.config = config
         self.notifier = notifier
         self.source = source
@@ -152,6 +156,9 @@ class Daemon:
         self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor, self._proxy_url)
         self.server = Server(self.handle, config.server.max_line_bytes)
+        # the local web page (off unless view.enabled or the view op); `view_mounts`: parts the CLI hands in
+        # (MCP over HTTP is a frontend, which the daemon cannot import)
+        self.view = View(self, view_mounts)
 
     async def _proxy_url(self) -> str | None:
         """The address-policy proxy's URL for fetch's requests, once it listens (it starts within moments of
@@ -183,6 +190,8 @@ class Daemon:
             return replace(self.reload(), id=rid)
         if isinstance(req, CacheClearRequest):
             return await self.clear_cache(rid, req.profile)
+        if isinstance(req, ViewRequest):
+            return await self.open_view(rid)
         raise WebfetchError(f"unhandled request {type(req).__name__}")
 
     def stop(self, rid: RequestId) -> StopResult:
@@ -207,6 +216,19 @@ class Daemon:
         files, size = await self.disk.clear()
         log.info("cache cleared: %d pages in memory, %d on disk (%d bytes)", entries, files, size)
         return CacheClearResult(id=rid, entries=entries, disk_entries=files, disk_bytes=size)
+
+    async def open_view(self, rid: RequestId) -> ViewResult:
+        """The local web page's URL with its token; the front door opened first when it is closed."""
+        try:
+            started = await self.view.open()
+        except OSError as e:
+            raise ViewUnavailable(f"cannot open the view on 127.0.0.1:{self.config.view.port}: {e.strerror or e}; "
+                                f"free the port or set another view.port (0 picks one) and restart") from None
+        assert self.view.url is not None and self.view.port is not None and self.view.token is not None
+        if started:
+            log.info("view: opened by a client on %s", ", ".join(self.view.addresses))
+        return ViewResult(id=rid, url=self.view.url, port=self.view.port, addresses=self.view.addresses,
+                          started=started, token_file=str(self.view.token.path))
 
     def reload(self) -> ReloadResult:
         """Read the config file again (the one the daemon started with; with none, the default path if it
@@ -250,6 +272,7 @@ class Daemon:
         self.browse.reconfigure(config)
         self.crawler.reconfigure(config)
         self.config = config
+        self.view.reconfigure(config)
 
     def identity(self) -> DaemonInfo:
         return DaemonInfo(pid=os.getpid(), started_at=self.started_at, socket=self.socket_path,
@@ -277,7 +300,8 @@ class Daemon:
                                     available=self.subagent.available, version=self.subagent.version),
             search=self.search.configured, problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems]],
             browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
-            browse_allow_local=self.config.browse.allow_local, daemon=self.identity())
+            browse_allow_local=self.config.browse.allow_local, daemon=self.identity(),
+            view=f"http://127.0.0.1:{self.view.port}/" if self.view.port is not None else None)
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -305,6 +329,8 @@ class Daemon:
                 await nursery.start(self.search.run)
                 await nursery.start(self.browse.run)
                 await nursery.start(self.server.serve, listener)
+                # the token lives beside the socket, in the directory made 0700 and checked for it
+                await nursery.start(self.view.run, Path(str(sock.getsockname())).parent)
                 nursery.start_soon(self._trim_when_idle)
                 log.info("webfetch %s listening on %s (browser: %s)", __version__, sock.getsockname(),
                          self.chrome.state)
@@ -460,7 +486,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def serve(config: Config, path: Path, *, exit_when_idle: bool = False, source: ConfigSource = DEFAULTS,
-                log_path: Path | None = None) -> None:
+                log_path: Path | None = None, view_mounts: Sequence[Mounted] = ()) -> None:
     """The daemon as `webfetch serve` runs it: SIGTERM and SIGINT stop it cleanly from the first moment,
     SIGHUP reloads the config. Under systemd socket activation it serves the socket it was given (and leaves
     the file to systemd); otherwise it creates its own at `path` and removes it at exit. `source` and
@@ -473,7 +499,7 @@ async def serve(config: Config, path: Path, *, exit_when_idle: bool = False, sou
         with trio.open_signal_receiver(*SIGNALS) as signals:
             notifier = Notifier()
             try:
-                daemon = Daemon(config, notifier, source=source, log_path=log_path)
+                daemon = Daemon(config, notifier, source=source, log_path=log_path, view_mounts=view_mounts)
                 await _serve_on(daemon, path, exit_when_idle, signals)
             finally:
                 notifier.close()

@@ -181,6 +181,13 @@ class NoSuchTab(WebfetchError):
     code = "no_such_tab"
 
 
+class UserHasControl(WebfetchError):
+    """A person took the session's browser over in the view (browse/control.py): an agent's action waited for
+    them to hand it back, past its deadline; or a second person asked while one holds it."""
+
+    code = "user_has_control"
+
+
 class BrowseDisabled(WebfetchError):
     code = "browse_disabled"
 
@@ -214,3 +221,9 @@ class ConfigError(WebfetchError):
     start, and a reload keeps the config it runs."""
 
     code = "config_error"
+
+
+class ViewUnavailable(WebfetchError):
+    """The view's front door cannot listen (its port is taken): `webfetch view` says so and what to do."""
+
+    code = "view_unavailable"

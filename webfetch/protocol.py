@@ -17,7 +17,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 Thinking = Annotated[str, Meta(pattern="^[a-z][a-z0-9_-]{0,31}$")]
 
 EXAMPLE_LINE = '{"id":1,"op":"fetch","url":"https://example.com"}'
-OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map", "cache_clear")
+OPS = ("fetch", "search", "browse", "status", "cancel", "stop", "reload", "crawl", "map", "cache_clear", "view")
 
 
 # --- requests ---------------------------------------------------------------------------------------
@@ -63,6 +63,11 @@ class StopRequest(Struct, tag_field="op", tag="stop", kw_only=True):
 
 class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
     """Read the config file again and apply what can change while running (`webfetch reload`, SIGHUP)."""
+
+
+class ViewRequest(Struct, tag_field="op", tag="view", kw_only=True):
+    """The daemon's local web page (`webfetch view`): its URL with the token, the front door started first
+    when it is off (view.enabled = false)."""
 
 
 class CacheClearRequest(Struct, tag_field="op", tag="cache_clear", kw_only=True):
@@ -126,6 +131,7 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     overwrite: bool = False  # pdf, har: replace a file that is at `path` (else file_exists)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # open: the profile the session starts with
     create: bool = False  # open: make `profile` (empty, for the URL's host) if none has that name; else unknown_profile
+    record: bool | None = None  # open: record the session it starts (true) or not (false); absent: browse.record
     files: list[Annotated[str, Meta(min_length=1, max_length=4096)]] | None = None  # upload: paths to set
     # the client's working directory (absolute): an upload's relative paths start there, and it is an
     # upload root (browse/uploads.py); the CLI, the pi extension and `webfetch mcp` send it
@@ -190,7 +196,7 @@ class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
 
 
 Request = (FetchRequest | SearchRequest | BrowseRequest | StatusRequest | CancelRequest | StopRequest
-           | ReloadRequest | CrawlRequest | MapRequest | CacheClearRequest)
+           | ReloadRequest | CrawlRequest | MapRequest | CacheClearRequest | ViewRequest)
 
 
 class Envelope(Struct):
@@ -683,6 +689,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
     browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
+    view: str | None = None           # the local web page's address while it is open (no token: `webfetch view`)
 
 
 class StopResult(Struct, tag_field="type", tag="result", kw_only=True):
@@ -712,6 +719,16 @@ class CacheClearResult(Struct, tag_field="type", tag="result", kw_only=True):
     disk_bytes: int                   # their bytes
 
 
+class ViewResult(Struct, tag_field="type", tag="result", kw_only=True):
+    id: RequestId
+    op: str = "view"
+    url: str                          # http://127.0.0.1:PORT/?token=…: opened once, it trades the token for a cookie
+    port: int
+    addresses: list[str]              # where it listens: 127.0.0.1:PORT, and [::1]:PORT when the host has IPv6
+    started: bool                     # this request turned the front door on (view.enabled was false)
+    token_file: str                   # the token alone (0600), for an MCP client's `Authorization: Bearer`
+
+
 class CancelResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId
     op: str = "cancel"
@@ -737,7 +754,7 @@ def error_frame(rid: RequestId, error: WebfetchError) -> ErrorFrame:
 
 Frame = (ProgressFrame | FetchResult | PageFrame | PageFailed | BatchResult | SearchResult | BrowseResult
          | StatusResult | CancelResult | StopResult | ReloadResult | CrawlPageFrame | CrawlResult | MapResult
-         | CacheClearResult | ErrorFrame)
+         | CacheClearResult | ViewResult | ErrorFrame)
 
 # How a request that answers in several frames (a batch's or a streamed crawl's pages) sends one before its
 # terminal frame: the server writes them in order, and the call returns once its frame is written, so a slow

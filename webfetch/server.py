@@ -11,10 +11,13 @@ import logging
 import os
 import select
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import trio
 
+from . import redact
 from ._trio import pop_lines, single_error
 from .errors import BadRequest, Cancelled, Forbidden, Internal, LineTooLong, ShuttingDown, WebfetchError
 from .protocol import (
@@ -51,6 +54,80 @@ class _Active:
     def __init__(self) -> None:
         self.scope = trio.CancelScope()
         self.ended_by: WebfetchError | None = None
+
+
+RECENT_REQUESTS = 200          # the request log's ended requests, newest kept
+TIMES_WINDOW_S = 3600.0        # ... and the times of the last hour's, for the view's chart
+TIMES_MAX = 20_000             # ... at most this many (a busy hour keeps its latest)
+URL_CHARS = 300                # a logged URL is cut here: the log is shown, not replayed
+
+
+@dataclass
+class RequestRecord:
+    """One request as the view shows it: its op, its URL (secrets masked: redact.url), when it started
+    (Unix time), and once ended how long it took and its outcome (`ok`, an error code, `cancelled`,
+    `client-gone`); `progress` is its latest progress message while it runs."""
+
+    op: str
+    url: str | None
+    started: float
+    ms: float | None = None
+    outcome: str | None = None
+    flags: list[str] = field(default_factory=list)
+    cached: bool = False
+    progress: str = ""
+
+
+def _request_url(req: Request) -> str | None:
+    url = getattr(req, "url", None)
+    urls = getattr(req, "urls", None)
+    if url is None and urls:
+        url = f"{urls[0]} (+{len(urls) - 1} more)" if len(urls) > 1 else urls[0]
+    if not isinstance(url, str):
+        return None
+    shown = redact.url(url)
+    return shown if len(shown) <= URL_CHARS else shown[:URL_CHARS] + "…"
+
+
+class RequestLog:
+    """The requests in flight and the recent ones, bounded, for the view's dashboard (it holds what the
+    daemon's log line holds: no bodies, URLs masked)."""
+
+    def __init__(self) -> None:
+        self.in_flight: dict[int, RequestRecord] = {}
+        self.recent: deque[RequestRecord] = deque(maxlen=RECENT_REQUESTS)
+        self.times: deque[tuple[float, float]] = deque(maxlen=TIMES_MAX)  # (ended, ms)
+        self._keys = itertools.count()
+
+    def started(self, req: Request) -> tuple[int, RequestRecord]:
+        record = RequestRecord(op=str(req.__struct_config__.tag), url=_request_url(req), started=time.time())
+        key = next(self._keys)
+        self.in_flight[key] = record
+        return key, record
+
+    def ended(self, key: int, frame: Frame | None, gone: bool) -> None:
+        record = self.in_flight.pop(key, None)
+        if record is None:
+            return
+        now = time.time()
+        record.ms = round((now - record.started) * 1000, 1)
+        record.outcome = _outcome(frame, gone)
+        flags = getattr(frame, "flags", None)
+        record.flags = list(flags) if isinstance(flags, list) else []
+        record.cached = bool(getattr(frame, "cached", False))
+        record.progress = ""
+        self.recent.append(record)
+        self.times.append((now, record.ms))
+        while self.times and self.times[0][0] < now - TIMES_WINDOW_S:
+            self.times.popleft()
+
+
+def _outcome(frame: Frame | None, gone: bool) -> str:
+    if isinstance(frame, ErrorFrame):
+        return frame.code
+    if frame is None:
+        return "client-gone" if gone else "cancelled"
+    return "ok"
 
 
 class Connection:
@@ -152,8 +229,10 @@ class Connection:
         frame: Frame | None = None
         self.server.request_started()
         started = time.monotonic()
+        key, record = self.server.requests.started(req)
 
         def progress(stage: Stage, message: str) -> None:
+            record.progress = redact.text(message)[:URL_CHARS]
             self._emit_nowait(ProgressFrame(id=rid, stage=stage, message=message,
                                        elapsed_ms=int((time.monotonic() - started) * 1000)), drop=True)
 
@@ -179,6 +258,7 @@ class Connection:
                 await self._emit(frame)
         finally:
             self.server.request_ended()
+            self.server.requests.ended(key, frame, self.gone)
             self.requests.pop(rid, None)
             if not self.requests:
                 self._idle.set()
@@ -278,6 +358,7 @@ class Server:
         self.connections: set[Connection] = set()
         self.in_flight = 0
         self.served = 0
+        self.requests = RequestLog()  # what the view's dashboard shows
         self._no_requests = trio.Event()
         self._no_requests.set()
         self._some_requests = trio.Event()

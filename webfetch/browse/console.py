@@ -89,6 +89,15 @@ class ConsoleLog:
         if entry.level == "error":
             self._errors += 1
 
+    @property
+    def count(self) -> int:
+        """Entries ever added: a watcher's cursor (watch.py)."""
+        return self._seq
+
+    def newest(self, n: int) -> list[ConsoleEntry]:
+        """The newest `n` entries, newest last, without marking them shown (a person's view reads them too)."""
+        return [e for _, e in list(self._entries)[-n:]]
+
     def take_new(self) -> tuple[list[ConsoleEntry], int]:
         """The entries the console action has not shown yet, newest last, and how many of those the ring
         dropped before they could be shown; they count as shown from now on, their errors as counted."""

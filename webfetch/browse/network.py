@@ -108,6 +108,7 @@ class NetworkLog:
         self._routed: dict[tuple[str, str], str] = {}
         self._numbers = itertools.count(1)
         self.dropped = 0
+        self.version = 0    # changes so far (a request, a response, an end): a watcher's cursor (watch.py)
 
     # --- what the tabs' pumps feed in ---------------------------------------------------------------
 
@@ -176,6 +177,7 @@ class NetworkLog:
     def on_finished(self, tab: str, p: dict[str, Any]) -> None:
         rec = self._live.pop((tab, p["requestId"]), None) if self.enabled else None
         if rec is not None:
+            self.version += 1
             rec.ended = p.get("timestamp", rec.started)
             rec.encoded = p.get("encodedDataLength")
 
@@ -187,6 +189,7 @@ class NetworkLog:
         rec = self._live.pop(key, None) if self.enabled else None
         if rec is None:
             return
+        self.version += 1
         rec.ended = p.get("timestamp", rec.started)
         rec.failure = "canceled" if p.get("canceled") else str(p.get("errorText") or "failed")
         rec.blocked = rec.blocked or self._blocked.pop(key, None)
@@ -230,7 +233,11 @@ class NetworkLog:
     def get(self, request_id: str) -> Recorded | None:
         return self._by_id.get(request_id)
 
+    def newest(self, n: int) -> list[Recorded]:
+        return list(self._entries)[-n:]
+
     def _append(self, rec: Recorded) -> None:
+        self.version += 1
         if len(self._entries) >= self._ring:
             old = self._entries.popleft()
             del self._by_id[old.id]
@@ -239,6 +246,7 @@ class NetworkLog:
         self._by_id[rec.id] = rec
 
     def _respond(self, rec: Recorded, key: tuple[str, str], r: dict[str, Any]) -> None:
+        self.version += 1
         rec.status = int(r.get("status") or 0)
         rec.status_text = str(r.get("statusText") or "")
         rec.response_headers = self._extra_response.pop(key, {}) or dict(r.get("headers") or {})

@@ -18,6 +18,8 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ from ..errors import (
     BrowserCrashed,
     BrowserUnavailable,
     NoSuchTab,
+    UserHasControl,
+    WebfetchError,
 )
 from ..parse.extractor import Extractor
 from ..profiles.store import Cookie, Profile, ProfileError
@@ -42,15 +46,18 @@ from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
 from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
 from . import network
+from .control import Control, dispatch
 from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
 from .emulation import Emulation
 from .forced import Forced
+from .recording import Recording
 from .reply import Reply, after_action
 from .settle import Marks, settle
 from .tab import BrowseTab
 from .uploads import PrivateCopies
 from .verbs import VERBS, Acted, Call, SessionUse, Verb, need
+from .watch import SessionWatch, Watcher
 
 log = logging.getLogger("webfetch.browse")
 
@@ -76,9 +83,14 @@ class Session:
     actor's, not a request's: a cancelled action leaves the session intact)."""
 
     def __init__(self, name: str, context: BrowserContext, gate: HostGate, profiles: ProfileUse,
-                 downloads: Downloads, profile: str | None = None, network_log: bool = True) -> None:
+                 downloads: Downloads, profile: str | None = None, network_log: bool = True,
+                 redacting: Callable[[], bool] = lambda: True) -> None:
         self.name = name
         self.network = network.NetworkLog(enabled=network_log)  # every request of its tabs
+        # what a person sees of it in the view (watch.py), and whether they hold its browser (control.py)
+        self.watch = SessionWatch(name, self.network, redacting, self.shown_tab, lambda: self.control.holder)
+        self.control = Control(name, self.watch.timeline)
+        self.recording: Recording | None = None
         self.context = context
         self.downloads = downloads           # where its pages' downloads are saved, and how each went
         self.uploads: PrivateCopies | None = None  # copies of the files it uploaded (made at the first upload)
@@ -100,6 +112,13 @@ class Session:
         self._adopted = trio.Event()
         self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
         self.forced = Forced(self.network)   # what else they are made to meet: routes, offline, emulate
+
+    def shown_tab(self) -> BrowseTab | None:
+        """The tab an action without `tab` acts on (the view shows it), if one is open."""
+        try:
+            return self.tab(None)
+        except NoSuchTab:
+            return None
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -188,8 +207,14 @@ class Session:
             notes = await self.save()
         except ProfileError as e:  # a full disk: the session ends all the same; the profile is as it was
             log.warning("browse session %r: %s", self.name, e)
+        if self.recording is not None:
+            self.recording.logs(list(self.tabs.values()), self.network)
+            self.recording.close()
         for tab in self.tabs.values():
             tab.mark_closed()
+        self.watch.end()
+        if self.control.holder is not None:
+            self.control.hand_back(self.control.holder)
         self._scope.cancel()
         await self.context.aclose()
         self.downloads.aclose()
@@ -200,6 +225,20 @@ class Session:
             await self._done.wait()
         return notes
 
+    def record(self, recording: Recording) -> None:
+        """Record the session from now on: its frames (the screencast runs for it), steps, console, requests."""
+        self.recording = recording
+        self.watch.screen.wanted += 1
+        self.watch.screen.listeners.append(recording.frame)
+        self.watch.timeline.listeners.append(recording.step)
+
+    def recorded(self) -> str | None:
+        """After an action: its console and requests to the recording; a note once the recording is full."""
+        if self.recording is None:
+            return None
+        self.recording.logs([t for t in self.tabs.values() if not t.closed], self.network)
+        return self.recording.note()
+
     def private_copies(self, checked: list[tuple[str, os.stat_result]]) -> list[str]:
         """The files the upload rule let through, each as a private copy of the very file it checked
         (uploads.PrivateCopies): what Chrome is handed. Blocking: run in a thread."""
@@ -209,6 +248,7 @@ class Session:
 
     async def _add(self, page: PageTarget) -> BrowseTab:
         tab = BrowseTab(f"t{next(self.numbers)}", page, self.gate, self.network, self.downloads, self.forced)
+        tab.hooks.on_change = self.watch.notify
         assert self._nursery is not None
         await self._nursery.start(tab.run)
         await tab.setup()
@@ -325,12 +365,12 @@ class Browse:
             self._wake = trio.Event()
             # switched off (a reload): every session is due once its action ends
             idle_s = self.config.idle_s if self.config.enabled else 0.0
-            idle = [s.last_used for s in self.sessions.values() if not s.lock.locked()]
+            idle = [s.last_used for s in self.sessions.values() if not s.lock.locked() and s.control.holder is None]
             with trio.move_on_at(min(idle) + idle_s if idle else float("inf")):
                 await self._wake.wait()
             now = trio.current_time()
             for s in list(self.sessions.values()):
-                if not s.lock.locked() and now - s.last_used >= idle_s:
+                if not s.lock.locked() and s.control.holder is None and now - s.last_used >= idle_s:
                     log.info("browse session %r %s; closing it", s.name, f"idle for {idle_s:g} s" if idle_s
                              else "open when browse was switched off")
                     await self.close_session(s)
@@ -354,18 +394,36 @@ class Browse:
             raise
         session = Session(req.session, context, HostGate(self.policy), self.profiles,
                           Downloads(directory, self.fetch_config.max_bytes, context),
-                          None if profile is None else profile.name, self.config.network_log)
+                          None if profile is None else profile.name, self.config.network_log,
+                          lambda: self.config.redact_secrets)
         try:
             if profile is not None:
                 session.given = await self.profiles.seed(context, profile)
                 session.seed = profile
             await self._nursery.start(session.run)
+            await self._record(session, req)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
             session.downloads.aclose()
             raise
         self.sessions[req.session] = session
         return session
+
+    async def _record(self, session: Session, req: BrowseRequest) -> None:
+        """Start the session's recording if the open or browse.record asks for one; one that cannot be made
+        (a full disk) is logged, and the session runs without it."""
+        mode = self.config.record if req.record is None else "always" if req.record else "never"
+        if mode == "never":
+            return
+        recording = Recording(session.name, mode, self.config.record_max_bytes, self.config.recordings_max_bytes)
+        try:
+            await recording.open()
+        except OSError as e:
+            log.warning("browse session %r: no recording: %s", session.name, e)
+            return
+        assert self._nursery is not None
+        self._nursery.start_soon(recording.run)
+        session.record(recording)
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
@@ -405,7 +463,13 @@ class Browse:
             session.last_used = trio.current_time()
             self._wake.set()
             try:
-                return await self._act(verb, Call(self, session, req, reply, progress))
+                try:
+                    await session.control.agent_turn(progress, self.config.user_wait_s)
+                except UserHasControl as e:  # the person sees that the agent gave up waiting for them
+                    session.watch.timeline.add("agent", req.action, detail=step_detail(req), ok=False, error=e.code,
+                                               message=e.message)
+                    raise
+                return await self._timed(session, verb, Call(self, session, req, reply, progress))
             except (CDPClosed, BrowserCrashed) as e:
                 await self.close_session(session)
                 raise BrowserUnavailable(f"the browser went away during the action ({e}); the session is closed: "
@@ -413,6 +477,84 @@ class Browse:
             finally:
                 session.last_used = trio.current_time()
                 self._wake.set()
+
+    async def _timed(self, session: Session, verb: Verb, call: Call) -> BrowseResult:
+        """The action, put on the session's timeline with its outcome; the screencast follows the tab it
+        leaves shown."""
+        req = call.req
+        shown = session.shown_tab()
+        try:
+            result = await self._act(verb, call)
+        except WebfetchError as e:
+            session.watch.timeline.add("agent", req.action, detail=step_detail(req), tab=req.tab or session.active,
+                                       url=self._shown_url(session.shown_tab()), ok=False, error=e.code,
+                                       message=e.message,
+                                       elapsed_ms=int((time.monotonic() - call.reply.started) * 1000))
+            raise
+        session.watch.timeline.add("agent", req.action, detail=step_detail(req),
+                                   tab=result.page.tab if result.page else None,
+                                   url=self._shown_url(session.shown_tab()), elapsed_ms=result.elapsed_ms)
+        if session.watch.screen.wanted or session.shown_tab() is not shown:
+            await session.watch.follow()
+        note = session.recorded()
+        if note is not None:
+            result.notes = [*(result.notes or []), note]
+        return result
+
+    def _shown_url(self, tab: BrowseTab | None) -> str:
+        return "" if tab is None else network.shown_url(tab.url, self.config.redact_secrets)
+
+    # --- the view (webfetch/view/): watching a session, taking its browser over ------------------------
+
+    def _session(self, name: str) -> Session:
+        session = self.sessions.get(name)
+        if session is None:
+            raise NoSuchTab(f"no browse session {name!r} is open (it may have closed)")
+        return session
+
+    @asynccontextmanager
+    async def watching(self, name: str) -> AsyncIterator[Watcher]:
+        """A person watching session `name`: its screencast runs while the block does (NoSuchTab: no such
+        session)."""
+        session = self._session(name)
+        async with session.watch.wanting_frames():
+            yield Watcher(session.watch)
+
+    def take_over(self, name: str, who: str) -> None:
+        session = self._session(name)
+        session.control.take_over(who)
+        session.last_used = trio.current_time()
+
+    def hand_back(self, name: str, who: str) -> bool:
+        session = self.sessions.get(name)
+        if session is None or not session.control.hand_back(who):
+            return False
+        session.last_used = trio.current_time()
+        self._wake.set()
+        return True
+
+    async def finish(self, name: str, who: str) -> list[str]:
+        """The person says they are done (a login in the view, `webfetch profile login` without a display): the
+        session closes, its profile written back as a close does; the write-back's notes."""
+        session = self._session(name)
+        if session.control.holder not in (None, who):
+            session.control.check_holder(who)
+        notes = await self.close_session(session)
+        log.info("browse session %r: finished by %s in the view", name, who)
+        return notes
+
+    async def user_input(self, name: str, who: str, event: Any) -> None:
+        """One pointer, wheel or key event of the person holding session `name`'s browser, to its shown tab."""
+        session = self._session(name)
+        session.control.check_holder(who)
+        tab = session.shown_tab()
+        if tab is None:
+            raise no_page(name)
+        session.last_used = trio.current_time()
+        try:
+            await dispatch(tab, session.watch.screen.frame, event)
+        except (CDPError, CDPClosed) as e:  # the tab closed meanwhile
+            raise NoSuchTab(f"the tab went away: {e}") from None
 
     async def _act(self, verb: Verb, call: Call) -> BrowseResult:
         """The verb, as its entry in verbs.VERBS says: on its tab, then its step settled, or its own answer."""
@@ -450,3 +592,18 @@ class Browse:
         await session.adoptions_settled()
         await session.downloads_settled(tab, marks, self.config.nav_timeout_s)
         return await after_action(reply, tab, marks, session.opened, self.config.snapshot_chars, **options)
+
+
+def step_detail(req: BrowseRequest) -> str:
+    """An action's arguments as the timeline shows them: what it acted on, never what it typed (a password
+    is typed like any text), URLs with their secrets masked."""
+    parts = []
+    if req.url is not None:
+        parts.append(redact.url(req.url))
+    for name in ("ref", "to", "key", "direction", "do", "tab"):
+        value = getattr(req, name)
+        if value is not None and not (name == "do" and value == "list"):
+            parts.append(f"{name} {value}")
+    if req.text is not None:
+        parts.append(f"text ({len(req.text)} characters)")
+    return ", ".join(parts)[:300]

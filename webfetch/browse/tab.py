@@ -48,6 +48,20 @@ class FrameInfo:
     url: str
 
 
+def _nothing() -> None:
+    pass
+
+
+@dataclass
+class TabHooks:
+    """Who else hears of a tab's events: the session's watch (watch.py) is told of each one, so a person's
+    view of the console and the requests follows the page, and is sent the screencast's frames while it runs
+    on this tab."""
+
+    on_change: Callable[[], None] = _nothing
+    on_frame: Callable[[BrowseTab, dict[str, Any], trio.Nursery], None] | None = None
+
+
 class Restores:
     """The main frame's documents by their default context's uniqueId, to know one back from the back/forward
     cache early: a new document's context comes after its Page.frameNavigated, but Chrome makes a restored
@@ -105,6 +119,7 @@ class BrowseTab:
         self.downloads = TabDownloads(downloads)        # what the page downloaded, saved by the session
         self.clock = PageClock(self)        # the daemon's clock mapped to each document's
         self.forced = forced or Forced(self._network)   # the session's routes and emulation
+        self.hooks = TabHooks()             # the session's watch (watch.py): told of every event, sent frames
 
     # --- what others read ------------------------------------------------------------------------
 
@@ -221,6 +236,7 @@ class BrowseTab:
     def _pulse(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+        self.hooks.on_change()
 
     async def wait_for(self, condition: Callable[[], bool]) -> None:
         """Until `condition()` holds, re-checked on every event of the tab (no polling)."""
@@ -468,6 +484,20 @@ class BrowseTab:
         return await self._page.title()
 
 
+def _on_screencast_frame(tab: BrowseTab, p: dict[str, Any], nursery: trio.Nursery) -> None:
+    if tab.hooks.on_frame is not None:
+        tab.hooks.on_frame(tab, p, nursery)
+    else:  # the screencast is stopping: acked all the same, or Chrome would keep it waiting
+        nursery.start_soon(_ack_frame, tab, p.get("sessionId"))
+
+
+async def _ack_frame(tab: BrowseTab, screencast_session: Any) -> None:
+    try:
+        await tab.call("Page.screencastFrameAck", {"sessionId": screencast_session})
+    except (CDPError, CDPClosed):
+        pass
+
+
 # CDP event name -> the BrowseTab method that keeps the tab's state true to it; other events are ignored.
 _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], None]] = {
     "Fetch.requestPaused": BrowseTab._on_request_paused,
@@ -492,6 +522,8 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
     # Chrome reports a download to the page that started it (the Browser domain's twins never came)
     "Page.downloadWillBegin": BrowseTab._on_download_begin,
     "Page.downloadProgress": BrowseTab._on_download_progress,
+    # the live view's frames (watch.py), sent only while a person watches or the session records
+    "Page.screencastFrame": _on_screencast_frame,
     **{name: BrowseTab._on_crashed for name in CRASH_EVENTS},
     "Inspector.detached": BrowseTab._on_detached,
 }

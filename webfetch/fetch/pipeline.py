@@ -711,13 +711,15 @@ def login_hint(page: Page, profile: str | None) -> str | None:
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
                 f"signed out. Ask the user to log in again with "
-                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}` (where no window can open: "
+                f"`{shell.command('webfetch', 'profile', 'login', profile, url)}` (where no window can open, it "
+                f"prints the address of a page of webfetch's local view to log in through; or "
                 f"{headless_login(profile, url, new=False)}), then fetch again with profile {profile}")
     name = re.sub(r"[^A-Za-z0-9._-]", "-", host).strip(".-") or "site"
     login, import_ = (shell.command("webfetch", "profile", "login", name, url),
                       shell.command("webfetch", "profile", "import", name, "FILE"))
     return (f"to read it signed in, the user logs in once with `{login}` (a browser window opens for them; where "
-            f"none can open: {headless_login(name, url)}; or `{import_}` with exported cookies), then fetch with "
+            f"none can open, it prints the address of a page of webfetch's local view to log in through; or "
+            f"{headless_login(name, url)}; or `{import_}` with exported cookies), then fetch with "
             f"profile {name!r} (CLI: "
             f"{shell.command('--profile', name)})")
 

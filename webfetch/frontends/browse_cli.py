@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_words import cli_words
-from .command import handles, with_daemon
+from .command import Invocation, handles, with_daemon
 from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines, download_line, files_line
 
@@ -35,15 +35,16 @@ USAGE = """actions:
   emulate [--geo LAT,LON] [--locale fr-FR] [--timezone Asia/Tokyo] [--color-scheme dark] [--reduced-motion]
           [--user-agent UA] [--header 'Name: value']... [--header-origin ORIGIN|*]... [--reset]
           (no flag: what is set)
-  close
-open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too."""
+  close                         recordings (the sessions' recordings on disk; no daemon needed)
+open takes the viewport's --size WIDTHxHEIGHT, --mobile and --scale too, and --record / --no-record."""
 
 
 def add_parser(sub: Any, common: Any) -> None:
     p = sub.add_parser("browse", help="drive a browser tab by hand (the browse op)", epilog=USAGE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     common(p)
-    p.add_argument("action", choices=BROWSER_ACTIONS)  # the browser tool's actions
+    # the browser tool's actions, and `recordings` (files on disk: no daemon is asked)
+    p.add_argument("action", choices=[*BROWSER_ACTIONS, "recordings"], metavar="{" + ",".join(BROWSER_ACTIONS) + "}")
     p.add_argument("args", nargs="*", help="the action's arguments (see below)")
     p.add_argument("--session", default=os.environ.get("WEBFETCH_SESSION", "cli"),
                    help="the session's name (default: $WEBFETCH_SESSION or 'cli'); it lives in the daemon")
@@ -97,8 +98,34 @@ def add_parser(sub: Any, common: Any) -> None:
                                                                              "lines go to (* every one; default "
                                                                              "the page's own)")
     p.add_argument("--reset", action="store_true", help="emulate: clear what emulate set first")
+    p.add_argument("--record", action="store_const", const=True, help="open: record the session it starts "
+                                                                      "(frames, actions, console, requests)")
+    p.add_argument("--no-record", dest="record", action="store_const", const=False,
+                   help="open: do not record it, whatever browse.record says")
     p.add_argument("--json", action="store_true", help="print the protocol's frames as JSON lines")
-    handles(p, with_daemon(run))
+    handles(p, _command)
+
+
+def _command(inv: Invocation) -> int:
+    if inv.args.action == "recordings":
+        return list_recordings()
+    return with_daemon(run)(inv)
+
+
+def list_recordings() -> int:
+    """`webfetch browse recordings`: the recordings on disk, oldest first (read from the state directory)."""
+    import time
+
+    from .. import recordings
+
+    files = recordings.listing()
+    for f in files:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.modified))
+        print(f"{f.name}  {f.size:,} bytes  {when}")
+    total = sum(f.size for f in files)
+    print(f"{len(files)} recording{'s' if len(files) != 1 else ''}, {total:,} bytes, in {recordings.directory()}"
+          + ("; `webfetch view` replays them" if files else ""), file=sys.stderr)
+    return 0
 
 
 class _Words:
@@ -127,7 +154,7 @@ def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     if args.new_profile and args.profile is None:
         raise ValueError("browse open --new-profile makes the profile --profile NAME names; give both")
     return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile,
-            "create": args.new_profile or None, **_device(args.size, args)}
+            "create": args.new_profile or None, "record": args.record, **_device(args.size, args)}
 
 
 def _device(size: str | None, args: argparse.Namespace) -> dict[str, Any]:

@@ -8,10 +8,12 @@ own (fetch_cli, browse_cli, crawl_cli, profile_cli, status_cli, operate), the fe
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -19,10 +21,15 @@ from .. import __version__
 from ..config import DEFAULTS, Config, config_for_socket, load_config_and_source, socket_path
 from ..errors import ConfigError
 from ..trust.socket_trust import UntrustedSocket
-from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli
+from . import browse_cli, crawl_cli, fetch_cli, operate, profile_cli, status_cli, view_cli
 from .command import Command, Invocation, Needs, handles
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from ..view.server import Mounted
+    from ..view.viewed import Viewed
+
     Common = Callable[[argparse.ArgumentParser], None]
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -67,14 +74,31 @@ def _serve(inv: Invocation) -> int:
     else:
         log_to_stderr(args.log_level)
     try:
+        # MCP over HTTP on the view's front door: a frontend, handed in (the daemon imports none)
+        mcp = _mcp_over_http(inv.path, args.config)
         trio.run(lambda: serve(inv.config, inv.path, exit_when_idle=args.exit_when_idle, source=inv.source,
-                               log_path=log_path))
+                               log_path=log_path, view_mounts=[mcp]))
     except DaemonError as e:
         print(f"webfetch: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _mcp_over_http(socket: Path, config: str | None) -> Mounted:
+    """mcp_http.mount, its module (the MCP SDK: a second or more of imports) loaded only when the view opens,
+    in a thread: a daemon that never opens its view never pays for it, and the event loop never waits on it."""
+
+    @asynccontextmanager
+    async def mounted(daemon: Viewed) -> AsyncIterator[list[BaseRoute]]:
+        import trio
+
+        module = await trio.to_thread.run_sync(importlib.import_module, "webfetch.frontends.mcp_http")
+        async with module.mount(socket, config)(daemon) as routes:
+            yield routes
+
+    return mounted
 
 
 def _add_pi(sub: SubParsers, common: Common) -> None:
@@ -139,7 +163,7 @@ def _mcp(inv: Invocation) -> int:
 COMMANDS: tuple[Callable[[SubParsers, Common], None], ...] = (
     _add_serve, fetch_cli.add_parsers, browse_cli.add_parser, crawl_cli.add_parsers,
     lambda sub, common: profile_cli.add_parser(sub), status_cli.add_parser, operate.add_parsers, _add_pi,
-    _add_service, _add_doctor, _add_mcp)
+    _add_service, _add_doctor, _add_mcp, view_cli.add_parser)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -70,11 +70,14 @@ class DaemonLink:
     """Requests to the daemon, one connection each (as the pi extension does): closing it is the surest
     cancel, and a slow request never holds up another."""
 
-    def __init__(self, path: Path, config: str | None) -> None:
+    def __init__(self, path: Path, config: str | None, *, in_daemon: bool = False) -> None:
+        """`in_daemon`: the link of MCP over HTTP, served by the daemon it talks to (mcp_http.py): it never
+        starts a daemon and never restarts one for another config (that would be itself)."""
         self.path = path
         self.config = config
+        self.in_daemon = in_daemon
         self._starting = trio.Lock()  # two tool calls at once start one daemon, not two
-        self._reconciled = False
+        self._reconciled = in_daemon
 
     async def reconcile_once(self) -> str | None:
         """Before this process's first request: a daemon that runs another config or version is restarted
@@ -124,7 +127,7 @@ class DaemonLink:
         `page` frames into `pages`. An `error` frame raises DaemonFailed. Cancelled, it sends the protocol's
         `cancel` and closes the connection, so the daemon closes the request's tab and kills its sub-agent at
         once. `start=False`: no daemon is started for it (DaemonUnreachable when none listens)."""
-        stream = await self._connect(start)
+        stream = await self._connect(start and not self.in_daemon)
         rid = 1
         try:
             await stream.send_all(json.dumps({"id": rid, **body}).encode() + b"\n")

@@ -56,7 +56,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "use with --profile NAME, each only on the hosts it lists. They are files under "
                                    "$XDG_DATA_HOME/webfetch/profiles (default ~/.local/share), readable by you "
                                    "alone; no daemon is needed to change them.")
-    handles(p, lambda inv: run(inv.args), Needs.NOTHING)  # profiles are files: no config, no daemon
+    # profiles are files: no config, no daemon (but a login without a display, which runs in the daemon's view)
+    handles(p, lambda inv: run(inv.args, socket=inv.path), Needs.NOTHING)
     ps = p.add_subparsers(dest="profile_command", required=True, metavar="COMMAND")
     q = ps.add_parser("list", help="the profiles: hosts, live cookies, origins, last use (never a value)")
     q.add_argument("--json", action="store_true", help="as a JSON array")
@@ -86,8 +87,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     q.add_argument("name")
 
 
-def run(args: argparse.Namespace, store: ProfileStore | None = None) -> int:
-    """Run one `webfetch profile` command; errors are printed, their exit status returned."""
+def run(args: argparse.Namespace, store: ProfileStore | None = None, socket: Path | None = None) -> int:
+    """Run one `webfetch profile` command; errors are printed, their exit status returned. `socket`: the
+    daemon's, for a login without a display."""
+    args.daemon_socket = socket
     commands: dict[str, Callable[[ProfileStore, argparse.Namespace], int]] = {
         "list": _list, "login": _login, "import": _import, "export": _export, "allow": _allow, "delete": _delete}
     try:
@@ -224,9 +227,15 @@ def _login(store: ProfileStore, args: argparse.Namespace) -> int:
         raise UsageError(f"{args.url!r} is not an http(s) URL; give the site's sign-in page, like "
                          f"https://github.com/login")
     error = no_display_error(args.name, args.url)
-    if error is not None:
+    if error is not None and args.daemon_socket is None:
         raise error
     _existing(store, args.name)  # a damaged profile fails before the person spends a login on it
+    if error is not None:  # no window can open: the login runs in the daemon's headless Chrome, through its view
+        from .profile_view_login import view_login
+        if hosts:
+            raise UsageError("--hosts is for a login in a window; without a display the profile is made for the "
+                             "URL's host (add others with `webfetch profile allow`)")
+        return view_login(args.daemon_socket, args.name, args.url, store)
     state = trio.run(login_window, args.url, _configured_chrome())
     if not state.cookies:
         raise ProfileError(f"the window closed with no cookies set, so there was no login to save; profile "

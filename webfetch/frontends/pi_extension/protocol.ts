@@ -17,6 +17,7 @@ export type Frame =
 	| CrawlResult
 	| MapResult
 	| CacheClearResult
+	| ViewResult
 	| ErrorFrame;
 
 export type Request =
@@ -29,7 +30,8 @@ export type Request =
 	| ReloadRequest
 	| CrawlRequest
 	| MapRequest
-	| CacheClearRequest;
+	| CacheClearRequest
+	| ViewRequest;
 
 export interface ProgressFrame {
 	type: "progress";
@@ -334,6 +336,7 @@ export interface StatusResult {
 	browse_enabled: boolean;
 	browse_allow_local: string[];
 	daemon: DaemonInfo | null;
+	view: string | null;
 }
 
 export interface BrowserStatus {
@@ -496,6 +499,17 @@ export interface CacheClearResult {
 	disk_bytes: number;
 }
 
+export interface ViewResult {
+	type: "result";
+	id: string | number | null;
+	op: string;
+	url: string;
+	port: number;
+	addresses: string[];
+	started: boolean;
+	token_file: string;
+}
+
 export interface ErrorFrame {
 	type: "error";
 	id: string | number | null;
@@ -569,6 +583,7 @@ export interface BrowseRequest {
 	overwrite?: boolean;
 	profile?: string | null;
 	create?: boolean;
+	record?: boolean | null;
 	files?: string[] | null;
 	cwd?: string | null;
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;
@@ -644,4 +659,12 @@ export interface MapRequest {
 export interface CacheClearRequest {
 	op: "cache_clear";
 	profile?: string | null;
+}
+
+/**
+ * The daemon's local web page (`webfetch view`): its URL with the token, the front door started first
+ * when it is off (view.enabled = false).
+ */
+export interface ViewRequest {
+	op: "view";
 }

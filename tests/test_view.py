@@ -1,0 +1,236 @@
+"""The view's front door (issue 37): `webfetch serve` as a real process, its page driven in a real Chromium
+over our own CDP client, the door spoken to with raw HTTP (a wrong Host is what a rebound name sends), and
+MCP over HTTP through the MCP SDK's streamable-HTTP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from webfetch.chrome.cdp import open_cdp
+
+from .support.chromium import Chromium
+from .support.client import run_cli
+from .support.daemon import ServedDaemon
+from .support.site import ARTICLE_TEXT, Site
+
+pytestmark = pytest.mark.chromium
+
+
+def listening(pid: int) -> set[tuple[str, int]]:
+    """The TCP addresses process `pid` listens on, read from /proc (its socket fds, matched in /proc/net)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            hex_address, hex_port = fields[1].split(":")
+            raw = bytes.fromhex(hex_address)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found.add((socket.inet_ntop(family, raw), int(hex_port, 16)))
+    return found
+
+
+def raw_request(port: int, head: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 request written by hand (any Host header we like): its status, headers and body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+            if b"\r\n\r\n" in data:
+                header, _, rest = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in header.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), None)
+                if (length is not None and len(rest) >= length) or header.startswith(b"HTTP/1.1 101"):
+                    break  # a websocket accepted stays open: its status is the answer
+    header, _, rest = data.partition(b"\r\n\r\n")
+    lines = header.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, rest
+
+
+WS_UPGRADE = ("Upgrade: websocket\nConnection: Upgrade\nSec-WebSocket-Version: 13\n"
+              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\n")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A daemon with the view on (and loopback pages allowed, for the test site), its token and port."""
+    d = ServedDaemon(Path(tmp_path_factory.mktemp("view")), "[view]\nenabled = true\n[fetch]\nallow_private = true\n"
+                                                                  '[search]\nbrave_api_key = "brave-s3cr3t"\n')
+    try:
+        d.wait_ready(60)
+        deadline = time.monotonic() + 30  # the door opens beside the browser, once MCP's module is loaded
+        while (status := d.status())["view"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status["view"] is not None, (d.tmp / "daemon.log").read_text()
+        d.view_port = int(status["view"].rsplit(":", 1)[1].strip("/"))
+        d.token = (d.tmp / "view-token").read_text().strip()
+        yield d
+    finally:
+        d.stop()
+
+
+def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone(short_tmp):
+    d = ServedDaemon(short_tmp, "")
+    try:
+        d.wait_ready(60)
+        before = listening(d.proc.pid)
+        assert d.status()["view"] is None
+        out = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
+        assert out.returncode == 0, out.stderr
+        url = out.stdout.strip()
+        port = int(url.split(":")[2].split("/")[0])
+        token = (short_tmp / "view-token").read_text().strip()
+        assert url == f"http://127.0.0.1:{port}/?token={token}"
+        assert f"ssh -L {port}:127.0.0.1:{port} HOST" in out.stderr
+        assert os.stat(short_tmp / "view-token").st_mode & 0o777 == 0o600
+        opened = listening(d.proc.pid) - before
+        assert opened in ({("127.0.0.1", port), ("::1", port)}, {("127.0.0.1", port)}), opened
+        assert all(host in ("127.0.0.1", "::1") for host, _ in listening(d.proc.pid))
+        assert d.status()["view"] == f"http://127.0.0.1:{port}/"
+        again = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
+        assert again.stdout.strip() == url and listening(d.proc.pid) - before == opened  # the same door
+    finally:
+        d.stop()
+
+
+def test_the_door_wants_the_token_a_loopback_host_and_its_own_origin(served):
+    port, token = served.view_port, served.token
+    host = f"127.0.0.1:{port}"
+    cookie = f"Cookie: webfetch_view={token}\n"
+    status, _, body = raw_request(port, f"GET / HTTP/1.1\nHost: {host}\nConnection: close\n")
+    assert status == 401 and b"webfetch view" in body
+    wrong = "Cookie: webfetch_view=wrong\n"
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\n{wrong}Connection: close\n")[0] == 403
+    assert raw_request(port, f"GET /?token=wrong HTTP/1.1\nHost: {host}\nConnection: close\n")[0] == 403
+    status, headers, _ = raw_request(port, f"GET /?token={token} HTTP/1.1\nHost: {host}\nConnection: close\n")
+    assert status == 303 and headers["location"] == "/"
+    assert headers["set-cookie"] == f"webfetch_view={token}; Path=/; HttpOnly; SameSite=Strict"
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\n{cookie}Connection: close\n")[0] == 200
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: localhost:{port}\n{cookie}Connection: close\n")[0] == 200
+    # DNS rebinding: a foreign name pointed at 127.0.0.1 sends its own name; the right cookie changes nothing
+    status, _, body = raw_request(port, f"GET / HTTP/1.1\nHost: rebind.example:{port}\n{cookie}Connection: close\n")
+    assert status == 403 and b"127.0.0.1" in body
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: 127.0.0.1:1\n{cookie}Connection: close\n")[0] == 403
+    # websockets and POSTs: only from the page's own origin
+    live = f"GET /live HTTP/1.1\nHost: {host}\n{cookie}{WS_UPGRADE}"
+    assert raw_request(port, live + "Origin: http://evil.example\n")[0] == 403
+    assert raw_request(port, live + f"Origin: http://127.0.0.1:{port + 1}\n")[0] == 403
+    assert raw_request(port, live)[0] == 403  # no Origin: not a page of ours
+    assert raw_request(port, live + f"Origin: http://{host}\n")[0] == 101
+    post = f"POST / HTTP/1.1\nHost: {host}\n{cookie}Content-Length: 0\nConnection: close\n"
+    assert raw_request(port, post + "Origin: http://evil.example\n")[0] == 403
+    assert raw_request(port, post)[0] == 403
+    assert raw_request(port, post + f"Origin: http://{host}\n")[0] == 405  # through the door: no POST route
+    # MCP: the bearer, never the cookie; no Origin is an MCP client, a foreign one is refused
+    mcp = f"POST /mcp HTTP/1.1\nHost: {host}\nContent-Type: application/json\nContent-Length: 2\nConnection: close\n"
+    assert raw_request(port, mcp, b"{}")[0] == 401
+    assert raw_request(port, mcp + cookie, b"{}")[0] == 401
+    assert raw_request(port, mcp + "Authorization: Bearer wrong\n", b"{}")[0] == 403
+    bearer = f"Authorization: Bearer {token}\n"
+    assert raw_request(port, mcp + bearer + "Origin: http://evil.example\n", b"{}")[0] == 403
+    assert raw_request(port, mcp.replace(host, f"rebind.example:{port}") + bearer, b"{}")[0] == 403
+    assert raw_request(port, mcp + bearer, b"{}")[0] not in (401, 403)  # the SDK's own answer to `{}`
+
+
+async def evaluate(conn, session: str, expression: str):
+    reply = await conn.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                 "awaitPromise": True}, session)
+    return reply["result"].get("value")
+
+
+async def wait_for(conn, session: str, expression: str, seconds: float = 30):
+    with trio.fail_after(seconds):
+        while not (value := await evaluate(conn, session, expression)):
+            await trio.sleep(0.1)
+    return value
+
+
+async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(served, tmp_path):
+    site = Site().start()
+    browser = Chromium(tmp_path / "user-chrome")
+    try:
+        async with open_cdp(browser.ws_url) as conn:
+            tab = await conn.call("Target.createTarget", {"url": "about:blank"})
+            session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"],
+                                                                 "flatten": True}))["sessionId"]
+            await conn.call("Page.navigate", {"url": f"http://127.0.0.1:{served.view_port}/?token={served.token}"},
+                            session)
+            await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
+            # the token left the address bar; the cookie is not the page's to read
+            assert await evaluate(conn, session, "location.href") == f"http://127.0.0.1:{served.view_port}/"
+            assert await evaluate(conn, session, "document.cookie") == ""
+            assert f"pid{served.proc.pid}" in await evaluate(conn, session,
+                                                              "document.getElementById('daemon').textContent")
+            await evaluate(conn, session, "window.notReloaded = true")
+            frame, _ = await trio.to_thread.run_sync(served.fetch, site.url("/article?api_key=s3cr3t"))
+            assert ARTICLE_TEXT[0] in frame["content"]
+            shown = site.url("/article?api_key=<redacted>")  # the secrets rule (redact.py)
+            row = await wait_for(conn, session, "[...document.querySelectorAll('#recent tbody tr')].map(r => "
+                                 f"r.textContent).find(t => t.includes({json.dumps(shown)}))")
+            assert "fetch" in row and "ok" in row
+            text = await evaluate(conn, session, "document.body.textContent")
+            assert "search.brave_api_key" in text and "s3cr3t" not in text
+            assert await evaluate(conn, session, "window.notReloaded") is True
+
+            # another origin in the same browser (same site: SameSite sends the cookie) cannot open the feed
+            await conn.call("Page.navigate", {"url": site.url("/article")}, session)
+            await wait_for(conn, session, "document.readyState === 'complete' && location.port !== "
+                                          f"'{served.view_port}'")
+            opened = await evaluate(conn, session, f"""new Promise(done => {{
+                const ws = new WebSocket('ws://127.0.0.1:{served.view_port}/live');
+                ws.onopen = () => done('opened'); ws.onclose = () => done('refused');
+            }})""")
+            assert opened == "refused"
+    finally:
+        browser.stop()
+        site.stop()
+
+
+async def test_mcp_over_http_lists_and_calls_the_tools_with_the_bearer_alone(served):
+    site = Site().start()
+    endpoint = f"http://127.0.0.1:{served.view_port}/mcp"
+    try:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {served.token}"})
+        with trio.fail_after(60):
+            async with Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client:
+                tools = [t.name for t in (await client.list_tools()).tools]
+                assert tools == ["web_fetch", "web_search", "agent_browser"]
+                r = await client.call_tool("web_fetch", {"url": site.url("/article")})
+                assert not r.is_error and ARTICLE_TEXT[0] in r.content[0].text
+        for headers, refusal in (({}, 401), ({"Authorization": "Bearer wrong"}, 403)):
+            answered: list[int] = []
+
+            async def record(response: httpx2.Response, answered: list[int] = answered) -> None:
+                answered.append(response.status_code)
+
+            http = create_mcp_http_client(headers=headers)
+            http.event_hooks["response"].append(record)
+            with pytest.raises(Exception), trio.fail_after(30):  # noqa: B017 - the SDK's error names no status
+                async with Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client:
+                    await client.list_tools()
+            assert answered and set(answered) == {refusal}, answered
+    finally:
+        site.stop()

@@ -1,0 +1,67 @@
+"""`webfetch view`: the daemon's local web page. Asks the daemon (the `view` op, which opens the front door
+when view.enabled is false, and starts a daemon when none runs) for the page's URL with its token, prints it,
+and opens it in the user's browser when there is a display.
+
+The browser is handed a file, not the URL: a command line is readable by every user of the machine
+(/proc/PID/cmdline), so the token goes in a 0600 file in the daemon's runtime directory (`view-open.html`,
+which sends the browser on to the URL) and only that file's path is on the browser's command line."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import sys
+import webbrowser
+from collections.abc import Callable
+from pathlib import Path
+
+from ..trust.private_files import write_private
+from ..trust.shell import command
+from .command import Invocation, handles
+
+OPENER = "view-open.html"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+               common: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("view", help="the daemon's local web page (dashboard, browse sessions): print its URL "
+                                    "with the token, and open it when there is a display")
+    common(p)
+    p.add_argument("--no-open", action="store_true", help="print the URL only (as over ssh)")
+    handles(p, run)
+
+
+def run(inv: Invocation) -> int:
+    from .client import Client, ClientError
+
+    try:
+        with Client(inv.path, config=inv.args.config, timeout=30) as client:
+            answer = list(client.request("view"))[-1]
+    except ClientError as e:
+        print(f"webfetch: {e}", file=sys.stderr)
+        return 1
+    if answer.get("type") != "result":
+        print(f"webfetch: {answer.get('code')}: {answer.get('message')}", file=sys.stderr)
+        return 1
+    url, port = answer["url"], answer["port"]
+    print(url)
+    if answer["started"]:
+        print(f"(the front door was off: opened now on {', '.join(answer['addresses'])}; it stays open until the "
+              f"daemon stops; `view.enabled = true` opens it at every start)", file=sys.stderr)
+    print(f"From another machine: {command('ssh', '-L', f'{port}:127.0.0.1:{port}', 'HOST')}, then open the URL "
+          f"there. MCP over HTTP: {url.split('?')[0]}mcp with `Authorization: Bearer $(cat "
+          f"{command(answer['token_file'])})`", file=sys.stderr)
+    if not inv.args.no_open and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        opener = Path(answer["token_file"]).parent / OPENER
+        write_private(opener, redirect_page(url).encode())
+        if not webbrowser.open(opener.as_uri()):
+            print("(no browser found to open it: open the URL above)", file=sys.stderr)
+    return 0
+
+
+def redirect_page(url: str) -> str:
+    """A page that sends the browser on to `url` at once."""
+    quoted = html.escape(url, quote=True)
+    return (f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={quoted}">'
+            f'<meta name="referrer" content="no-referrer"><a href="{quoted}">webfetch view</a>\n')

@@ -1,0 +1,201 @@
+"""Who may come in: the view's one security rule, an ASGI middleware in front of every route (HTTP and
+websocket, the ones added later too), so that no page can forget it.
+
+Three checks, in this order:
+- the Host header must be a loopback name or address with our port (`localhost`, `127.0.0.1`, `[::1]`):
+  a page on a foreign site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
+  name, and is refused (403);
+- the token: a random secret (`Token`) kept 0600 in the daemon's runtime directory. `webfetch view` prints
+  the URL with `?token=…` once; that request is answered with a redirect to the same path without it and
+  an HttpOnly, SameSite=Strict cookie holding it, so the token leaves the address bar and the history, no
+  script can read it and no other site's request carries it. Every later request needs the cookie: none is
+  401, a wrong one 403. `/mcp` takes the token as `Authorization: Bearer` instead (an MCP client has no
+  cookie jar), and the cookie does not count there;
+- the Origin: every websocket and every request other than GET and HEAD must come from the page's own
+  origin (`http://` + its Host), so another site open in the same browser, whose requests would carry the
+  cookie if SameSite did not hold, cannot drive the daemon. On `/mcp` an absent Origin (an MCP client is
+  no browser) passes with the bearer; a foreign one is refused.
+
+A refusal is a short text/plain answer (or a websocket closed before it is accepted) that says what to do;
+it never echoes the token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from collections.abc import Iterable
+from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..trust.private_files import write_private
+
+COOKIE = "webfetch_view"
+MCP_PATH = "/mcp"
+TOKEN_FILE = "view-token"
+TOKEN_BYTES = 32
+# The loopback names a browser may put in Host for our listeners; any other name is DNS rebinding or a
+# proxy we did not ask for.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+class Token:
+    """The view's secret: read from `directory`/view-token when a daemon before us left one (a bearer in an
+    MCP client's config keeps working across restarts, within the login session the runtime directory
+    lives for), else made and written there 0600. `directory` is the socket's, which the daemon made 0700
+    and checked (trust/socket_trust.py)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / TOKEN_FILE
+        self.value = self._read() or self._make()
+
+    def _read(self) -> str | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                return None  # not ours alone: replaced below
+            text = os.read(fd, 256).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
+        return text if len(text) >= 32 and text.isalnum() else None
+
+    def _make(self) -> str:
+        value = secrets.token_hex(TOKEN_BYTES)
+        write_private(self.path, value.encode() + b"\n")
+        return value
+
+    def matches(self, candidate: str | None) -> bool:
+        return candidate is not None and hmac.compare_digest(candidate.encode(), self.value.encode())
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated one: its last value), latin-1 as HTTP's are."""
+    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+def loopback_host(host: str | None, port: int) -> bool:
+    """Is `host` (a Host header) one of our listeners' names with our port?"""
+    return host is not None and host.lower() in {f"{name}:{port}" for name in LOOPBACK_HOSTS}
+
+
+def _cookie(header: str | None) -> str | None:
+    if not header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return None
+    morsel = jar.get(COOKIE)
+    return None if morsel is None else morsel.value
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+class Door:
+    """The middleware: `app` behind the three checks, for a front door listening on `port`."""
+
+    def __init__(self, app: ASGIApp, token: Token, port: int) -> None:
+        self.app = app
+        self.token = token
+        self.port = port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)  # lifespan
+            return
+        headers = _headers(scope)
+        host = headers.get("host")
+        if not loopback_host(host, self.port):
+            await _refuse(scope, receive, send, 403, "this page answers only on 127.0.0.1, localhost or [::1] "
+                          f"with port {self.port}; open the URL `webfetch view` prints")
+            return
+        own_origin = f"http://{host}"
+        origin = headers.get("origin")
+        path: str = scope["path"]
+        if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            await self._mcp(scope, receive, send, headers, origin, own_origin)
+            return
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        if scope["type"] == "http" and "token" in query:
+            await self._exchange(scope, receive, send, query)
+            return
+        cookie = _cookie(headers.get("cookie"))
+        if cookie is None:
+            await _refuse(scope, receive, send, 401, "no token: open the URL `webfetch view` prints (it carries "
+                          "the token once, then a cookie does)")
+            return
+        if not self.token.matches(cookie):
+            await _refuse(scope, receive, send, 403, "wrong token: open the URL `webfetch view` prints again")
+            return
+        if (scope["type"] == "websocket" or scope["method"] not in ("GET", "HEAD")) and origin != own_origin:
+            await _refuse(scope, receive, send, 403, f"cross-origin request refused: only pages of {own_origin} "
+                          "may send this")
+            return
+        await self.app(scope, receive, send)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
+                   origin: str | None, own_origin: str) -> None:
+        bearer = _bearer(headers.get("authorization"))
+        if bearer is None:
+            await _refuse(scope, receive, send, 401, "MCP here needs `Authorization: Bearer <token>`; the token "
+                          f"is in {self.token.path}")
+            return
+        if not self.token.matches(bearer):
+            await _refuse(scope, receive, send, 403, f"wrong bearer token; the token is in {self.token.path}")
+            return
+        if origin is not None and origin != own_origin:
+            await _refuse(scope, receive, send, 403, f"cross-origin request refused: only {own_origin} (or an "
+                          "MCP client, which sends no Origin) may call /mcp")
+            return
+        await self.app(scope, receive, send)
+
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send, query: dict[str, str]) -> None:
+        """`?token=…`: the right one is traded for the cookie by a redirect to the same path without it."""
+        if not self.token.matches(query.get("token")):
+            await _refuse(scope, receive, send, 403, "wrong token: open the URL `webfetch view` prints again")
+            return
+        rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
+        location = scope["path"] + (f"?{rest}" if rest else "")
+        cookie = f"{COOKIE}={self.token.value}; Path=/; HttpOnly; SameSite=Strict"
+        await _answer(send, 303, b"signed in; on to " + location.encode("latin-1", "replace") + b"\n",
+                      [(b"location", location.encode("latin-1", "replace")), (b"set-cookie", cookie.encode()),
+                       (b"referrer-policy", b"no-referrer")])
+
+
+async def _answer(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store"),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+    """`status` with `message`; a websocket is closed before it is accepted (the browser sees the handshake
+    fail with the status, by ASGI's websocket denial response where the server has it)."""
+    if scope["type"] == "websocket":
+        await receive()  # websocket.connect
+        body = message.encode() + b"\n"
+        if "websocket.http.response" in scope.get("extensions", {}):
+            await send({"type": "websocket.http.response.start", "status": status,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "websocket.http.response.body", "body": body})
+        else:
+            await send({"type": "websocket.close", "code": 1008})
+        return
+    await _answer(send, status, message.encode() + b"\n")

@@ -1,0 +1,187 @@
+"""The view's front door, an actor in the daemon's nursery: an HTTP server on loopback (127.0.0.1, and [::1]
+on the same port where the host has IPv6) serving the pages behind `door.Door`.
+
+Why hypercorn and Starlette: the daemon runs on trio, and hypercorn has a trio worker (`worker_serve`, the
+one `hypercorn.trio.serve` calls: handed our own sockets, so we choose the addresses and learn the port
+picked for `view.port = 0`); Starlette routes HTTP and websockets on anyio, which runs on trio, and is what
+the MCP SDK's streamable-HTTP transport is written for. Nothing here needs asyncio.
+
+Off unless `view.enabled` or the `view` op (`webfetch view`) turns it on; a reload with `enabled = false`
+closes it.
+
+How to add a page: write `webfetch/view/NAME.py` with
+
+    def routes(daemon: Viewed) -> list[BaseRoute]: ...
+
+(Starlette `Route`s and `WebSocketRoute`s; `Viewed` is what a page may read of the daemon) and add
+`NAME.routes` to `PAGES` below. Every route is behind the door (token, Host, Origin) with nothing more to
+do. A part that owns tasks for as long as the door is open (MCP's session manager) is a `Mounted`: an async
+context manager that yields its routes, handed to `View` by whoever starts the daemon.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from pathlib import Path
+from typing import cast
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.typing import ASGIFramework
+from hypercorn.utils import wrap_app
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+from ..config import Config
+from . import dashboard, session_page
+from .door import Door, Token
+from .viewed import Viewed
+
+log = logging.getLogger("webfetch.view")
+
+PageRoutes = Callable[[Viewed], list[BaseRoute]]
+Mounted = Callable[[Viewed], AbstractAsyncContextManager[list[BaseRoute]]]
+
+# The pages, each a module's `routes(daemon)`; their routes are concatenated in this order (a later
+# module's route for a path already taken is never reached).
+PAGES: tuple[PageRoutes, ...] = (
+    dashboard.routes,
+    session_page.routes,
+)
+
+LISTEN_BACKLOG = 64
+
+
+def bind_loopback(port: int) -> list[socket.socket]:
+    """Listening sockets on 127.0.0.1:`port` (0: a free one) and [::1] on the same port when the host has
+    IPv6 loopback; never another address. OSError when 127.0.0.1 cannot be bound (the port taken)."""
+    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        v4.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        v4.bind(("127.0.0.1", port))
+        v4.listen(LISTEN_BACKLOG)
+    except OSError:
+        v4.close()
+        raise
+    sockets = [v4]
+    chosen = v4.getsockname()[1]
+    if socket.has_ipv6:
+        v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        try:
+            v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            v6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            v6.bind(("::1", chosen))
+            v6.listen(LISTEN_BACKLOG)
+            sockets.append(v6)
+        except OSError as e:  # no IPv6 loopback here, or the port is another's on ::1: IPv4 alone
+            v6.close()
+            if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EADDRINUSE):
+                log.warning("view: not listening on [::1]:%d: %s", chosen, e)
+    return sockets
+
+
+def address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if sock.family == socket.AF_INET6 else f"{host}:{port}"
+
+
+class View:
+    """The front door. `open()` starts it (if it is not open) and says where it is; `run` is its actor task,
+    `reconfigure` follows `view.enabled` on reload."""
+
+    def __init__(self, daemon: Viewed, mounts: Sequence[Mounted] = ()) -> None:
+        self.daemon = daemon
+        self.mounts = tuple(mounts)
+        self.port: int | None = None          # while open
+        self.addresses: list[str] = []
+        self.token: Token | None = None
+        self._runtime_dir: Path | None = None
+        self._nursery: trio.Nursery | None = None
+        self._scope: trio.CancelScope | None = None
+        self._lock = trio.Lock()
+
+    @property
+    def url(self) -> str | None:
+        """The page's address with the token, to open once; None while the door is closed."""
+        if self.port is None or self.token is None:
+            return None
+        return f"http://127.0.0.1:{self.port}/?token={self.token.value}"
+
+    async def run(self, runtime_dir: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """The actor: holds the door's task while it is open. `runtime_dir` (the socket's directory, 0700)
+        keeps the token."""
+        self._runtime_dir = runtime_dir
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            if self.daemon.config.view.enabled:
+                try:
+                    await self.open()
+                except OSError as e:
+                    log.error("view: cannot listen on 127.0.0.1:%d: %s; the daemon serves on without it",
+                              self.daemon.config.view.port, e)
+            await trio.sleep_forever()
+
+    async def open(self) -> bool:
+        """Open the door if it is closed; whether this call opened it. OSError when it cannot listen."""
+        async with self._lock:
+            if self.port is not None:
+                return False
+            assert self._nursery is not None and self._runtime_dir is not None, "View.run has not started"
+            if self.token is None:
+                self.token = Token(self._runtime_dir)
+            await self._nursery.start(self._serve)
+            return True
+
+    def reconfigure(self, config: Config) -> None:
+        """`view.enabled = false` on reload closes the door; `true` opens it (a new `view.port` waits for a
+        restart, config.RESTART_KEYS)."""
+        if not config.view.enabled and self._scope is not None:
+            self._scope.cancel()
+        elif config.view.enabled and self.port is None and self._nursery is not None:
+            self._nursery.start_soon(self._open_quietly)
+
+    async def _open_quietly(self) -> None:
+        try:
+            await self.open()
+        except OSError as e:
+            log.error("view: cannot listen: %s", e)
+
+    async def _serve(self, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
+        assert self.token is not None
+        sockets = bind_loopback(self.daemon.config.view.port)
+        port = sockets[0].getsockname()[1]
+        try:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                async with AsyncExitStack() as stack:
+                    routes = [route for page in PAGES for route in page(self.daemon)]
+                    for mount in self.mounts:
+                        routes += await stack.enter_async_context(mount(self.daemon))
+                    app = Door(Starlette(routes=routes), self.token, port)
+                    self.port, self.addresses = port, [address(s) for s in sockets]
+                    log.info("view: listening on %s", ", ".join(self.addresses))
+                    # Starlette's ASGI types are looser than hypercorn's, the same protocol
+                    await worker_serve(wrap_app(cast(ASGIFramework, app), 0, "asgi"), _hypercorn_config(),
+                                       sockets=Sockets([], sockets, []), task_status=task_status)
+        finally:
+            self.port, self.addresses, self._scope = None, [], None
+            for s in sockets:
+                s.close()
+            log.info("view: closed")
+
+
+def _hypercorn_config() -> HypercornConfig:
+    config = HypercornConfig()
+    config.accesslog = None  # a request's query may hold the token (the first one does): never logged
+    config.errorlog = log
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    return config
