@@ -392,6 +392,7 @@ class Chrome:
         self.browse_spare = browse_spare
         self.spare: BrowserContext | None = None
         self._spare_taken = trio.Event()
+        self._spare_making: trio.Event | None = None  # set when the spare being made is made (or failed)
         self._to_close, _ = trio.open_memory_channel[Tab](0)
         self._to_close.close()
         self._tabs_out = 0                # fetch tabs handed out and not yet given back
@@ -472,6 +473,12 @@ class Chrome:
         the context's downloads there, each under its guid, and reports them to the page that started
         each (Page.downloadWillBegin and Page.downloadProgress). The caller makes its tabs and disposes of it."""
         browser = await self.wait_browser()
+        making = self._spare_making
+        if self.spare is None and making is not None:
+            # the spare is being made (an open right after the browser started): waiting for it costs less
+            # than making a second context and renderer beside it on the same cores
+            with trio.move_on_after(CONTEXT_CREATE_TIMEOUT_S):
+                await making.wait()
         spare, self.spare = self.spare, None
         try:
             if spare is not None and spare.browser is browser:
@@ -634,6 +641,11 @@ class Chrome:
         async with trio.open_nursery() as nursery:
             if self.browse_spare:
                 await nursery.start(self._keep_spare, browser)
+                # an open that takes the spare at once (an agent's first call) navigates without Chrome
+                # making the pool's contexts and renderers beside it; a fetch meanwhile makes its own tab
+                with trio.move_on_after(BACKGROUND_DEFER_S):
+                    await self._spare_taken.wait()
+                await trio.sleep(BACKGROUND_DEFER_S if self._spare_taken.is_set() else 0)
             if self.config.context_pool > 0:
                 nursery.start_soon(self._fill_pool, browser)
 
@@ -643,21 +655,16 @@ class Chrome:
         and no fetch is loading; disposed of when the browser's service ends (the daemon stops)."""
         try:
             while True:
+                self._spare_making, self._spare_taken = trio.Event(), trio.Event()
                 try:
-                    spare = await self._new_context(browser, browse=True)
-                    try:
-                        spare.made_ahead = await spare.new_tab()
-                        # the renderer's first script (its JavaScript engine set up) is paid now, not by
-                        # the first page
-                        await spare.made_ahead.call("Runtime.evaluate", {"expression": "0"})
-                    except BaseException:
-                        await spare.aclose()
-                        raise
+                    self.spare = await self._new_spare(browser)
                 except (BrowserCrashed, CDPError, CDPClosed) as e:
                     log.debug("browse spare not made: %s", e)
                     task_status.started()
                     return
-                self.spare, self._spare_taken = spare, trio.Event()
+                finally:
+                    self._spare_making.set()  # an open waiting for it takes it now
+                    self._spare_making = None
                 task_status.started()
                 task_status = trio.TASK_STATUS_IGNORED
                 await self._spare_taken.wait()
@@ -666,6 +673,18 @@ class Chrome:
             left, self.spare = self.spare, None
             if left is not None:
                 await left.aclose()  # shielded and bounded
+
+    async def _new_spare(self, browser: Browser) -> BrowserContext:
+        """A browse context with a blank page in it whose renderer has run its first script."""
+        spare = await self._new_context(browser, browse=True)
+        try:
+            spare.made_ahead = await spare.new_tab()
+            # the renderer's first script (its JavaScript engine set up) is paid now, not by the first page
+            await spare.made_ahead.call("Runtime.evaluate", {"expression": "0"})
+        except BaseException:
+            await spare.aclose()
+            raise
+        return spare
 
     async def _fill_pool(self, browser: Browser) -> None:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
