@@ -4,6 +4,7 @@ the address policy and cleanup."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -300,6 +301,66 @@ async def test_close_and_idle_timeout_dispose_of_the_context(start_daemon, app):
     assert (await c.ok("close"))["snapshot_kind"] == "none"
     assert not any(t["url"] == app.url("/popup") for t in await h.page_targets())
     assert "closed" not in h.daemon.browse.sessions
+
+
+async def test_a_session_opens_in_the_context_made_ahead_which_is_never_handed_out_twice(daemon, app):
+    """The first open of a session takes the browse context (and blank page) the Chrome actor made while
+    nothing was asked; a new one is made for the next session, never the one a session used, and a closed
+    session's context is disposed of."""
+    chrome = daemon.daemon.chrome
+
+    async def spare() -> str:
+        with trio.fail_after(20):
+            while chrome.spare is None:  # noqa: ASYNC110 (the test watches the daemon from outside)
+                await trio.sleep(0.05)
+        return chrome.spare.id
+
+    async def contexts() -> list[str]:
+        browser = await chrome.wait_browser()
+        return (await browser.conn.call("Target.getBrowserContexts"))["browserContextIds"]
+
+    made = await spare()
+    page = chrome.spare.made_ahead
+    await Browser(await daemon.client(), "first").ok("open", url=app.url("/login"))
+    session = daemon.daemon.browse.sessions["first"]
+    assert session.context.id == made and session.tabs["t1"].target_id == page.target_id
+    second = await spare()
+    assert second != made and chrome.spare.made_ahead is not None
+    await Browser(await daemon.client(), "first").ok("close")
+    assert made not in await contexts() and second in await contexts()
+    await Browser(await daemon.client(), "other").ok("open", url=app.url("/login"))
+    assert daemon.daemon.browse.sessions["other"].context.id == second
+    assert await spare() not in (made, second)
+
+
+@pytest.mark.chromium
+async def test_the_context_made_ahead_is_disposed_of_when_the_daemon_stops(short_tmp, tmp_path):
+    from webfetch.chrome.cdp import open_cdp
+    from webfetch.daemon import Daemon, bind_socket
+
+    from .support.chromium import Chromium
+
+    # a browser the daemon attaches to: it outlives the daemon, so what the daemon left in it can be seen
+    browser = Chromium(tmp_path / "existing")
+    try:
+        async with open_cdp(browser.ws_url) as conn:
+            async def contexts() -> list[str]:
+                return (await conn.call("Target.getBrowserContexts"))["browserContextIds"]
+
+            d = Daemon(make_config(browser=BrowserConfig(endpoint=browser.ws_url)))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(functools.partial(d.run, bind_socket(short_tmp / "s.sock")))
+                with trio.fail_after(20):
+                    while d.chrome.spare is None:  # noqa: ASYNC110 (the test watches the daemon from outside)
+                        await trio.sleep(0.05)
+                made = d.chrome.spare.id
+                assert made in await contexts()
+                nursery.cancel_scope.cancel()
+            with trio.fail_after(10):
+                while made in await contexts():
+                    await trio.sleep(0.05)
+    finally:
+        browser.stop()
 
 
 async def test_browse_can_be_switched_off(start_daemon, app):

@@ -39,3 +39,32 @@ async def test_a_change_to_row_1500_of_a_collapsed_table_is_reported_with_its_li
     assert all("[disabled, ref=e" in s for s in shown)
     found = await b.ok("snapshot", find="Buy 2039")
     assert '- button "Buy 2039" [disabled, ref=' in found["snapshot"]
+
+
+# A long list whose members take their names from elsewhere than their own text: find over it walks only
+# the members whose text may match (snapshot.js, cannotMatch), and must still reach every one of these.
+NAMED_LIST = "<!doctype html><html><body><h1>Orders</h1><ul>" + "".join(
+    f"<li><span>Order {i}</span> <button>Open {i}</button></li>" for i in range(400)) + """
+<li><span>Order 400</span> <button aria-label="Refund Zebra">R</button></li>
+<li><span>Order 401</span> <input value="Quokka note"></li>
+<li><span>Order 402</span> <img alt="Yak photo" src="data:,"></li>
+<li><span>Order 403</span><div>Wal</div><div>rus</div></li>
+<li><span>Order 404</span> <span class="host"></span></li>
+<li><div>ΟΔΟΣ</div><div>ΧΑ</div></li>
+</ul><script>
+document.querySelector(".host").attachShadow({mode: "open"}).innerHTML = "<button>Narwhal inside</button>";
+</script></body></html>"""
+
+
+async def test_find_over_a_long_list_reaches_names_from_attributes_values_and_shadow_roots(daemon, site):
+    site.html("/named", NAMED_LIST)
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=site.url("/named"))
+    assert "more listitem like these" in page["snapshot"]
+    for find, line in (("refund zebra", '- button "Refund Zebra"'), ("Quokka", '- textbox "Order 401"'),
+                       ("yak", '- img "Yak photo"'), ("wal rus", '- listitem "Order 403Wal rus"'),
+                       ("narwhal", '- button "Narwhal inside"'), ("οδος", '- listitem "ΟΔΟΣ ΧΑ"'),
+                       ("Open 399", '- button "Open 399"')):
+        found = (await b.ok("snapshot", find=find, mode="full"))["snapshot"]
+        assert any(x.strip().startswith(line) for x in found.splitlines()), (find, found)
+    assert "Order 12" not in (await b.ok("snapshot", find="Open 399", mode="full"))["snapshot"]

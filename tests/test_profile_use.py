@@ -301,8 +301,10 @@ async def test_a_tab_that_held_a_profile_is_never_recycled(app, data_home, start
         # Until the pool is full and no tab waits to be disposed of: only a disposal wakes the refill, so
         # from here the pool changes only by what the fetches below take and give back, in order.
         while (len(chrome.idle_tabs) < daemon.daemon.config.browser.context_pool
-               or sum(t["attached"] for t in await daemon.page_targets()) != len(chrome.idle_tabs)):
-            await trio.sleep(0.05)  # (Chrome's own first tab is the one target not attached)
+               or chrome.spare is None
+               or sum(t["attached"] for t in await daemon.page_targets()) != len(chrome.idle_tabs) + 1):
+            await trio.sleep(0.05)  # (Chrome's own first tab is the one target not attached; the +1 is the
+            # browse spare's page)
     assert (await daemon.fetch(app.url("/whoami?1")))["content"].strip() == "anonymous"
     with trio.fail_after(20):
         while not chrome.idle_tabs or chrome.idle_tabs[-1].uses != 1:

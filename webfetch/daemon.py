@@ -139,7 +139,8 @@ class Daemon:
                                                              resolver))
         # browse sessions' policy: the same, and the loopback ports browse.allow_local lists
         self.browse_policy = PolicyHolder(self.policy.current.for_browse(config.browse.allow_local))
-        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy)
+        self.chrome = Chrome(config.browser, self.policy, FETCH_TAB, browse_policy=self.browse_policy,
+                             browse_spare=config.browse.enabled)
         self.cache: Cache[bytes] = Cache(config.cache.ttl_s, config.cache.sweep_s, config.cache.max_bytes,
                                         page_size, memory_entry_bytes(config.cache))
         # the pages the next daemon finds (cache.disk_max_bytes = 0: none), in the cache directory as the

@@ -215,9 +215,14 @@ class BrowserContext:
     def __init__(self, browser: Browser, context_id: str) -> None:
         self.browser = browser
         self.id = context_id
+        # a blank page made with the context ahead of need (`Chrome.open_context`), the first `new_tab`'s
+        self.made_ahead: PageTarget | None = None
 
     async def new_tab(self) -> PageTarget:
         """A new blank page in this context, attached."""
+        if self.made_ahead is not None:
+            page, self.made_ahead = self.made_ahead, None
+            return page
         created = await self.browser.conn.call("Target.createTarget",
                                                {"url": "about:blank", "browserContextId": self.id})
         return await self.adopt(created["targetId"])
@@ -365,9 +370,10 @@ class Chrome:
 
     def __init__(self, config: BrowserConfig, policy: AddressPolicy | PolicyHolder, tab_setup: TabSetup = TabSetup(),
                  opener: BrowserOpener | None = None,
-                 browse_policy: AddressPolicy | PolicyHolder | None = None) -> None:
+                 browse_policy: AddressPolicy | PolicyHolder | None = None, browse_spare: bool = False) -> None:
         """`opener` makes a browser (tests give a scripted one); by default it is launched or attached to.
-        `browse_policy` is what browse sessions' contexts connect under (`policy` when not given)."""
+        `browse_policy` is what browse sessions' contexts connect under (`policy` when not given);
+        `browse_spare` keeps a browse context made ahead of the next session (browse enabled)."""
         self.config = config
         self.tab_setup = tab_setup
         # Pages connect through the address-policy proxy (proxy.py), unless a browser on another machine
@@ -392,6 +398,14 @@ class Chrome:
         self._recycled_limit = (0 if config.context_pool == 0
                                 else max(config.context_pool, config.max_renders or default_max_renders()))
         self._pool_wanted = trio.Event()
+        # One browse context with a blank page in it, made as soon as the browser is up and again after each
+        # use (when no fetch is loading): a session's first `open` then navigates a page whose renderer is
+        # already running instead of waiting for Chrome to make both (~0.3-0.7 s on two busy cores, the
+        # first one after a start the most). It has never held a page or a cookie, and is handed out once.
+        self.browse_spare = browse_spare
+        self.spare: BrowserContext | None = None
+        self._spare_taken = trio.Event()
+        self._spare_making: trio.Event | None = None  # set when the spare being made is made (or failed)
         self._to_close, _ = trio.open_memory_channel[Tab](0)
         self._to_close.close()
         self._tabs_out = 0                # fetch tabs handed out and not yet given back
@@ -472,7 +486,22 @@ class Chrome:
         the context's downloads there, each under its guid, and reports them to the page that started
         each (Page.downloadWillBegin and Page.downloadProgress). The caller makes its tabs and disposes of it."""
         browser = await self.wait_browser()
+        making = self._spare_making
+        if self.spare is None and making is not None:
+            # the spare is being made (an open right after the browser started): waiting for it costs less
+            # than making a second context and renderer beside it on the same cores
+            with trio.move_on_after(CONTEXT_CREATE_TIMEOUT_S):
+                await making.wait()
+        spare, self.spare = self.spare, None
         try:
+            if spare is not None and spare.browser is browser:
+                self._spare_taken.set()
+                try:
+                    await self._set_downloads(browser, spare.id, downloads)
+                except BaseException:
+                    await spare.aclose()
+                    raise
+                return spare
             return await self._new_context(browser, browse=True, downloads=downloads)
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
@@ -499,6 +528,7 @@ class Chrome:
             started = True
             self._browser = None
             self._pool = []
+            self.spare = None
             self.last_error = error
             self.state, delay = self._restart.after_down(launched_at, ready_at, trio.current_time())
             # Requests waiting for this start look again: at a crash loop they fail now, otherwise they
@@ -553,8 +583,7 @@ class Chrome:
                 nursery.start_soon(self._closer, to_close, to_dispose)
                 nursery.start_soon(self._disposer, disposals)
                 nursery.start_soon(self._shrink_when_idle)
-                if self.config.context_pool > 0:
-                    nursery.start_soon(self._fill_pool, browser)
+                nursery.start_soon(self._make_ahead, browser)
                 await browser.conn.closed.wait()
                 nursery.cancel_scope.cancel()
         self._to_close.close()
@@ -619,6 +648,57 @@ class Chrome:
         self._pool.append(tab)
         return True
 
+    async def _make_ahead(self, browser: Browser) -> None:
+        """The browse spare first (an agent's first call after a start is often a browse `open`; a fetch
+        without a pooled tab makes its own at once), then the fetch tabs' pool, each kept filled."""
+        async with trio.open_nursery() as nursery:
+            if self.browse_spare:
+                await nursery.start(self._keep_spare, browser)
+                # an open that takes the spare at once (an agent's first call) navigates without Chrome
+                # making the pool's contexts and renderers beside it; a fetch meanwhile makes its own tab
+                with trio.move_on_after(BACKGROUND_DEFER_S):
+                    await self._spare_taken.wait()
+                await trio.sleep(BACKGROUND_DEFER_S if self._spare_taken.is_set() else 0)
+            if self.config.context_pool > 0:
+                nursery.start_soon(self._fill_pool, browser)
+
+    async def _keep_spare(self, browser: Browser, *,
+                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep one browse context made ahead (`spare`): made at once, then again once the last is taken
+        and no fetch is loading; disposed of when the browser's service ends (the daemon stops)."""
+        try:
+            while True:
+                self._spare_making, self._spare_taken = trio.Event(), trio.Event()
+                try:
+                    self.spare = await self._new_spare(browser)
+                except (BrowserCrashed, CDPError, CDPClosed) as e:
+                    log.debug("browse spare not made: %s", e)
+                    task_status.started()
+                    return
+                finally:
+                    self._spare_making.set()  # an open waiting for it takes it now
+                    self._spare_making = None
+                task_status.started()
+                task_status = trio.TASK_STATUS_IGNORED
+                await self._spare_taken.wait()
+                await self._wait_quiet(trio.current_time() + BACKGROUND_DEFER_S)
+        finally:
+            left, self.spare = self.spare, None
+            if left is not None:
+                await left.aclose()  # shielded and bounded
+
+    async def _new_spare(self, browser: Browser) -> BrowserContext:
+        """A browse context with a blank page in it whose renderer has run its first script."""
+        spare = await self._new_context(browser, browse=True)
+        try:
+            spare.made_ahead = await spare.new_tab()
+            # the renderer's first script (its JavaScript engine set up) is paid now, not by the first page
+            await spare.made_ahead.call("Runtime.evaluate", {"expression": "0"})
+        except BaseException:
+            await spare.aclose()
+            raise
+        return spare
+
     async def _fill_pool(self, browser: Browser) -> None:
         # Creating a context and a target costs a few hundred ms: do it before anyone asks.
         while True:
@@ -643,18 +723,23 @@ class Chrome:
                        "proxyBypassList": "<-loopback>"}
         context = BrowserContext(browser, await create_context(browser.conn, params))
         try:
-            if downloads is None:
-                with suppress(CDPError):
-                    await browser.conn.call("Browser.setDownloadBehavior",
-                                            {"behavior": "deny", "browserContextId": context.id})
-            else:  # named by guid: a name the server chose never reaches the file system (browse/downloads.py)
-                await browser.conn.call("Browser.setDownloadBehavior", {
-                    "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": True,
-                    "browserContextId": context.id})
+            await self._set_downloads(browser, context.id, downloads)
         except BaseException:  # cancelled before the caller holds the context: nothing else would dispose of it
             await context.aclose()
             raise
         return context
+
+    @staticmethod
+    async def _set_downloads(browser: Browser, context_id: str, downloads: str | None) -> None:
+        """Downloads denied in the context, or saved in `downloads` (a directory)."""
+        if downloads is None:
+            with suppress(CDPError):
+                await browser.conn.call("Browser.setDownloadBehavior",
+                                        {"behavior": "deny", "browserContextId": context_id})
+        else:  # named by guid: a name the server chose never reaches the file system (browse/downloads.py)
+            await browser.conn.call("Browser.setDownloadBehavior", {
+                "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": True,
+                "browserContextId": context_id})
 
     async def _new_tab(self, browser: Browser) -> Tab:
         try:

@@ -266,6 +266,7 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
       }
       if (node.nodeType !== 1) { i++; continue; }
       const element = /** @type {Control} */ (node);
+      if (st.find && nodes.length >= collapseAt && cannotMatch(element, st.find)) { i++; continue; }
       if (!st.find) {
         const s = sig(element);
         let j = i + 1, count = 1, last = i;
@@ -300,6 +301,25 @@ function installSnapshot(collapseAt, collapseKeep, askPending, pendingAnswer) {
       walk(element, childDepth, index, st);
       i++;
     }
+  }
+
+  // What can name a line other than the text inside its element: attributes, form controls and their
+  // labels, text in shadow trees or slotted from elsewhere, a frame's own page.
+  const NAMED_OTHERWISE = "[aria-label],[aria-labelledby],[title],[placeholder],[alt],[aria-valuetext]," +
+    "[aria-valuenow],[contenteditable],input,select,textarea,label,slot,iframe,frame";
+  // Letters compared as find compares them, spaces aside (a name's text gains spaces between blocks that
+  // textContent lacks) and the final sigma as any other (lower-casing depends on the next letter).
+  const squeezed = (/** @type {string} */ s) => s.toLowerCase().replace(/\s+/g, "").replace(/ς/g, "σ");
+  // Whether no line of `el`'s subtree can match `find`: its text does not hold it and nothing in it takes a
+  // name from elsewhere. A find over a long list (every row of a 3 000-row table) then walks only the members
+  // that may match, not the whole list: what it returns is the same.
+  /** @param {Element} el @param {string} find */
+  function cannotMatch(el, find) {
+    const key = squeezed(find);
+    if (!key || squeezed(el.textContent || "").includes(key)) return false;
+    if (el.shadowRoot || el.matches(NAMED_OTHERWISE) || el.querySelector(NAMED_OTHERWISE)) return false;
+    for (const e of el.getElementsByTagName("*")) if (e.shadowRoot) return false;
+    return true;
   }
 
   // The run a node is a hidden member of (past the first few, which the snapshot shows) and its place in
