@@ -126,6 +126,9 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     status_class: Literal["2xx", "3xx", "4xx", "5xx", "failed"] | None = None
     resource_type: Annotated[str, Meta(min_length=1, max_length=32)] | None = None
     request_id: Annotated[str, Meta(pattern=r"^r[0-9]{1,9}$")] | None = None
+    # open: "user" starts the session in the person's own browser ([user_browser]), its tabs in a window of
+    # their own, on the hosts user_browser.hosts lists
+    browser: Literal["user"] | None = None
 
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
@@ -599,6 +602,14 @@ class BrowserStatus(Struct, kw_only=True):
     endpoint: str | None = None
 
 
+class UserBrowserStatus(Struct, kw_only=True):
+    """[user_browser]: the person's own browser (chrome/user_browser.py)."""
+
+    state: str                        # off, idle, connecting, waiting for approval, connected, gone, failed
+    detail: str                       # one line: why off, how it was found, what to do
+    hosts: list[str] = []
+
+
 class CacheStatus(Struct, kw_only=True):
     entries: int
     bytes: int
@@ -652,6 +663,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     browse_enabled: bool = True       # browse.enabled: whether the browse op serves (MCP lists its tool by it)
     browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
+    user_browser: UserBrowserStatus | None = None
 
 
 class StopResult(Struct, tag_field="type", tag="result", kw_only=True):

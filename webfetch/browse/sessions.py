@@ -27,6 +27,7 @@ from .. import redact
 from ..children import private_tempdir
 from ..chrome.browser import BrowserContext, Chrome, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError
+from ..chrome.user_browser import UserBrowser, UserContext
 from ..config import Config
 from ..errors import (
     BadRequest,
@@ -35,12 +36,13 @@ from ..errors import (
     BrowserCrashed,
     BrowserUnavailable,
     NoSuchTab,
+    UserBrowserGone,
 )
 from ..parse.extractor import Extractor
 from ..profiles.store import Cookie, Profile, ProfileError
 from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
-from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
+from ..urls import AddressPolicy, HostGate, PolicyHolder, host_listed, parse_url
 from . import network
 from .device import DESKTOP, Device, emulate
 from .downloads import Downloads, session_directory
@@ -67,6 +69,9 @@ def _check_profile_fields(req: BrowseRequest, session: Session | None) -> None:
     if session is None and req.profile is not None and req.action != "open":
         raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
                          f"is not open")
+    if req.browser == "user" and req.profile is not None:
+        raise BadRequest("a session in your own browser uses the browser's own logins: give `profile` or "
+                         "`browser: \"user\"`, not both")
 
 
 class Session:
@@ -97,6 +102,7 @@ class Session:
         self._adopting = 0
         self._adopted = trio.Event()
         self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
+        self.user = isinstance(context, UserContext)  # in the person's own browser ([user_browser])
 
     def tab(self, name: str | None) -> BrowseTab:
         open_tabs = [t for t in self.tabs.values() if not t.closed]
@@ -245,8 +251,10 @@ class Browse:
     """Owns the browse sessions; `handle` runs one action in the request's own task."""
 
     def __init__(self, config: Config, chrome: Chrome, extractor: Extractor,
-                 policy: AddressPolicy | PolicyHolder, profiles: ProfileUse | None = None) -> None:
+                 policy: AddressPolicy | PolicyHolder, profiles: ProfileUse | None = None,
+                 user_browser: UserBrowser | None = None) -> None:
         self.config = config.browse          # read at use: `reconfigure` replaces both
+        self.user_browser = user_browser or UserBrowser(config.user_browser)
         self.profiles = profiles or ProfileUse()
         self.fetch_config = config.fetch
         self.chrome = chrome
@@ -325,6 +333,8 @@ class Browse:
             profile, created = await self.profiles.load_or_create(req.profile, host, create=req.create)
             if created:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
+        if req.browser == "user":
+            return await self._open_user_session(req, progress)
         directory = session_directory(self.config, req.session)
         try:
             context = await self.chrome.open_context(downloads=str(directory))
@@ -341,6 +351,29 @@ class Browse:
             await self._nursery.start(session.run)
         except BaseException:  # cancelled before the session owned its context: nothing else would dispose of it
             await context.aclose()
+            session.downloads.aclose()
+            raise
+        self.sessions[req.session] = session
+        return session
+
+    async def _open_user_session(self, req: BrowseRequest, progress: ReportProgress) -> Session:
+        """A session in the person's own browser: its tabs in their default context (their logins), in a
+        window of their own, on the hosts user_browser.hosts lists (the gate holds its tabs to them)."""
+        hosts = tuple(self.user_browser.config.hosts)
+        host = parse_url(need(req.url, "open", "url"))[1]
+        if hosts and not host_listed(host, hosts):
+            raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
+                             f"browser only for the sites you listed there")
+        browser = await self.user_browser.browser(lambda message: progress("browse", message),
+                                                  self.config.nav_timeout_s)
+        context = UserContext(browser)
+        assert self._nursery is not None
+        directory = session_directory(self.config, req.session)
+        session = Session(req.session, context, HostGate(self.policy, listed=hosts), self.profiles,
+                          Downloads(directory, self.fetch_config.max_bytes, context), None, self.config.network_log)
+        try:
+            await self._nursery.start(session.run)
+        except BaseException:
             session.downloads.aclose()
             raise
         self.sessions[req.session] = session
@@ -387,6 +420,9 @@ class Browse:
                 return await self._act(verb, Call(self, session, req, reply, progress))
             except (CDPClosed, BrowserCrashed) as e:
                 await self.close_session(session)
+                if session.user:
+                    raise UserBrowserGone(f"your browser went away during the action ({e}); the session is "
+                                          f"closed: open the page again (webfetch reconnects once)") from None
                 raise BrowserUnavailable(f"the browser went away during the action ({e}); the session is closed: "
                                          f"open the page again") from None
             finally:

@@ -330,6 +330,7 @@ export interface StatusResult {
 	browse_enabled: boolean;
 	browse_allow_local: string[];
 	daemon: DaemonInfo | null;
+	user_browser: UserBrowserStatus | null;
 }
 
 export interface BrowserStatus {
@@ -380,6 +381,13 @@ export interface DaemonInfo {
 	config_digest: string | null;
 	log: string | null;
 	needs_restart: string[];
+}
+
+/** [user_browser]: the person's own browser (chrome/user_browser.py). */
+export interface UserBrowserStatus {
+	state: string;
+	detail: string;
+	hosts: string[];
 }
 
 export interface CancelResult {
@@ -569,6 +577,7 @@ export interface BrowseRequest {
 	status_class?: "2xx" | "3xx" | "4xx" | "5xx" | "failed" | null;
 	resource_type?: string | null;
 	request_id?: string | null;
+	browser?: "user" | null;
 }
 
 export interface StatusRequest {
