@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
 from webfetch.chrome.cdp import open_cdp
 from webfetch.chrome.user_browser import candidates, find
-from webfetch.config import FetchConfig, UserBrowserConfig
+from webfetch.config import BrowseConfig, FetchConfig, UserBrowserConfig
 from webfetch.errors import UserBrowserUnavailable
 
 from .support.chromium import Chromium
@@ -168,6 +169,34 @@ async def test_with_no_hosts_it_is_off_and_says_why(start_daemon):
     b = Browser(await daemon.client())
     off = await b("open", url="http://127.0.0.1:9/", browser="user")
     assert off["type"] == "error" and off["code"] == "user_browser_off", off
+
+
+async def test_while_the_person_has_not_approved_requests_say_so_then_fail_at_their_deadline(
+        start_daemon, nursery):
+    # a browser that asks the person: the websocket handshake waits (here: a port that accepts and says nothing)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    held = []
+
+    async def hold(stream):
+        held.append(stream)
+        await trio.sleep_forever()
+    nursery.start_soon(trio.serve_listeners, hold, listeners)
+    port = listeners[0].socket.getsockname()[1]
+    config = user_config(endpoint=f"ws://127.0.0.1:{port}/devtools/browser/waiting")
+    config = msgspec.structs.replace(config, browse=BrowseConfig(nav_timeout_s=2))
+    daemon = await start_daemon(config)
+    progress: list = []
+    refused = await daemon.request({"id": 1, "op": "browse", "session": "s", "action": "open",
+                                    "url": "http://127.0.0.1:9/members", "browser": "user"}, progress)
+    assert refused["type"] == "error" and refused["code"] == "user_browser_unapproved", refused
+    assert refused["message"].startswith("your browser has not allowed webfetch's connection within 2 s")
+    assert any("allow the connection in your browser" in p["message"] for p in progress), progress
+    status = (await daemon.request({"id": 2, "op": "status"}))["user_browser"]
+    assert status["state"] == "waiting for approval", status
+    # one connection, still waiting for the person: a second request does not make another
+    await daemon.request({"id": 3, "op": "browse", "session": "s", "action": "open",
+                          "url": "http://127.0.0.1:9/members", "browser": "user"})
+    assert len(held) == 1
 
 
 # --- finding the browser: bad input ----------------------------------------------------------------
