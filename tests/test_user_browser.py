@@ -136,6 +136,25 @@ async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_t
 
 
 @pytest.mark.chromium
+async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_request_only(start_daemon, person, app):
+    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=["127.0.0.1"])))
+    before = len(app.hits)
+    signed_in = await daemon.fetch(app.url("/members"), browser="user")
+    assert signed_in["type"] == "result" and MEMBER_TEXT in signed_in["content"], signed_in
+    # the person's session went with the request
+    assert [app.sessions.get(h[2] or "") for h in app.hits[before:]] == ["ada"]
+    # the same URL without it: read anonymously, not served the signed-in page from the cache
+    anonymous = await daemon.fetch(app.url("/members"))
+    assert anonymous["type"] == "result" and MEMBER_TEXT not in anonymous["content"], anonymous
+    assert anonymous["cached"] is False
+    # a host not listed: refused before anything is read from the browser or sent to the site
+    hits = len(app.hits)
+    refused = await daemon.fetch(app.url("/members", "127.0.0.2"), browser="user")
+    assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+    assert "not in user_browser.hosts" in refused["message"] and len(app.hits) == hits
+
+
+@pytest.mark.chromium
 async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemon, person, app):
     before = await person.pages()
     daemon = await start_daemon(user_config())

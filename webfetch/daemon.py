@@ -149,10 +149,10 @@ class Daemon:
         self.search = Search(config.search, config_file=source.path)
         # one for fetch and browse, whose per-profile lock keeps their writes to a profile apart
         self.profiles = ProfileUse()
-        self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
-                                 self.profiles, self.disk)
         # the person's own browser ([user_browser]): one connection, made at the first request that needs it
         self.user_browser = UserBrowser(config.user_browser)
+        self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
+                                 self.profiles, self.disk, self.user_browser)
         self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles,
                              self.user_browser)
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor, self._proxy_url)

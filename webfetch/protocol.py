@@ -42,6 +42,8 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     thinking: Thinking | None = None
     find: str | None = None  # words or /regex/: only the passages that match (webfetch/parse/find.py)
     profile: Annotated[str, Meta(max_length=200)] | None = None  # a profile's name (webfetch profile list)
+    # "user": read signed in with the person's own running browser's cookies for this URL ([user_browser])
+    browser: Literal["user"] | None = None
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):

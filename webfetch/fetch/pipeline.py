@@ -20,19 +20,20 @@ from msgspec.structs import replace
 from ..cache import PROFILE_MARK, Cache
 from ..chrome.browser import BrowserContext, Chrome
 from ..chrome.launch import installed_version
+from ..chrome.user_browser import UserBrowser
 from ..config import CacheConfig, Config, default_max_renders
 from ..disk_cache import DiskCache
-from ..errors import BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
+from ..errors import BadRequest, BlockedUrl, BrowserCrashed, BrowserUnavailable, ExtractionFailed, Timeout
 from ..paging import paginate
 from ..parse import find
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
-from ..profiles.store import Cookie, Profile, ProfileError, headless_login
+from ..profiles.store import Cookie, Profile, ProfileError, StorageState, from_cdp, headless_login
 from ..profiles.use import ProfileUse
 from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
 from ..trust import shell
-from ..urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
+from ..urls import AddressPolicy, PolicyHolder, host_listed, likely_key, parse_url, prepare_url
 from .in_chrome import Rendering
 from .in_chrome import load as load_in_chrome
 from .load import (
@@ -108,6 +109,10 @@ def page_size(packed: bytes) -> int:
 # disk only: one 10 MB page must not push dozens of others out of memory, nor a crawl of such pages fill the
 # daemon's memory with them. A `fetch` of it, at any offset, reads its file again (tens of milliseconds).
 MEMORY_ENTRY_SHARE = 32
+# The profile a fetch with `"browser": "user"` reads with: the person's own browser's cookies for one URL, for
+# that request alone. No stored profile has this name (profiles/store.check_name refuses it), so its pages
+# are cached apart from every profile's, and it is never written back nor kept on disk.
+YOUR_BROWSER = "(your browser)"
 
 
 def memory_entry_bytes(cache: CacheConfig) -> int:
@@ -118,8 +123,9 @@ def memory_entry_bytes(cache: CacheConfig) -> int:
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
                  extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None,
-                 disk: DiskCache | None = None) -> None:
+                 disk: DiskCache | None = None, user_browser: UserBrowser | None = None) -> None:
         self.config = config  # read at use: `reconfigure` changes what the next request gets
+        self.user_browser = user_browser or UserBrowser(config.user_browser)
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
@@ -155,7 +161,10 @@ class Pipeline:
         find.checked(req)  # a bad pattern costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
-        profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
+        if req.browser == "user":
+            profile: Profile | None = await self._your_browser(req, progress)
+        else:
+            profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
         guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile)
         if guess is not None:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
@@ -182,6 +191,23 @@ class Pipeline:
                           f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
+    async def _your_browser(self, req: FetchRequest, progress: ReportProgress) -> Profile:
+        """The person's own browser's cookies for the request's URL, as a profile for this request alone:
+        read from the live browser now (one URL's host: the cookies the browser would send there), held
+        in memory for the request and never stored. Only for the hosts user_browser.hosts lists."""
+        if req.profile is not None:
+            raise BadRequest("a fetch with your own browser reads with its logins: give `profile` or "
+                             "`browser: \"user\"`, not both")
+        hosts = self.user_browser.config.hosts
+        host = parse_url(req.url)[1]
+        if hosts and not host_listed(host, hosts):
+            raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
+                             f"browser's logins only for the sites you listed there")
+        browser = await self.user_browser.browser(lambda message: progress("cache", message),
+                                                  req.timeout_s or self.config.fetch.timeout_s)
+        cookies = [c for c in (from_cdp(c) for c in await browser.cookies()) if _sent_to(c, host)]
+        return Profile(name=YOUR_BROWSER, hosts=list(hosts), state=StorageState(cookies=cookies))
+
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
                                  fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
         """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
@@ -203,7 +229,8 @@ class Pipeline:
             await self.disk.put(ck, stored.page)
             return stored.page, 0.0
         packed = pack_page(page)
-        if profile is None or await trio.to_thread.run_sync(self.profiles.store.exists, profile.name):
+        if profile is None or (profile.name != YOUR_BROWSER
+                               and await trio.to_thread.run_sync(self.profiles.store.exists, profile.name)):
             await self.disk.put(ck, packed)  # not for a profile deleted meanwhile: its pages went with it
         return packed, None
 
@@ -439,7 +466,7 @@ class Pipeline:
                     try:
                         return await load_in_chrome(tab, attempt_load, rendering)
                     finally:
-                        if profile is not None:
+                        if profile is not None and profile.name != YOUR_BROWSER:  # the person's, never written
                             await self._keep_cookies(profile, tab.context, given, how)
             except BrowserCrashed as e:
                 if attempt == 2:
@@ -545,6 +572,13 @@ def cache_key(key: str, profile: Profile | None) -> str:
 def _address_policy(config: Config) -> tuple[object, ...]:
     """The settings the address policy (fetch's and browse's, one proxy) is made of."""
     return config.fetch.allow_private, config.fetch.allow_hosts, config.browse.allow_local
+
+
+def _sent_to(cookie: Cookie, host: str) -> bool:
+    """Whether a browser sends `cookie` to `host`: a host-only cookie to its host alone, a domain cookie
+    (".example.com") to the domain and its subdomains."""
+    domain = cookie.domain.lower()
+    return host_listed(host, [domain.lstrip(".")]) if domain.startswith(".") else host == domain
 
 
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:

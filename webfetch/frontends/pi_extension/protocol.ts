@@ -525,6 +525,7 @@ export interface FetchRequest {
 	thinking?: string | null;
 	find?: string | null;
 	profile?: string | null;
+	browser?: "user" | null;
 }
 
 export interface SearchRequest {
