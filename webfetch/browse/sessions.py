@@ -373,8 +373,11 @@ class Browse:
                           Downloads(directory, self.fetch_config.max_bytes, context), None, self.config.network_log)
         try:
             await self._nursery.start(session.run)
-        except BaseException:
+        except BaseException as e:
             session.downloads.aclose()
+            if isinstance(e, CDPClosed):
+                raise UserBrowserGone(f"your browser went away as the session started ({e}); ask again "
+                                      f"(webfetch reconnects once)") from None
             raise
         self.sessions[req.session] = session
         return session

@@ -307,13 +307,14 @@ class UserBrowser:
         b = self._browser
         if b is not None and not b.conn.is_closed:
             return b
-        async with self._lock:
+        async with self._lock:  # one attempt at a time; requests that come meanwhile wait for that one
             b = self._browser
-            if b is None or b.conn.is_closed:
-                if self._attempt.is_set():
-                    await self._start_attempt()
-                await self._await_attempt(notify, wait_s)
-                b = self._browser
+            if b is not None and not b.conn.is_closed:
+                return b
+            if self._attempt.is_set():
+                await self._start_attempt()
+        await self._await_attempt(notify, wait_s)
+        b = self._browser
         assert b is not None
         return b
 
