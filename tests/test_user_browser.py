@@ -137,7 +137,7 @@ async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_t
 
 @pytest.mark.chromium
 async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_request_only(start_daemon, person, app):
-    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=["127.0.0.1"])))
+    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=["127.0.0.1", "localhost"])))
     before = len(app.hits)
     signed_in = await daemon.fetch(app.url("/members"), browser="user")
     assert signed_in["type"] == "result" and MEMBER_TEXT in signed_in["content"], signed_in
@@ -152,6 +152,11 @@ async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_re
     refused = await daemon.fetch(app.url("/members", "127.0.0.2"), browser="user")
     assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
     assert "not in user_browser.hosts" in refused["message"] and len(app.hits) == hits
+    # a listed host the person is not signed in at: the sign-in page, and a note saying what to do
+    wall = await daemon.fetch(app.url("/members", "localhost"), browser="user")
+    assert wall["type"] == "result" and "login_wall" in wall["flags"], wall
+    assert ("your browser is not signed in at localhost (or its login expired): ask the user to sign in there in "
+            "their browser, then fetch again") in wall["notes"]
 
 
 @pytest.mark.chromium

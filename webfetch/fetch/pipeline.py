@@ -258,7 +258,7 @@ class Pipeline:
                            content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
                            extractor=page.extractor, truncated=page.truncated, notes=list(page.notes),
                            flags=list(page.flags))
-        hint = login_hint(page, req.profile)
+        hint = login_hint(page, req.profile, req.browser == "user")
         if hint is not None:
             base.notes.append(hint)
         if page.redirect_url is not None:
@@ -422,7 +422,8 @@ class Pipeline:
         if fc.render == "always":
             return 'fetch.render is "always"'
         if profile is not None:
-            return f"the cookies of profile {profile.name} live in Chrome"
+            return ("your browser's cookies go with it in Chrome" if profile.name == YOUR_BROWSER
+                    else f"the cookies of profile {profile.name} live in Chrome")
         if self.http is None:
             return f"the address-policy proxy is off ({self.chrome.proxy_off})"
         return None
@@ -587,12 +588,16 @@ def _checker(profile: Profile | None) -> Callable[[str], None] | None:
         return None
 
     def check(host: str) -> None:
-        if not profile.allows(host):
-            raise profile.refuse(host)
+        if profile.allows(host):
+            return
+        if profile.name == YOUR_BROWSER:  # no profile to allow it in: the config's list is the user's
+            raise BlockedUrl(f"the page redirects to {host}, which is not in user_browser.hosts "
+                             f"({', '.join(profile.hosts)}): your browser's cookies go only to the sites you listed")
+        raise profile.refuse(host)
     return check
 
 
-def login_hint(page: Page, profile: str | None) -> str | None:
+def login_hint(page: Page, profile: str | None, yours: bool = False) -> str | None:
     """How to get past a sign-in (login_wall, or a redirect to a sign-in page elsewhere) with a profile:
     a note an agent can act on, or None when the page is not behind one. Its commands are shell-quoted
     (shell.command): the sign-in URL is the server's choice."""
@@ -601,6 +606,9 @@ def login_hint(page: Page, profile: str | None) -> str | None:
         return None
     url = target or page.final_url
     host = urlsplit(url).hostname or ""
+    if yours:
+        return (f"your browser is not signed in at {host} (or its login expired): ask the user to sign in there "
+                f"in their browser, then fetch again")
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
                 f"signed out. Ask the user to log in again with "
