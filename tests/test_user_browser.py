@@ -106,6 +106,8 @@ async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_t
     assert MEMBER_TEXT in (await b.ok("snapshot", mode="full"))["snapshot"]   # signed in with their login
     status = (await daemon.request({"id": 2, "op": "status"}))["user_browser"]
     assert status["state"] == "connected" and "Chromium" in status["detail"], status
+    sessions = (await daemon.request({"id": 3, "op": "status"}))["browse"]
+    assert [(s["session"], s.get("browser")) for s in sessions] == [("s1", "user")]
     # the agent's tab is the only one it sees; the person's are not listed
     assert [t["tab"] for t in (await b.ok("tabs"))["tabs"]] == ["t1"]
     assert len(await person.pages()) == len(before) + 1

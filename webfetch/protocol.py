@@ -595,6 +595,7 @@ class BrowseSessionStatus(Struct, kw_only=True):
     url: str
     idle_s: float
     profile: str | None = None  # the profile it was opened with (its name; never a cookie)
+    browser: Literal["user"] | None = None  # "user": it runs in the person's own browser
 
 
 class BrowserStatus(Struct, kw_only=True):

@@ -279,7 +279,8 @@ class Browse:
         now = trio.current_time()
         return [BrowseSessionStatus(session=s.name, tabs=len(s.tabs),
                                     url=redact.url(s.tabs[s.active].url) if s.active in s.tabs else "",
-                                    idle_s=round(now - s.last_used, 1), profile=s.profile)
+                                    idle_s=round(now - s.last_used, 1), profile=s.profile,
+                                    browser="user" if s.user else None)
                 for s in self.sessions.values()]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

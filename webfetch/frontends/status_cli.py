@@ -76,6 +76,8 @@ def _yours(status: dict[str, Any]) -> str:
 
 
 def _with_profile(session: dict[str, Any]) -> str:
+    if session.get("browser") == "user":
+        return ", in your browser"
     return f", profile {session['profile']}" if session.get("profile") else ""
 
 

@@ -368,6 +368,7 @@ export interface BrowseSessionStatus {
 	url: string;
 	idle_s: number;
 	profile: string | null;
+	browser: "user" | null;
 }
 
 /** Which daemon this is: what a client compares with what it would start (`webfetch status`). */
