@@ -174,7 +174,7 @@ async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemo
 
 
 @pytest.mark.chromium
-async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(start_daemon, person, app):
+async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(start_daemon, person, app, home):
     daemon = await start_daemon(user_config())
     b = Browser(await daemon.client())
     await b.ok("open", url=app.url("/members"), browser="user")
@@ -185,6 +185,14 @@ async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(star
     again = await b("open", url=app.url("/members"), browser="user")
     assert again["type"] == "error" and again["code"] == "user_browser_gone", again
     assert "nothing listens" in again["message"]
+    # the person starts their browser again: the next open connects to it (their session cookie died with
+    # the browser that was killed, so the site asks them to sign in)
+    data_dir = home / ".config" / "chromium"
+    (data_dir / "DevToolsActivePort").unlink()
+    person.browser = Chromium(data_dir)
+    back = await b("open", url=app.url("/members"), browser="user")
+    assert back["type"] == "result" and back["snapshot"].startswith("[t1] Sign in"), back
+    assert (await daemon.request({"id": 9, "op": "status"}))["user_browser"]["state"] == "connected"
 
 
 async def test_with_no_hosts_it_is_off_and_says_why(start_daemon):
