@@ -25,7 +25,7 @@ from .support.chromium import Chromium
 from .support.daemon import make_config
 from .support.login_app import MEMBER_TEXT, LoginApp
 from .support.site import Site
-from .test_browse import Browser
+from .test_browse import Browser, ref
 from .test_profile_cli import sign_in
 
 
@@ -159,6 +159,35 @@ async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_re
     assert wall["type"] == "result" and "login_wall" in wall["flags"], wall
     assert ("your browser is not signed in at localhost (or its login expired): ask the user to sign in there in "
             "their browser, then fetch again") in wall["notes"]
+
+
+@pytest.mark.chromium
+async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons_tab_opens_does_not(
+        start_daemon, person, app):
+    site = Site()
+    site.routes["/links"] = lambda h: h.reply(200, "text/html", '<title>Links</title><a id="new" target="_blank" '
+                                                                 'href="/opened">Open a new tab</a>')
+    site.routes["/opened"] = lambda h: h.reply(200, "text/html", "<title>Opened</title><p>opened</p>")
+    site.start()
+    try:
+        initial = await person.pages()
+        daemon = await start_daemon(user_config())
+        b = Browser(await daemon.client())
+        page = await b.ok("open", url=f"http://127.0.0.1:{site.port}/links", browser="user")
+        async with open_cdp(person.browser.ws_url) as conn:  # the person opens a tab from theirs
+            session = (await conn.call("Target.attachToTarget", {"targetId": person.tab, "flatten": True}))["sessionId"]
+            await conn.call("Runtime.evaluate", {"expression": f"window.open({app.url('/whoami')!r})",
+                                                 "userGesture": True}, session)
+        with trio.fail_after(15):  # the agent's tab and the person's new one (Chrome makes it a moment later)
+            while len(theirs := await person.pages()) < len(initial) + 2:
+                await trio.sleep(0.1)
+        # the agent's page opens one: it joins the session; the person's (created before it) did not
+        await b.ok("click", ref=ref(page["snapshot"], '- link "Open a new tab"'))
+        assert [t["tab"] for t in (await b.ok("tabs"))["tabs"]] == ["t1", "t2"]
+        await b.ok("close")
+        assert await person.pages() == {k: v for k, v in theirs.items() if v[0] != f"http://127.0.0.1:{site.port}/links"}
+    finally:
+        site.stop()
 
 
 @pytest.mark.chromium
