@@ -10,6 +10,7 @@ listed, and `localhost` a host not listed."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import msgspec
@@ -331,3 +332,21 @@ def test_auto_looks_in_the_usual_directories_on_linux_and_macos():
     mac = [str(p) for _, p in candidates(home, "darwin")]
     assert "/home/ann/Library/Application Support/Google/Chrome Canary/DevToolsActivePort" in mac
     assert "/home/ann/Library/Application Support/Microsoft Edge/DevToolsActivePort" in mac
+
+
+def test_doctor_says_off_and_why_or_whether_the_browser_is_found(home):
+    from webfetch.config import Config
+    from webfetch.frontends.doctor import check_user_browser
+
+    off = check_user_browser(Config())
+    assert (off.level, off.detail) == ("info", "off: user_browser.hosts is empty, so the agent never uses your "
+                                                "own browser")
+    on = Config(user_browser=UserBrowserConfig(hosts=["github.com"]))
+    missing = check_user_browser(on)
+    assert missing.level == "warn" and missing.detail.startswith("for github.com, but not found: no running browser")
+    with socket.socket() as listener:  # a browser's DevTools port, as far as finding it goes
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        path = write_port_file(home / ".config" / "microsoft-edge", listener.getsockname()[1])
+        found = check_user_browser(on)
+    assert found.level == "ok" and found.detail.startswith(f"found: Microsoft Edge ({path}); for github.com"), found
