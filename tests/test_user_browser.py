@@ -322,6 +322,9 @@ async def test_an_endpoint_on_another_machine_is_refused_before_anything_is_sent
     with pytest.raises(UserBrowserUnavailable) as e:
         await find("http://192.0.2.7:9222")
     assert "not on this machine" in e.value.message
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find("wss://browser.example/devtools")
+    assert "is not a browser's DevTools endpoint" in e.value.message
 
 
 def test_auto_looks_in_the_usual_directories_on_linux_and_macos():

@@ -114,6 +114,10 @@ async def find(endpoint: str, home: Path | None = None) -> Found:
     UserBrowserUnavailable saying why none and what to do."""
     if endpoint == "auto":
         return await _find_auto(home)
+    if "://" in endpoint and not endpoint.startswith(("http://", "ws://")):
+        raise UserBrowserUnavailable(f"user_browser.endpoint {endpoint!r} is not a browser's DevTools endpoint: give "
+                                     f"\"auto\", http://127.0.0.1:PORT, ws://127.0.0.1:PORT/devtools/browser/…, or "
+                                     f"the browser's user-data directory")
     if endpoint.startswith(("http://", "ws://")):
         if host_of(endpoint) not in ("127.0.0.1", "localhost", "::1"):
             raise UserBrowserUnavailable(f"user_browser.endpoint {endpoint!r} is not on this machine: DevTools has "
