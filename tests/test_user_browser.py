@@ -21,6 +21,7 @@ from webfetch.chrome.cdp import open_cdp
 from webfetch.chrome.user_browser import candidates, find
 from webfetch.config import BrowseConfig, FetchConfig, UserBrowserConfig
 from webfetch.errors import UserBrowserUnavailable
+from webfetch.urls import AddressPolicy, HostGate
 
 from .support.chromium import Chromium
 from .support.daemon import make_config
@@ -353,3 +354,19 @@ def test_doctor_says_off_and_why_or_whether_the_browser_is_found(home):
         path = write_port_file(home / ".config" / "microsoft-edge", listener.getsockname()[1])
         found = check_user_browser(on)
     assert found.level == "ok" and found.detail.startswith(f"found: Microsoft Edge ({path}); for github.com"), found
+
+
+async def test_the_gate_in_the_persons_browser_holds_navigations_to_the_listed_hosts():
+    gate = HostGate(AddressPolicy(), listed=("example.com", "127.0.0.1"))
+    with trio.fail_after(10):
+        # a listed host and its subdomains, loopback as it is: the person named it
+        assert await gate.check("http://127.0.0.1:8000/members", navigation=True) is None
+        assert await gate.check("https://docs.example.com/", navigation=True) is None
+        # another host as the top-level document: refused, saying which hosts are listed
+        assert await gate.check("https://example.org/", navigation=True) == (
+            "example.org is not in user_browser.hosts (example.com, 127.0.0.1): the agent uses your browser only "
+            "for the sites you listed")
+        assert (await gate.check("https://notexample.com/", navigation=True) or "").startswith("notexample.com is not")
+        # a page's other requests: the address policy (127.0.0.2 is private and listed by no one)
+        assert (await gate.check("http://127.0.0.2:8000/whoami") or "").startswith("127.0.0.2 is not a public address")
+        assert await gate.check("file:///etc/passwd") == "file: URLs are not followed"
