@@ -143,6 +143,25 @@ class BrowseConfig(Struct, forbid_unknown_fields=True, kw_only=True):
             parse_local(entry)  # its ValueError is msgspec's validation error, which names the key and line
 
 
+class UserBrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The person's own running browser (chrome/user_browser.py), off until `hosts` lists a site."""
+
+    # "auto": the DevToolsActivePort file of a running Chrome, Chromium, Beta, Canary, Edge or Brave in its
+    # usual user-data directory; else http://127.0.0.1:PORT, ws://127.0.0.1:PORT/devtools/browser/…, or a
+    # user-data directory (its DevToolsActivePort)
+    endpoint: str = "auto"
+    # the sites the agent may use the person's browser for: a listed host and its subdomains (the rule of a
+    # profile's binding, urls.host_listed); empty: the feature is off
+    hosts: list[str] = []
+
+    def __post_init__(self) -> None:
+        self.hosts = [h.strip().lower().rstrip(".") for h in self.hosts if h.strip().strip(".")]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.hosts)
+
+
 class CrawlConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     ignore_robots: bool = False        # crawl and map obey robots.txt unless this is set (a fetch never reads it)
     per_host: Annotated[int, Meta(ge=1, le=64)] = 4   # a crawl's connections to one host at once, at most
@@ -172,6 +191,7 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     browse: BrowseConfig = msgspec.field(default_factory=BrowseConfig)
     crawl: CrawlConfig = msgspec.field(default_factory=CrawlConfig)
     view: ViewConfig = msgspec.field(default_factory=ViewConfig)
+    user_browser: UserBrowserConfig = msgspec.field(default_factory=UserBrowserConfig)
 
 
 def config_home() -> Path:
@@ -292,7 +312,7 @@ def _line_of(text: str, key: str) -> int | None:
 # browser's launch (its executable, endpoint and flags, and the tab pool sized at start), the parser
 # processes and the sub-agent's workers. `webfetch restart` applies them.
 RESTART_KEYS = ("server", "browser.executable", "browser.endpoint", "browser.args", "browser.context_pool",
-                "browser.max_renders", "extract", "subagent", "view.port")
+                "browser.max_renders", "extract", "subagent", "view.port", "user_browser")
 
 
 def needs_restart(key: str) -> bool:

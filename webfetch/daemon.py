@@ -21,6 +21,7 @@ from . import PROTOCOL_VERSION, __version__, redact
 from .browse import Browse
 from .cache import Cache, read_with
 from .chrome.browser import Chrome
+from .chrome.user_browser import UserBrowser
 from .config import (
     DEFAULTS,
     Config,
@@ -63,6 +64,7 @@ from .protocol import (
     StopRequest,
     StopResult,
     SubagentStatus,
+    UserBrowserStatus,
     ViewRequest,
     ViewResult,
 )
@@ -152,9 +154,12 @@ class Daemon:
         self.search = Search(config.search, config_file=source.path)
         # one for fetch and browse, whose per-profile lock keeps their writes to a profile apart
         self.profiles = ProfileUse()
+        # the person's own browser ([user_browser]): one connection, made at the first request that needs it
+        self.user_browser = UserBrowser(config.user_browser)
         self.pipeline = Pipeline(config, self.policy, self.chrome, self.cache, self.extractor, self.subagent,
-                                 self.profiles, self.disk)
-        self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles)
+                                 self.profiles, self.disk, self.user_browser)
+        self.browse = Browse(config, self.chrome, self.extractor, self.browse_policy, self.profiles,
+                             self.user_browser)
         self.crawler = Crawler(config, self.policy, self.pipeline, self.extractor, self._proxy_url)
         self.server = Server(self.handle, config.server.max_line_bytes)
         # the local web page (off unless view.enabled or the view op); `view_mounts`: parts the CLI hands in
@@ -299,10 +304,14 @@ class Daemon:
             requests=RequestsStatus(in_flight=self.server.in_flight - 1, served=self.server.served),
             subagent=SubagentStatus(command=self.subagent.command or self.config.subagent.command,
                                     available=self.subagent.available, version=self.subagent.version),
-            search=self.search.configured, problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems]],
+            search=self.search.configured,
+            problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems, *self.user_browser.problems]],
             browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
             browse_allow_local=self.config.browse.allow_local, daemon=self.identity(),
-            view=f"http://127.0.0.1:{self.view.port}/" if self.view.port is not None else None)
+            view=f"http://127.0.0.1:{self.view.port}/" if self.view.port is not None else None,
+            user_browser=UserBrowserStatus(state=self.user_browser.state,
+                                           detail=redact.text(self.user_browser.describe()),
+                                           hosts=self.user_browser.config.hosts))
 
     async def run(self, sock: socket.socket, *, exit_when_idle: bool = False,
                   signals: AsyncIterator[int] | None = None,
@@ -328,6 +337,7 @@ class Daemon:
                 await nursery.start(self.disk.run)
                 await nursery.start(self.subagent.run)
                 await nursery.start(self.search.run)
+                await nursery.start(self.user_browser.run)
                 await nursery.start(self.browse.run)
                 await nursery.start(self.server.serve, listener)
                 # the token lives beside the socket, in the directory made 0700 and checked for it

@@ -108,6 +108,30 @@ class BrowserUnavailable(WebfetchError):
     code = "browser_unavailable"
 
 
+class UserBrowserOff(WebfetchError):
+    """`"browser": "user"` while [user_browser] lists no host (the feature is off)."""
+
+    code = "user_browser_off"
+
+
+class UserBrowserUnavailable(WebfetchError):
+    """The person's browser cannot be found or is no DevTools endpoint (chrome/user_browser.py)."""
+
+    code = "user_browser_unavailable"
+
+
+class UserBrowserUnapproved(WebfetchError):
+    """The person has not allowed the DevTools connection in their browser by the request's deadline."""
+
+    code = "user_browser_unapproved"
+
+
+class UserBrowserGone(WebfetchError):
+    """The person's browser went away, and one reconnection did not bring it back."""
+
+    code = "user_browser_gone"
+
+
 class SearchUnconfigured(WebfetchError):
     code = "search_unconfigured"
 

@@ -45,6 +45,8 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     # A JSON Schema (draft 2020-12) the sub-agent's answer must validate against: the result is `kind: "data"`
     # (parse/json_answer.py checks the schema and the reply)
     schema: dict[str, Any] | None = None
+    # "user": read signed in with the person's own running browser's cookies for this URL ([user_browser])
+    browser: Literal["user"] | None = None
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -158,6 +160,9 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
     user_agent: Annotated[str, Meta(min_length=1, max_length=512)] | None = None
     header_origins: list[Annotated[str, Meta(min_length=1, max_length=256)]] | None = None
     reset: bool = False  # emulate: everything it set back to nothing first (offline and routes stay)
+    # open: "user" starts the session in the person's own browser ([user_browser]), its tabs in a window of
+    # their own, on the hosts user_browser.hosts lists
+    browser: Literal["user"] | None = None
 
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
@@ -627,6 +632,7 @@ class BrowseSessionStatus(Struct, kw_only=True):
     url: str
     idle_s: float
     profile: str | None = None  # the profile it was opened with (its name; never a cookie)
+    browser: Literal["user"] | None = None  # "user": it runs in the person's own browser
 
 
 class BrowserStatus(Struct, kw_only=True):
@@ -634,6 +640,14 @@ class BrowserStatus(Struct, kw_only=True):
     version: str | None = None
     executable: str | None = None
     endpoint: str | None = None
+
+
+class UserBrowserStatus(Struct, kw_only=True):
+    """[user_browser]: the person's own browser (chrome/user_browser.py)."""
+
+    state: str                        # off, idle, connecting, waiting for approval, connected, gone, failed
+    detail: str                       # one line: why off, how it was found, what to do
+    hosts: list[str] = []
 
 
 class CacheStatus(Struct, kw_only=True):
@@ -690,6 +704,7 @@ class StatusResult(Struct, tag_field="type", tag="result", kw_only=True):
     browse_allow_local: list[str] = []  # browse.allow_local in force: the loopback host:ports browse may reach
     daemon: DaemonInfo | None = None
     view: str | None = None           # the local web page's address while it is open (no token: `webfetch view`)
+    user_browser: UserBrowserStatus | None = None
 
 
 class StopResult(Struct, tag_field="type", tag="result", kw_only=True):

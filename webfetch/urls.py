@@ -143,6 +143,17 @@ def ascii_host(host: str) -> str:
     return host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
 
 
+def host_listed(host: str, hosts: list[str] | tuple[str, ...]) -> bool:
+    """Whether `host` is one of `hosts` or a subdomain of one: the one rule for where a login may go (a
+    profile's binding, `Profile.allows`; what an import or a login copies; the hosts the person's own
+    browser may be used for, user_browser.hosts)."""
+    try:
+        host = ascii_host(host.rstrip("."))
+    except UnicodeError:
+        return False
+    return any(host == h or host.endswith("." + h) for h in hosts)
+
+
 def build_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != {"http": 80, "https": 443}[scheme]:
@@ -319,10 +330,16 @@ class HostGate:
     only check when Chrome connects without it (an outbound proxy of its own, a remote browser).
 
     Given a `PolicyHolder` (a browse session's gate), the gate follows a reload: the verdicts it kept were
-    made under the old policy, so they are forgotten when the holder's policy changes."""
+    made under the old policy, so they are forgotten when the holder's policy changes.
 
-    def __init__(self, policy: AddressPolicy | PolicyHolder) -> None:
+    In the person's own browser (`listed`: user_browser.hosts) the gate is the only check there is (the
+    proxy is not in that browser's path): a top-level navigation goes only to a listed host (`host_listed`,
+    the rule of a profile's binding), and every other request to a public address. A listed host passes
+    whatever its address, as fetch.allow_hosts does: the person named it (a company's intranet, a dev server)."""
+
+    def __init__(self, policy: AddressPolicy | PolicyHolder, listed: tuple[str, ...] | None = None) -> None:
         self._holder = PolicyHolder.of(policy)
+        self._listed = listed
         self._judged_by = self._holder.current      # the policy the kept verdicts were made under
         self._verdicts: dict[tuple[str, int], str | None] = {}  # (host, port) -> None (allowed) or why refused
 
@@ -330,8 +347,9 @@ class HostGate:
     def policy(self) -> AddressPolicy:
         return self._holder.current
 
-    async def check(self, url: str) -> str | None:
-        """None when the page may request `url`, else why not (a BlockedUrl message)."""
+    async def check(self, url: str, navigation: bool = False) -> str | None:
+        """None when the page may request `url` (`navigation`: as its top-level document), else why not (a
+        BlockedUrl message)."""
         if url.startswith(("ws://", "wss://")):
             url = "http" + url[2:]
         try:
@@ -339,6 +357,12 @@ class HostGate:
         except InvalidUrl:
             return f"{url.split(':', 1)[0]}: URLs are not followed"
         port = effective_port(scheme, port)
+        if self._listed is not None:
+            if host_listed(host, self._listed):
+                return None
+            if navigation:
+                return (f"{host} is not in user_browser.hosts ({', '.join(self._listed)}): the agent uses your "
+                        f"browser only for the sites you listed")
         policy = self._holder.current
         if policy is not self._judged_by:
             self._judged_by, self._verdicts = policy, {}

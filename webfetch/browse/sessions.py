@@ -29,6 +29,7 @@ from .. import redact
 from ..children import private_tempdir
 from ..chrome.browser import BrowserContext, Chrome, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError
+from ..chrome.user_browser import UserBrowser, UserContext
 from ..config import Config
 from ..errors import (
     BadRequest,
@@ -37,6 +38,7 @@ from ..errors import (
     BrowserCrashed,
     BrowserUnavailable,
     NoSuchTab,
+    UserBrowserGone,
     UserHasControl,
     WebfetchError,
 )
@@ -44,7 +46,7 @@ from ..parse.extractor import Extractor
 from ..profiles.store import Cookie, Profile, ProfileError
 from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
-from ..urls import AddressPolicy, HostGate, PolicyHolder, parse_url
+from ..urls import AddressPolicy, HostGate, PolicyHolder, host_listed, parse_url
 from . import network
 from .control import Control, dispatch
 from .device import DESKTOP, Device, emulate
@@ -76,6 +78,9 @@ def _check_profile_fields(req: BrowseRequest, session: Session | None) -> None:
     if session is None and req.profile is not None and req.action != "open":
         raise BadRequest(f"a session's profile is given on the open that starts it; session {req.session!r} "
                          f"is not open")
+    if req.browser == "user" and req.profile is not None:
+        raise BadRequest("a session in your own browser uses the browser's own logins: give `profile` or "
+                         "`browser: \"user\"`, not both")
 
 
 class Session:
@@ -112,6 +117,7 @@ class Session:
         self._adopted = trio.Event()
         self.device = DESKTOP                # what its tabs emulate (open or viewport with a device)
         self.forced = Forced(self.network)   # what else they are made to meet: routes, offline, emulate
+        self.user = isinstance(context, UserContext)  # in the person's own browser ([user_browser])
 
     def shown_tab(self) -> BrowseTab | None:
         """The tab an action without `tab` acts on (the view shows it), if one is open."""
@@ -306,8 +312,10 @@ class Browse:
     """Owns the browse sessions; `handle` runs one action in the request's own task."""
 
     def __init__(self, config: Config, chrome: Chrome, extractor: Extractor,
-                 policy: AddressPolicy | PolicyHolder, profiles: ProfileUse | None = None) -> None:
+                 policy: AddressPolicy | PolicyHolder, profiles: ProfileUse | None = None,
+                 user_browser: UserBrowser | None = None) -> None:
         self.config = config.browse          # read at use: `reconfigure` replaces both
+        self.user_browser = user_browser or UserBrowser(config.user_browser)
         self.profiles = profiles or ProfileUse()
         self.fetch_config = config.fetch
         self.chrome = chrome
@@ -332,7 +340,8 @@ class Browse:
         now = trio.current_time()
         return [BrowseSessionStatus(session=s.name, tabs=len(s.tabs),
                                     url=redact.url(s.tabs[s.active].url) if s.active in s.tabs else "",
-                                    idle_s=round(now - s.last_used, 1), profile=s.profile)
+                                    idle_s=round(now - s.last_used, 1), profile=s.profile,
+                                    browser="user" if s.user else None)
                 for s in self.sessions.values()]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -386,6 +395,8 @@ class Browse:
             profile, created = await self.profiles.load_or_create(req.profile, host, create=req.create)
             if created:
                 progress("browse", f"profile {profile.name!r} created for {profile.hosts[0]}")
+        if req.browser == "user":
+            return await self._open_user_session(req, progress)
         directory = session_directory(self.config, req.session)
         try:
             context = await self.chrome.open_context(downloads=str(directory))
@@ -424,6 +435,32 @@ class Browse:
         assert self._nursery is not None
         self._nursery.start_soon(recording.run)
         session.record(recording)
+
+    async def _open_user_session(self, req: BrowseRequest, progress: ReportProgress) -> Session:
+        """A session in the person's own browser: its tabs in their default context (their logins), in a
+        window of their own, on the hosts user_browser.hosts lists (the gate holds its tabs to them)."""
+        hosts = tuple(self.user_browser.config.hosts)
+        host = parse_url(need(req.url, "open", "url"))[1]
+        if hosts and not host_listed(host, hosts):
+            raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
+                             f"browser only for the sites you listed there")
+        browser = await self.user_browser.browser(lambda message: progress("browse", message),
+                                                  self.config.nav_timeout_s)
+        context = UserContext(browser)
+        assert self._nursery is not None
+        directory = session_directory(self.config, req.session)
+        session = Session(req.session, context, HostGate(self.policy, listed=hosts), self.profiles,
+                          Downloads(directory, self.fetch_config.max_bytes, context), None, self.config.network_log)
+        try:
+            await self._nursery.start(session.run)
+        except BaseException as e:
+            session.downloads.aclose()
+            if isinstance(e, CDPClosed):
+                raise UserBrowserGone(f"your browser went away as the session started ({e}); ask again "
+                                      f"(webfetch reconnects once)") from None
+            raise
+        self.sessions[req.session] = session
+        return session
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:
@@ -472,6 +509,9 @@ class Browse:
                 return await self._timed(session, verb, Call(self, session, req, reply, progress))
             except (CDPClosed, BrowserCrashed) as e:
                 await self.close_session(session)
+                if session.user:
+                    raise UserBrowserGone(f"your browser went away during the action ({e}); the session is "
+                                          f"closed: open the page again (webfetch reconnects once)") from None
                 raise BrowserUnavailable(f"the browser went away during the action ({e}); the session is closed: "
                                          f"open the page again") from None
             finally:

@@ -443,7 +443,7 @@ class BrowseTab:
                 self._status = status
             await self.call("Fetch.continueRequest", {"requestId": rid})
             return
-        why = await self._gate.check(url)
+        why = await self._gate.check(url, navigation=main)
         if why is not None:
             log.info("browse: blocked a %s request to %s: %s", p.get("resourceType"), url, why)
             if main:

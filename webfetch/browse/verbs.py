@@ -23,7 +23,7 @@ import trio
 from ..errors import BadRequest, BlockedUrl, UnknownRequest, WebfetchError
 from ..paging import paginate
 from ..protocol import BrowseRequest, BrowseResult, PageInfo, ReportProgress, TabInfo
-from ..urls import AddressPolicy, parse_url, prepare_url
+from ..urls import AddressPolicy, HostGate, parse_url, prepare_url
 from . import actions, routes, saving
 from . import har as har_file
 from . import network as network_log
@@ -228,7 +228,7 @@ async def upload(c: Call) -> Acted:
 
 async def open_(c: Call) -> BrowseResult:
     session, req, actor = c.session, c.req, c.actor
-    url = await checked_url(need(req.url, "open", "url"), actor.policy.current)
+    url = await checked_url(need(req.url, "open", "url"), actor.policy.current, session.gate if session.user else None)
     if req.profile is not None and req.profile != session.profile:
         raise BadRequest(f"browse session {session.name!r} was started "
                          f"{f'with profile {session.profile!r}' if session.profile else 'without a profile'}; "
@@ -482,13 +482,19 @@ def need(value: Any, action: str, name: str) -> Any:
     return value
 
 
-async def checked_url(url: str, policy: AddressPolicy) -> str:
+async def checked_url(url: str, policy: AddressPolicy, gate: HostGate | None = None) -> str:
     """An address for open: http(s) only, through the address policy; the fragment is kept (single-page
-    apps route by it)."""
+    apps route by it). In the person's own browser, through its session's `gate` (user_browser.hosts)."""
     scheme = url.split(":", 1)[0].strip().lower() if ":" in url else ""
     if scheme in REFUSED_SCHEMES:
         raise BlockedUrl(f"{scheme}: URLs are not opened by browse; it opens http(s) pages only")
     base, _, fragment = url.partition("#")
+    if gate is not None:
+        parse_url(base)  # InvalidUrl for what is no http(s) URL
+        why = await gate.check(base, navigation=True)
+        if why is not None:
+            raise BlockedUrl(why)
+        return url
     try:
         checked = await prepare_url(base, policy)
     except WebfetchError:

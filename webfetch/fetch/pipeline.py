@@ -22,20 +22,29 @@ from msgspec.structs import replace
 from ..cache import PROFILE_MARK, Cache
 from ..chrome.browser import BrowserContext, Chrome
 from ..chrome.launch import installed_version
+from ..chrome.user_browser import UserBrowser
 from ..config import CacheConfig, Config, default_max_renders
 from ..disk_cache import DiskCache
-from ..errors import BadRequest, BrowserCrashed, BrowserUnavailable, ExtractionFailed, SchemaMismatch, Timeout
+from ..errors import (
+    BadRequest,
+    BlockedUrl,
+    BrowserCrashed,
+    BrowserUnavailable,
+    ExtractionFailed,
+    SchemaMismatch,
+    Timeout,
+)
 from ..paging import paginate
 from ..parse import find, json_answer
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
-from ..profiles.store import Cookie, Profile, ProfileError, headless_login
+from ..profiles.store import Cookie, Profile, ProfileError, StorageState, from_cdp, headless_login
 from ..profiles.use import ProfileUse
 from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress, Usage, UsageCost
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
 from ..subagent.data_task import data_task, retry_task
 from ..trust import shell
-from ..urls import AddressPolicy, PolicyHolder, likely_key, parse_url, prepare_url
+from ..urls import AddressPolicy, PolicyHolder, host_listed, likely_key, parse_url, prepare_url
 from .in_chrome import Rendering
 from .in_chrome import load as load_in_chrome
 from .load import (
@@ -112,6 +121,10 @@ def page_size(packed: bytes) -> int:
 # disk only: one 10 MB page must not push dozens of others out of memory, nor a crawl of such pages fill the
 # daemon's memory with them. A `fetch` of it, at any offset, reads its file again (tens of milliseconds).
 MEMORY_ENTRY_SHARE = 32
+# The profile a fetch with `"browser": "user"` reads with: the person's own browser's cookies for one URL, for
+# that request alone. No stored profile has this name (profiles/store.check_name refuses it), so its pages
+# are cached apart from every profile's, and it is never written back nor kept on disk.
+YOUR_BROWSER = "(your browser)"
 
 
 def memory_entry_bytes(cache: CacheConfig) -> int:
@@ -122,8 +135,9 @@ def memory_entry_bytes(cache: CacheConfig) -> int:
 class Pipeline:
     def __init__(self, config: Config, policy: AddressPolicy | PolicyHolder, chrome: Chrome, cache: Cache[bytes],
                  extractor: Extractor, subagent: Subagent, profiles: ProfileUse | None = None,
-                 disk: DiskCache | None = None) -> None:
+                 disk: DiskCache | None = None, user_browser: UserBrowser | None = None) -> None:
         self.config = config  # read at use: `reconfigure` changes what the next request gets
+        self.user_browser = user_browser or UserBrowser(config.user_browser)
         self.subagent = subagent
         self.chrome = chrome
         self.cache = cache
@@ -159,7 +173,10 @@ class Pipeline:
         checked(req)  # a bad pattern or schema costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
-        profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
+        if req.browser == "user":
+            profile: Profile | None = await self._your_browser(req, progress)
+        else:
+            profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
         guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile)
         if guess is not None:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
@@ -186,6 +203,23 @@ class Pipeline:
                           f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
+    async def _your_browser(self, req: FetchRequest, progress: ReportProgress) -> Profile:
+        """The person's own browser's cookies for the request's URL, as a profile for this request alone:
+        read from the live browser now (one URL's host: the cookies the browser would send there), held
+        in memory for the request and never stored. Only for the hosts user_browser.hosts lists."""
+        if req.profile is not None:
+            raise BadRequest("a fetch with your own browser reads with its logins: give `profile` or "
+                             "`browser: \"user\"`, not both")
+        hosts = self.user_browser.config.hosts
+        host = parse_url(req.url)[1]
+        if hosts and not host_listed(host, hosts):
+            raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
+                             f"browser's logins only for the sites you listed there")
+        browser = await self.user_browser.browser(lambda message: progress("cache", message),
+                                                  req.timeout_s or self.config.fetch.timeout_s)
+        cookies = [c for c in (from_cdp(c) for c in await browser.cookies()) if _sent_to(c, host)]
+        return Profile(name=YOUR_BROWSER, hosts=list(hosts), state=StorageState(cookies=cookies))
+
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
                                  fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
         """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
@@ -207,7 +241,8 @@ class Pipeline:
             await self.disk.put(ck, stored.page)
             return stored.page, 0.0
         packed = pack_page(page)
-        if profile is None or await trio.to_thread.run_sync(self.profiles.store.exists, profile.name):
+        if profile is None or (profile.name != YOUR_BROWSER
+                               and await trio.to_thread.run_sync(self.profiles.store.exists, profile.name)):
             await self.disk.put(ck, packed)  # not for a profile deleted meanwhile: its pages went with it
         return packed, None
 
@@ -235,7 +270,7 @@ class Pipeline:
                            content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
                            extractor=page.extractor, truncated=page.truncated, notes=list(page.notes),
                            flags=list(page.flags))
-        hint = login_hint(page, req.profile)
+        hint = login_hint(page, req.profile, req.browser == "user")
         if hint is not None:
             base.notes.append(hint)
         if page.redirect_url is not None:
@@ -479,7 +514,8 @@ class Pipeline:
         if fc.render == "always":
             return 'fetch.render is "always"'
         if profile is not None:
-            return f"the cookies of profile {profile.name} live in Chrome"
+            return ("your browser's cookies go with it in Chrome" if profile.name == YOUR_BROWSER
+                    else f"the cookies of profile {profile.name} live in Chrome")
         if self.http is None:
             return f"the address-policy proxy is off ({self.chrome.proxy_off})"
         return None
@@ -523,7 +559,7 @@ class Pipeline:
                     try:
                         return await load_in_chrome(tab, attempt_load, rendering)
                     finally:
-                        if profile is not None:
+                        if profile is not None and profile.name != YOUR_BROWSER:  # the person's, never written
                             await self._keep_cookies(profile, tab.context, given, how)
             except BrowserCrashed as e:
                 if attempt == 2:
@@ -688,18 +724,29 @@ def _address_policy(config: Config) -> tuple[object, ...]:
     return config.fetch.allow_private, config.fetch.allow_hosts, config.browse.allow_local
 
 
+def _sent_to(cookie: Cookie, host: str) -> bool:
+    """Whether a browser sends `cookie` to `host`: a host-only cookie to its host alone, a domain cookie
+    (".example.com") to the domain and its subdomains."""
+    domain = cookie.domain.lower()
+    return host_listed(host, [domain.lstrip(".")]) if domain.startswith(".") else host == domain
+
+
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:
     """Refuses a main-frame hop to a host the profile does not list."""
     if profile is None:
         return None
 
     def check(host: str) -> None:
-        if not profile.allows(host):
-            raise profile.refuse(host)
+        if profile.allows(host):
+            return
+        if profile.name == YOUR_BROWSER:  # no profile to allow it in: the config's list is the user's
+            raise BlockedUrl(f"the page redirects to {host}, which is not in user_browser.hosts "
+                             f"({', '.join(profile.hosts)}): your browser's cookies go only to the sites you listed")
+        raise profile.refuse(host)
     return check
 
 
-def login_hint(page: Page, profile: str | None) -> str | None:
+def login_hint(page: Page, profile: str | None, yours: bool = False) -> str | None:
     """How to get past a sign-in (login_wall, or a redirect to a sign-in page elsewhere) with a profile:
     a note an agent can act on, or None when the page is not behind one. Its commands are shell-quoted
     (shell.command): the sign-in URL is the server's choice."""
@@ -708,6 +755,9 @@ def login_hint(page: Page, profile: str | None) -> str | None:
         return None
     url = target or page.final_url
     host = urlsplit(url).hostname or ""
+    if yours:
+        return (f"your browser is not signed in at {host} (or its login expired): ask the user to sign in there "
+                f"in their browser, then fetch again")
     if profile is not None:
         return (f"profile {profile} did not get past the sign-in at {host}: its login may have expired or been "
                 f"signed out. Ask the user to log in again with "

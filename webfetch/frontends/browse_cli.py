@@ -17,7 +17,7 @@ from .contract import BROWSER_ACTIONS
 from .tool_text import console_lines, download_line, files_line
 
 USAGE = """actions:
-  open URL [--new-tab] [--profile NAME [--new-profile]]       save (the session's logins to its profile)
+  open URL [--new-tab] [--profile NAME [--new-profile]] [--user-browser]     save (the session's logins to its profile)
   snapshot [--full] [--find TEXT] [--ref eN] [--offset N]
   click eN [--double]           fill eN TEXT [--submit]        type TEXT [--ref eN]
   press KEY [--ref eN]          select eN VALUE...             check eN [--off]
@@ -56,6 +56,8 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--new-profile", action="store_true", help="open: make the --profile if none has that name "
                                                               "(empty, for the URL's host); else a name no profile "
                                                               "has is refused")
+    p.add_argument("--user-browser", action="store_true", help="open: run the session in your own browser, "
+                                                               "signed in as you, on user_browser.hosts only")
     p.add_argument("--full", action="store_true", help="snapshot: every line, not only the controls")
     p.add_argument("--find", help="snapshot: only lines containing this text (and what holds them)")
     p.add_argument("--offset", type=int, help="snapshot or read: continue from this character; network: request")
@@ -154,7 +156,8 @@ def _open_fields(w: _Words, args: argparse.Namespace) -> dict[str, Any]:
     if args.new_profile and args.profile is None:
         raise ValueError("browse open --new-profile makes the profile --profile NAME names; give both")
     return {"url": w.take("a URL"), "new_tab": args.new_tab or None, "profile": args.profile,
-            "create": args.new_profile or None, "record": args.record, **_device(args.size, args)}
+            "create": args.new_profile or None, "record": args.record, "browser": "user" if args.user_browser else None,
+            **_device(args.size, args)}
 
 
 def _device(size: str | None, args: argparse.Namespace) -> dict[str, Any]:

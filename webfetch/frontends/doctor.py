@@ -207,6 +207,10 @@ def check_daemon(path: Path) -> list[Check]:
     sessions = status.get("browse") or []
     checks.append(Check(OK, "browse", f"{len(sessions)} browse session(s) open" + "".join(
         f"; {s['session']} ({s['tabs']} tab(s) at {s['url']}, idle {s['idle_s']:.0f} s)" for s in sessions)))
+    mine = status.get("user_browser")
+    if mine and mine["state"] != "off":
+        level = WARN if mine["state"] in ("failed", "gone", "waiting for approval") else OK
+        checks.append(Check(level, "your browser", f"daemon: {mine['detail']}"))
     return checks
 
 
@@ -243,6 +247,25 @@ def check_address_policy(config: Config) -> Check:
                  f"addresses it checked")
 
 
+def check_user_browser(config: Config) -> Check:
+    """[user_browser]: off and why, or whether the person's browser is found (nothing is sent to it: a
+    connection would ask the person to approve it)."""
+    import trio
+
+    from ..chrome.user_browser import find
+
+    ub = config.user_browser
+    if not ub.enabled:
+        return Check(INFO, "your browser", "off: user_browser.hosts is empty, so the agent never uses your own "
+                     "browser", "list the sites it may use it for in user_browser.hosts (docs/CONFIG.md)")
+    try:
+        found = trio.run(find, ub.endpoint)
+    except WebfetchError as e:
+        return Check(WARN, "your browser", f"for {', '.join(ub.hosts)}, but not found: {e.message}")
+    return Check(OK, "your browser", f"found: {found.how}; for {', '.join(ub.hosts)} (`webfetch status` says "
+                 f"whether it is connected or waiting for your approval)")
+
+
 def check_search(config: Config) -> Check:
     from ..search import BACKENDS, NAMES, Search, how_to_configure
 
@@ -263,7 +286,8 @@ def run(inv: Invocation) -> int:
     config, path = inv.config, inv.path
     model = check_subagent_model(config)
     checks = [check_config(inv), check_packages(), check_chrome(config), check_extractor(), check_subagent(config),
-              check_address_policy(config), check_socket_dir(path), *check_daemon(path), check_search(config),
+              check_address_policy(config), check_user_browser(config), check_socket_dir(path), *check_daemon(path),
+              check_search(config),
               *([model] if model else [])]
     width = max(len(c.name) for c in checks)
     for c in checks:

@@ -63,6 +63,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
     p.add_argument("--profile", metavar="NAME", help="read the page signed in, with this profile's cookies "
                                                      "(webfetch profile list)")
+    p.add_argument("--user-browser", action="store_true", help="read the page signed in as you, with your own "
+                                                               "running browser's cookies (user_browser.hosts)")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
     p.add_argument("--schema", type=json_schema, metavar="FILE|JSON",
@@ -96,7 +98,7 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     frames = client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
                             fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
                             prompt=args.prompt, schema=args.schema, model=args.model, thinking=args.thinking,
-                            find=args.find, profile=args.profile)
+                            find=args.find, profile=args.profile, browser="user" if args.user_browser else None)
     with ProgressLine() as progress:
         for frame in frames:
             if args.json:

@@ -34,13 +34,13 @@ from ..profiles.store import (
     cookies_for_hosts,
     domains_of,
     export_state,
-    host_listed,
     merge_state,
     normalize_host,
     parse_state_file,
 )
 from ..trust import shell
 from ..trust.private_files import write_private
+from ..urls import host_listed
 from .command import Needs, handles
 
 

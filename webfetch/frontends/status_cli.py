@@ -69,7 +69,15 @@ def _browse_state(status: dict[str, Any]) -> str:
         for s in sessions)
 
 
+def _yours(status: dict[str, Any]) -> str:
+    """The line on the person's own browser ([user_browser]), after browse's; none from an older daemon."""
+    mine = status.get("user_browser")
+    return f"\nyours:    {mine['detail']}" if mine else ""
+
+
 def _with_profile(session: dict[str, Any]) -> str:
+    if session.get("browser") == "user":
+        return ", in your browser"
     return f", profile {session['profile']}" if session.get("profile") else ""
 
 
@@ -117,7 +125,7 @@ def _status(client: Client, inv: Invocation) -> int:
         print(f"disk:     {_disk_line(c)}")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
-        print(f"browse:   {_browse_state(frame)}")
+        print(f"browse:   {_browse_state(frame)}{_yours(frame)}")
         problems = [*frame.get("problems", []), *filter(None, [broken_config(inv)])]
         for problem in problems:
             print(f"problem:  {problem}")

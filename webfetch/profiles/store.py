@@ -30,7 +30,7 @@ from msgspec import Struct
 from ..errors import WebfetchError
 from ..trust import shell
 from ..trust.private_files import write_private
-from ..urls import ascii_host
+from ..urls import ascii_host, host_listed
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FORMAT = 1
@@ -133,16 +133,6 @@ class ProfileSummary(Struct, kw_only=True):
     cookies: int                      # live cookies (session cookies and those not yet expired)
     origins: int                      # origins with localStorage
     last_used: float | None
-
-
-def host_listed(host: str, hosts: list[str]) -> bool:
-    """Whether `host` is one of `hosts` or a subdomain of one: the rule behind Profile.allows, also for
-    choosing what an import or a login copies."""
-    try:
-        host = ascii_host(host.rstrip("."))
-    except UnicodeError:
-        return False
-    return any(host == h or host.endswith("." + h) for h in hosts)
 
 
 def check_name(name: str) -> str:

@@ -337,6 +337,7 @@ export interface StatusResult {
 	browse_allow_local: string[];
 	daemon: DaemonInfo | null;
 	view: string | null;
+	user_browser: UserBrowserStatus | null;
 }
 
 export interface BrowserStatus {
@@ -374,6 +375,7 @@ export interface BrowseSessionStatus {
 	url: string;
 	idle_s: number;
 	profile: string | null;
+	browser: "user" | null;
 }
 
 /** Which daemon this is: what a client compares with what it would start (`webfetch status`). */
@@ -387,6 +389,13 @@ export interface DaemonInfo {
 	config_digest: string | null;
 	log: string | null;
 	needs_restart: string[];
+}
+
+/** [user_browser]: the person's own browser (chrome/user_browser.py). */
+export interface UserBrowserStatus {
+	state: string;
+	detail: string;
+	hosts: string[];
 }
 
 export interface CancelResult {
@@ -536,6 +545,7 @@ export interface FetchRequest {
 	find?: string | null;
 	profile?: string | null;
 	schema?: { [key: string]: unknown } | null;
+	browser?: "user" | null;
 }
 
 export interface SearchRequest {
@@ -605,6 +615,7 @@ export interface BrowseRequest {
 	user_agent?: string | null;
 	header_origins?: string[] | null;
 	reset?: boolean;
+	browser?: "user" | null;
 }
 
 export interface StatusRequest {

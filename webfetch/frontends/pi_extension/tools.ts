@@ -103,6 +103,7 @@ interface FetchParams {
 	fresh?: boolean;
 	find?: string;
 	profile?: string;
+	browser?: "user";
 }
 
 interface SearchParams {
@@ -143,6 +144,7 @@ interface BrowseParams {
 	profile?: string;
 	create?: boolean;
 	files?: string[];
+	browser?: "user";
 }
 
 /** web_fetch's details: the result frame without its text, and where the text was cut for pi. */
@@ -256,6 +258,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.fresh) body.fresh = true;
 			if (params.find != null) body.find = params.find;
 			if (params.profile) body.profile = params.profile;
+			if (params.browser === "user") body.browser = "user";
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);

@@ -1,0 +1,372 @@
+"""The person's own browser ([user_browser], chrome/user_browser.py): a Chromium the test starts as "the
+person's", with its user-data directory at $HOME/.config/chromium and a DevTools port (so it writes the
+DevToolsActivePort that `endpoint = "auto"` finds), signed in to the login app in a tab of its own.
+
+The login app serves 127.0.0.1 and 127.0.0.2 on one port, and `localhost` reaches the first. The daemon
+lists 127.0.0.1 in user_browser.hosts (a host the person lists passes the address policy, loopback as it
+is, as fetch.allow_hosts does) and keeps fetch.allow_private off, so 127.0.0.2 is a private address no one
+listed, and `localhost` a host not listed."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+
+from webfetch.chrome.cdp import open_cdp
+from webfetch.chrome.user_browser import candidates, find
+from webfetch.config import BrowseConfig, FetchConfig, UserBrowserConfig
+from webfetch.errors import UserBrowserUnavailable
+from webfetch.urls import AddressPolicy, HostGate
+
+from .support.chromium import Chromium
+from .support.daemon import make_config
+from .support.login_app import MEMBER_TEXT, LoginApp
+from .support.site import Site
+from .test_browse import Browser, ref
+from .test_profile_cli import sign_in
+
+
+@pytest.fixture
+def home(short_tmp, monkeypatch) -> Path:
+    """$HOME for the test: `auto` looks for the person's browser below it."""
+    home = short_tmp / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def app():
+    app = LoginApp().start()
+    yield app
+    app.stop()
+
+
+class Person:
+    """The person at their browser: a Chromium of the test's own, and a tab they signed in with."""
+
+    def __init__(self, home: Path) -> None:
+        self.browser = Chromium(home / ".config" / "chromium")
+        self.tab = ""
+
+    async def sign_in(self, app: LoginApp) -> None:
+        async with open_cdp(self.browser.ws_url) as conn:
+            self.tab = (await conn.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
+            session = (await conn.call("Target.attachToTarget", {"targetId": self.tab, "flatten": True}))["sessionId"]
+            await sign_in(conn, session, app, "127.0.0.1")
+
+    async def pages(self) -> dict[str, tuple[str, str]]:
+        """Every page target of the person's browser: id -> (URL, title)."""
+        async with open_cdp(self.browser.ws_url) as conn:
+            infos = (await conn.call("Target.getTargets"))["targetInfos"]
+        return {t["targetId"]: (t["url"], t["title"]) for t in infos if t["type"] == "page"}
+
+    async def history(self) -> list[str]:
+        """The URLs of the person's tab's history."""
+        async with open_cdp(self.browser.ws_url) as conn:
+            session = (await conn.call("Target.attachToTarget", {"targetId": self.tab, "flatten": True}))["sessionId"]
+            entries = (await conn.call("Page.getNavigationHistory", {}, session))["entries"]
+            await conn.call("Target.detachFromTarget", {"sessionId": session})
+        return [e["url"] for e in entries]
+
+
+@pytest.fixture
+async def person(home, app):
+    person = Person(home)
+    try:
+        with trio.fail_after(60):
+            await person.sign_in(app)
+        yield person
+    finally:
+        if person.browser.proc.poll() is None:
+            person.browser.stop()
+
+
+def user_config(hosts: list[str] | None = None, endpoint: str = "auto"):
+    """The person lists 127.0.0.1; no private address is allowed otherwise."""
+    hosts = ["127.0.0.1"] if hosts is None else hosts
+    return make_config(fetch=FetchConfig(allow_private=False),
+                       user_browser=UserBrowserConfig(endpoint=endpoint, hosts=hosts))
+
+
+@pytest.mark.chromium
+async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_their_tab_alone(
+        start_daemon, person, app):
+    before = await person.pages()
+    history = await person.history()
+    assert before[person.tab] == (app.url("/members"), "Members")
+    daemon = await start_daemon(user_config())
+    assert (await daemon.request({"id": 1, "op": "status"}))["user_browser"]["state"] == "idle"
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/members"), browser="user")
+    assert page["snapshot"].startswith(f"[t1] Members — {app.url('/members')}\n"), page["snapshot"]
+    assert MEMBER_TEXT in (await b.ok("snapshot", mode="full"))["snapshot"]   # signed in with their login
+    status = (await daemon.request({"id": 2, "op": "status"}))["user_browser"]
+    assert status["state"] == "connected" and "Chromium" in status["detail"], status
+    sessions = (await daemon.request({"id": 3, "op": "status"}))["browse"]
+    assert [(s["session"], s.get("browser")) for s in sessions] == [("s1", "user")]
+    # the agent's tab is the only one it sees; the person's are not listed
+    assert [t["tab"] for t in (await b.ok("tabs"))["tabs"]] == ["t1"]
+    assert len(await person.pages()) == len(before) + 1
+
+    # a host not listed: refused before Chrome sends anything; the server never hears of it
+    refused = await b("open", url=app.url("/whoami", "localhost"))
+    assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+    assert "not in user_browser.hosts" in refused["message"]
+    # a private address no one listed, as a page's script: refused, and named in `network`
+    await b.ok("open", url=app.url("/embeds?from=127.0.0.2"))
+    network = await b.ok("network")
+    assert any("127.0.0.2" in r["url"] and r.get("blocked") for r in network["requests"]), network
+    assert not [h for h in app.hits if h[0] in ("localhost", "127.0.0.2")]
+
+    assert (await b.ok("close"))["type"] == "result"
+    assert await person.pages() == before       # their tabs, as they were: URL and title
+    assert await person.history() == history
+
+    # a session left open when the daemon stops: its tab goes, the browser stays
+    b2 = Browser(await daemon.client(), "s2")
+    await b2.ok("open", url=app.url("/account"), browser="user")
+    assert (await daemon.request({"id": "stop", "op": "stop"}))["type"] == "result"
+    with trio.fail_after(30):
+        while await person.pages() != before:
+            await trio.sleep(0.1)
+    assert person.browser.proc.poll() is None
+    assert await person.history() == history
+
+
+@pytest.mark.chromium
+async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_request_only(start_daemon, person, app):
+    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=["127.0.0.1", "localhost"])))
+    before = len(app.hits)
+    signed_in = await daemon.fetch(app.url("/members"), browser="user")
+    assert signed_in["type"] == "result" and MEMBER_TEXT in signed_in["content"], signed_in
+    # the person's session went with the request
+    assert [app.sessions.get(h[2] or "") for h in app.hits[before:]] == ["ada"]
+    # the same URL without it: read anonymously, not served the signed-in page from the cache
+    anonymous = await daemon.fetch(app.url("/members"))
+    assert anonymous["type"] == "result" and MEMBER_TEXT not in anonymous["content"], anonymous
+    assert anonymous["cached"] is False
+    # a host not listed: refused before anything is read from the browser or sent to the site
+    hits = len(app.hits)
+    refused = await daemon.fetch(app.url("/members", "127.0.0.2"), browser="user")
+    assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+    assert "not in user_browser.hosts" in refused["message"] and len(app.hits) == hits
+    # a listed host the person is not signed in at: the sign-in page, and a note saying what to do
+    wall = await daemon.fetch(app.url("/members", "localhost"), browser="user")
+    assert wall["type"] == "result" and "login_wall" in wall["flags"], wall
+    assert ("your browser is not signed in at localhost (or its login expired): ask the user to sign in there in "
+            "their browser, then fetch again") in wall["notes"]
+
+
+@pytest.mark.chromium
+async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons_tab_opens_does_not(
+        start_daemon, person, app):
+    site = Site()
+    site.routes["/links"] = lambda h: h.reply(200, "text/html", '<title>Links</title><a id="new" target="_blank" '
+                                                                 'href="/opened">Open a new tab</a>')
+    site.routes["/opened"] = lambda h: h.reply(200, "text/html", "<title>Opened</title><p>opened</p>")
+    site.start()
+    try:
+        initial = await person.pages()
+        daemon = await start_daemon(user_config())
+        b = Browser(await daemon.client())
+        page = await b.ok("open", url=f"http://127.0.0.1:{site.port}/links", browser="user")
+        async with open_cdp(person.browser.ws_url) as conn:  # the person opens a tab from theirs
+            session = (await conn.call("Target.attachToTarget", {"targetId": person.tab, "flatten": True}))["sessionId"]
+            await conn.call("Runtime.evaluate", {"expression": f"window.open({app.url('/whoami')!r})",
+                                                 "userGesture": True}, session)
+        with trio.fail_after(15):  # the agent's tab and the person's new one (Chrome makes it a moment later)
+            while len(theirs := await person.pages()) < len(initial) + 2:
+                await trio.sleep(0.1)
+        # the agent's page opens one: it joins the session; the person's (created before it) did not
+        await b.ok("click", ref=ref(page["snapshot"], '- link "Open a new tab"'))
+        assert [t["tab"] for t in (await b.ok("tabs"))["tabs"]] == ["t1", "t2"]
+        await b.ok("close")
+        assert await person.pages() == {k: v for k, v in theirs.items() if v[0] != f"http://127.0.0.1:{site.port}/links"}
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemon, person, app):
+    before = await person.pages()
+    daemon = await start_daemon(user_config())
+    b = Browser(await daemon.client())
+    refused = await b("open", url=app.url("/members", "127.0.0.2"), browser="user")
+    assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+    assert refused["message"].startswith("127.0.0.2 is not in user_browser.hosts (127.0.0.1)")
+    assert await person.pages() == before
+    assert not [h for h in app.hits if h[0] == "127.0.0.2"]
+
+
+@pytest.mark.chromium
+async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(start_daemon, person, app, home):
+    daemon = await start_daemon(user_config())
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/members"), browser="user")
+    person.browser.stop()
+    gone = await b("snapshot")
+    assert gone["type"] == "error" and gone["code"] == "user_browser_gone", gone
+    # reconnected once, and not found: gone, saying why
+    again = await b("open", url=app.url("/members"), browser="user")
+    assert again["type"] == "error" and again["code"] == "user_browser_gone", again
+    assert "nothing listens" in again["message"]
+    # the person starts their browser again: the next open connects to it (their session cookie died with
+    # the browser that was killed, so the site asks them to sign in)
+    data_dir = home / ".config" / "chromium"
+    (data_dir / "DevToolsActivePort").unlink()
+    person.browser = Chromium(data_dir)
+    back = await b("open", url=app.url("/members"), browser="user")
+    assert back["type"] == "result" and back["snapshot"].startswith("[t1] Sign in"), back
+    assert (await daemon.request({"id": 9, "op": "status"}))["user_browser"]["state"] == "connected"
+
+
+async def test_with_no_hosts_it_is_off_and_says_why(start_daemon):
+    daemon = await start_daemon(user_config(hosts=[]))
+    status = (await daemon.request({"id": 1, "op": "status"}))["user_browser"]
+    assert status["state"] == "off"
+    assert status["detail"].startswith("off: user_browser.hosts is empty")
+    b = Browser(await daemon.client())
+    off = await b("open", url="http://127.0.0.1:9/", browser="user")
+    assert off["type"] == "error" and off["code"] == "user_browser_off", off
+
+
+async def test_while_the_person_has_not_approved_requests_say_so_then_fail_at_their_deadline(
+        start_daemon, nursery):
+    # a browser that asks the person: the websocket handshake waits (here: a port that accepts and says nothing)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    held = []
+
+    async def hold(stream):
+        held.append(stream)
+        await trio.sleep_forever()
+    nursery.start_soon(trio.serve_listeners, hold, listeners)
+    port = listeners[0].socket.getsockname()[1]
+    config = user_config(endpoint=f"ws://127.0.0.1:{port}/devtools/browser/waiting")
+    config = msgspec.structs.replace(config, browse=BrowseConfig(nav_timeout_s=2))
+    daemon = await start_daemon(config)
+    progress: list = []
+    refused = await daemon.request({"id": 1, "op": "browse", "session": "s", "action": "open",
+                                    "url": "http://127.0.0.1:9/members", "browser": "user"}, progress)
+    assert refused["type"] == "error" and refused["code"] == "user_browser_unapproved", refused
+    assert refused["message"].startswith("your browser has not allowed webfetch's connection within 2 s")
+    assert any("allow the connection in your browser" in p["message"] for p in progress), progress
+    status = (await daemon.request({"id": 2, "op": "status"}))["user_browser"]
+    assert status["state"] == "waiting for approval", status
+    # one connection, still waiting for the person: a second request does not make another
+    await daemon.request({"id": 3, "op": "browse", "session": "s", "action": "open",
+                          "url": "http://127.0.0.1:9/members", "browser": "user"})
+    assert len(held) == 1
+
+
+# --- finding the browser: bad input ----------------------------------------------------------------
+
+
+def write_port_file(directory: Path, port: int) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "DevToolsActivePort"
+    path.write_text(f"{port}\n/devtools/browser/0b6c1c0e-1111-2222-3333-444455556666")
+    return path
+
+
+async def test_auto_with_no_browser_says_how_to_turn_remote_debugging_on(home):
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find("auto")
+    assert "no running browser has remote debugging on" in e.value.message
+    assert "chrome://inspect/#remote-debugging" in e.value.message and "--remote-debugging-port" in e.value.message
+
+
+async def test_a_port_file_naming_a_dead_port_is_named(home):
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    dead = listener.getsockname()[1]
+    listener.close()  # nothing listens there now
+    path = write_port_file(home / ".config" / "google-chrome", dead)
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find("auto")
+    assert f"Google Chrome: {path} names port {dead}, where nothing listens" in e.value.message
+
+
+async def test_of_two_browsers_the_newest_is_chosen_and_the_note_says_how_to_choose(home):
+    listeners = [await trio.open_tcp_listeners(0, host="127.0.0.1") for _ in range(2)]
+    try:
+        ports = [ls[0].socket.getsockname()[1] for ls in listeners]
+        older = write_port_file(home / ".config" / "google-chrome", ports[0])
+        newer = write_port_file(home / ".config" / "BraveSoftware" / "Brave-Browser", ports[1])
+        os.utime(older, (1_700_000_000, 1_700_000_000))
+        found = await find("auto")
+    finally:
+        for ls in listeners:
+            await ls[0].aclose()
+    assert found.ws_url.startswith(f"ws://127.0.0.1:{ports[1]}/devtools/browser/")
+    assert found.how == (f"Brave ({newer}) (the newest of 2 with remote debugging on; also Google Chrome ({older}): "
+                         f"set user_browser.endpoint to that browser's user-data directory to choose)")
+
+
+async def test_an_endpoint_that_is_not_devtools_is_refused(home):
+    site = Site().start()
+    try:
+        site.routes["/json/version"] = lambda h: h.reply(200, "text/html", "<p>a blog</p>")
+        with pytest.raises(UserBrowserUnavailable) as e:
+            await find(f"http://127.0.0.1:{site.port}")
+    finally:
+        site.stop()
+    assert "is not a DevTools endpoint" in e.value.message
+
+
+async def test_an_endpoint_on_another_machine_is_refused_before_anything_is_sent():
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find("http://192.0.2.7:9222")
+    assert "not on this machine" in e.value.message
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find("wss://browser.example/devtools")
+    assert "is not a browser's DevTools endpoint" in e.value.message
+
+
+def test_auto_looks_in_the_usual_directories_on_linux_and_macos():
+    home = Path("/home/ann")
+    linux = [str(p) for _, p in candidates(home, "linux")]
+    assert "/home/ann/.config/google-chrome/DevToolsActivePort" in linux
+    assert "/home/ann/.config/BraveSoftware/Brave-Browser/DevToolsActivePort" in linux
+    mac = [str(p) for _, p in candidates(home, "darwin")]
+    assert "/home/ann/Library/Application Support/Google/Chrome Canary/DevToolsActivePort" in mac
+    assert "/home/ann/Library/Application Support/Microsoft Edge/DevToolsActivePort" in mac
+
+
+def test_doctor_says_off_and_why_or_whether_the_browser_is_found(home):
+    from webfetch.config import Config
+    from webfetch.frontends.doctor import check_user_browser
+
+    off = check_user_browser(Config())
+    assert (off.level, off.detail) == ("info", "off: user_browser.hosts is empty, so the agent never uses your "
+                                                "own browser")
+    on = Config(user_browser=UserBrowserConfig(hosts=["github.com"]))
+    missing = check_user_browser(on)
+    assert missing.level == "warn" and missing.detail.startswith("for github.com, but not found: no running browser")
+    with socket.socket() as listener:  # a browser's DevTools port, as far as finding it goes
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        path = write_port_file(home / ".config" / "microsoft-edge", listener.getsockname()[1])
+        found = check_user_browser(on)
+    assert found.level == "ok" and found.detail.startswith(f"found: Microsoft Edge ({path}); for github.com"), found
+
+
+async def test_the_gate_in_the_persons_browser_holds_navigations_to_the_listed_hosts():
+    gate = HostGate(AddressPolicy(), listed=("example.com", "127.0.0.1"))
+    with trio.fail_after(10):
+        # a listed host and its subdomains, loopback as it is: the person named it
+        assert await gate.check("http://127.0.0.1:8000/members", navigation=True) is None
+        assert await gate.check("https://docs.example.com/", navigation=True) is None
+        # another host as the top-level document: refused, saying which hosts are listed
+        assert await gate.check("https://example.org/", navigation=True) == (
+            "example.org is not in user_browser.hosts (example.com, 127.0.0.1): the agent uses your browser only "
+            "for the sites you listed")
+        assert (await gate.check("https://notexample.com/", navigation=True) or "").startswith("notexample.com is not")
+        # a page's other requests: the address policy (127.0.0.2 is private and listed by no one)
+        assert (await gate.check("http://127.0.0.2:8000/whoami") or "").startswith("127.0.0.2 is not a public address")
+        assert await gate.check("file:///etc/passwd") == "file: URLs are not followed"
