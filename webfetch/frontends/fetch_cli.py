@@ -38,6 +38,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--raw", action="store_true", help="the raw markdown, never a summary")
     p.add_argument("--profile", metavar="NAME", help="read the page signed in, with this profile's cookies "
                                                      "(webfetch profile list)")
+    p.add_argument("--keep-hidden", action="store_true",
+                   help="keep the text the page hides from people (display:none, hidden, aria-hidden, off-screen "
+                        "...), left out by default")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
     p.add_argument("--find", metavar="PATTERN",
@@ -67,7 +70,7 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     frames = client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
                             fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
                             prompt=args.prompt, model=args.model, thinking=args.thinking, find=args.find,
-                            profile=args.profile)
+                            profile=args.profile, hidden="keep" if args.keep_hidden else None)
     with ProgressLine() as progress:
         for frame in frames:
             if args.json:

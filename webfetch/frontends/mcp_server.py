@@ -213,7 +213,7 @@ async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress)
     if args.get("url") is None and args.get("urls") is None:  # the schema cannot say "one of the two" to every client
         return error_result("bad_request", NEEDS_URL)
     body: dict[str, Any] = {"op": "fetch"}
-    for key in ("url", "urls", "prompt", "offset", "find", "profile"):
+    for key in ("url", "urls", "prompt", "offset", "find", "profile", "hidden"):
         if args.get(key) is not None:
             body[key] = args[key]
     for key in ("raw", "fresh"):

@@ -22,6 +22,7 @@ from .find import Found, Pattern, search
 from .flags import Flag
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
+from .hidden import drop_hidden
 from .links import html_links
 from .pdf import PdfText, extract_pdf
 from .render_need import Need, judge, measure
@@ -100,6 +101,9 @@ class Extracted:
     markdown: str
     extractor: str  # "trafilatura" | "readability" | "fallback" | "raw" | "markdown" (served as such)
     title: str | None = None
+    # Characters of text (white space not counted) the page hid from people and the extraction left out
+    # (webfetch/parse/hidden.py); 0 when asked to keep them.
+    hidden_text_removed: int = 0
 
     @property
     def text_len(self) -> int:
@@ -381,29 +385,35 @@ def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, 
                            "scripts); try the URL in a browser, or fetch a more specific page")
 
 
-def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
+def extract_html(html: str | bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                 ) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
     Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
     The page's own cues choose among extractions: an article gets trafilatura's precise mode, checked by
     readability, a page of another type its recall mode and the whole page sooner, either the default mode
     where that cut kept too little of the page or readability doubts the article's cut (one trafilatura
-    pass on most pages), a Q&A page readability's answers (see the constants above)."""
-    return _extract_tree(_parsed(_decoded(html, charset)), url)
+    pass on most pages), a Q&A page readability's answers (see the constants above). Text the page hides
+    from people is left out first (webfetch/parse/hidden.py) unless `keep_hidden`."""
+    return _extract_tree(_parsed(_decoded(html, charset)), url, keep_hidden)
 
 
-def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None) -> Extracted:
+def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None, keep_hidden: bool = False) -> Extracted:
     """extract_html on the page's parsed tree."""
     title = _title(doc)
     cues = page_cues(doc)
     if doc is None:
         return _main_or_fallback("", doc, cues, title)
+    removed = 0 if keep_hidden else drop_hidden(doc)
     _unlink_section_headings(doc)
     visible = visible_text_len(doc)
     cut = _main_cut(doc, url, cues, visible)
     answers = _qa_answers(doc, cut.markdown, cues)
     if answers is not None:
-        return Extracted(answers, "readability", title)
-    return _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
+        extracted = Extracted(answers, "readability", title)
+    else:
+        extracted = _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
+    extracted.hidden_text_removed = removed
+    return extracted
 
 
 @dataclass(frozen=True)
@@ -415,7 +425,8 @@ class ServerReading:
     need: Need
 
 
-def read_server_html(html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+def read_server_html(html: bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                     ) -> ServerReading:
     """extract_html, and render_need's judgement of the same parsed tree (measured before the extraction
     touches it)."""
     decoded = _decoded(html, charset)
@@ -423,7 +434,7 @@ def read_server_html(html: bytes, url: str | None, charset: str | None = None) -
     text = decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
     markup = measure(doc, text) if doc is not None else None
     try:
-        extracted: Extracted | None = _extract_tree(doc, url)
+        extracted: Extracted | None = _extract_tree(doc, url, keep_hidden)
     except ExtractionFailed:
         extracted = None
     text_chars = extracted.text_len if extracted is not None else 0
@@ -508,12 +519,14 @@ class Extractor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.workers.run(task_status=task_status)
 
-    async def html(self, html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
-        return await self.workers.call(extract_html, html, url, charset)
+    async def html(self, html: str | bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                   ) -> Extracted:
+        return await self.workers.call(extract_html, html, url, charset, keep_hidden)
 
-    async def server_html(self, html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+    async def server_html(self, html: bytes, url: str | None, charset: str | None = None,
+                          keep_hidden: bool = False) -> ServerReading:
         """The server's HTML extracted, and whether the page needs rendering (read_server_html)."""
-        return await self.workers.call(read_server_html, html, url, charset)
+        return await self.workers.call(read_server_html, html, url, charset, keep_hidden)
 
     async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:
         return await self.workers.call(extract_raw, body, mime, charset)

@@ -62,6 +62,7 @@ export interface FetchResult {
 	usage: Usage | null;
 	notes: string[];
 	flags: string[];
+	hidden_text_removed: number;
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
@@ -116,6 +117,7 @@ export interface PageFrame {
 	usage: Usage | null;
 	notes: string[];
 	flags: string[];
+	hidden_text_removed: number;
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
@@ -517,6 +519,7 @@ export interface FetchRequest {
 	thinking?: string | null;
 	find?: string | null;
 	profile?: string | null;
+	hidden?: "drop" | "keep";
 }
 
 export interface SearchRequest {

@@ -102,6 +102,7 @@ interface FetchParams {
 	fresh?: boolean;
 	find?: string;
 	profile?: string;
+	hidden?: "drop" | "keep";
 }
 
 interface SearchParams {
@@ -253,6 +254,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.fresh) body.fresh = true;
 			if (params.find != null) body.find = params.find;
 			if (params.profile) body.profile = params.profile;
+			if (params.hidden) body.hidden = params.hidden;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);
