@@ -520,9 +520,11 @@ class Pipeline:
         if isinstance(html, bytes):
             html = decode_text(html, r.charset)
         truncated_note = next((n for n in notes if "was cut there" in n), None)
+        # the evidence its extraction gathered on the same parse of `html`, when the flags need it
         return await self.extractor.flags(
-            status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
-            final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+            evidence=None if read.failed else read.extracted.evidence, status=r.status, title=title, html=html,
+            markdown=read.extracted.markdown, url=key, final_url=r.final_url, truncated=r.truncated,
+            truncated_note=truncated_note)
 
 
 @dataclass(frozen=True)

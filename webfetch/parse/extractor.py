@@ -19,9 +19,10 @@ import trio
 from ..errors import ExtractionFailed
 from .crawl_patterns import admitted
 from .find import Found, Pattern, search
-from .flags import Flag
+from .flags import Evidence, Flag, gather, needs_markup
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
+from .flags import judge as judge_flags
 from .hidden import drop_hidden
 from .links import html_links
 from .pdf import PdfText, extract_pdf
@@ -104,6 +105,9 @@ class Extracted:
     # Characters of text (white space not counted) the page hid from people and the extraction left out
     # (webfetch/parse/hidden.py); 0 when asked to keep them.
     hidden_text_removed: int = 0
+    # What the page's HTML says for its flags, gathered on the extraction's own tree when the flags need it
+    # (flags.needs_markup: a short text): the daemon judges them from it with no parse (Extractor.flags).
+    evidence: Evidence | None = None
 
     @property
     def text_len(self) -> int:
@@ -394,11 +398,18 @@ def extract_html(html: str | bytes, url: str | None, charset: str | None = None,
     where that cut kept too little of the page or readability doubts the article's cut (one trafilatura
     pass on most pages), a Q&A page readability's answers (see the constants above). Text the page hides
     from people is left out first (webfetch/parse/hidden.py) unless `keep_hidden`."""
-    return _extract_tree(_parsed(_decoded(html, charset)), url, keep_hidden)
+    decoded = _decoded(html, charset)
+    return _extract_tree(_parsed(decoded), url, _text(decoded), keep_hidden)
 
 
-def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None, keep_hidden: bool = False) -> Extracted:
-    """extract_html on the page's parsed tree."""
+def _text(decoded: str | bytes) -> str:
+    return decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
+
+
+def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None, html: str, keep_hidden: bool = False
+                  ) -> Extracted:
+    """extract_html on the page's parsed tree (parsed from `html`); with the flags' evidence gathered on the
+    same tree when they need it."""
     title = _title(doc)
     cues = page_cues(doc)
     if doc is None:
@@ -413,6 +424,8 @@ def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None, keep_hidde
     else:
         extracted = _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
     extracted.hidden_text_removed = removed
+    if needs_markup(extracted.markdown, url or ""):
+        extracted.evidence = gather(doc, html)  # last: it takes the invisible parts out of the tree
     return extracted
 
 
@@ -431,10 +444,10 @@ def read_server_html(html: bytes, url: str | None, charset: str | None = None, k
     touches it)."""
     decoded = _decoded(html, charset)
     doc = _parsed(decoded)
-    text = decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
+    text = _text(decoded)
     markup = measure(doc, text) if doc is not None else None
     try:
-        extracted: Extracted | None = _extract_tree(doc, url, keep_hidden)
+        extracted: Extracted | None = _extract_tree(doc, url, text, keep_hidden)
     except ExtractionFailed:
         extracted = None
     text_chars = extracted.text_len if extracted is not None else 0
@@ -548,10 +561,14 @@ class Extractor:
         costs a worker, killed when the request's deadline cancels this, never the event loop."""
         return await self.workers.call(search, markdown, pattern)
 
-    async def flags(self, **page: Any) -> list[Flag]:
+    async def flags(self, evidence: Evidence | None = None, **page: Any) -> list[Flag]:
         """webfetch/parse/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its
-        text alone (most: a long main text) is judged here: no parse, and no trip to a worker with the
-        page's HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
+        text alone (most: a long main text), or from the `evidence` its extraction gathered on the same parse
+        of its HTML (Extracted.evidence), is judged here: no parse, and no trip to a worker with the page's
+        HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
+        if evidence is not None and len(page["markdown"]) + len(evidence.visible) <= IN_PROCESS_FLAGS_MAX_CHARS:
+            page.pop("html", None)
+            return judge_flags(evidence, **page)
         if len(page["markdown"]) <= IN_PROCESS_FLAGS_MAX_CHARS:
             flags = detect_flags_on_text(**page)
             if flags is not None:
