@@ -768,12 +768,13 @@ def schema_row(daemon: ServedDaemon, server: CorpusServer, page: dict, llm, roun
 
 
 def direct_extract(html: bytes) -> tuple[str, float]:
-    started = time.perf_counter()
+    """The page's markdown by extract_html, and the CPU time it took (this process only: run one at a time)."""
+    started = time.process_time()
     try:
         md = extract_html(html, None).markdown
     except ExtractionFailed:
         md = ""
-    return md, time.perf_counter() - started
+    return md, time.process_time() - started
 
 
 def batch_rows(daemon: ServedDaemon, server: CorpusServer, aeb: list[dict], n: int = 20, rounds: int = 3) -> None:
@@ -830,9 +831,34 @@ def quality(daemon: ServedDaemon | None, server: CorpusServer | None, corpora: d
     trafilatura run directly on the stored HTML; with no daemon, webfetch's extractor run directly."""
     via = "through the daemon" if daemon is not None else "extract_html run directly on the stored HTML"
     print(f"\nquality: word-bag F1 against the ground truth (mean over pages), webfetch {via}; "
-          f"all pages / held-out half", flush=True)
+          f"choose half / held-out half (bench_common.half: rules are chosen on the first, judged on the second)",
+          flush=True)
     for name, pages in corpora.items():
         corpus_quality(daemon, server, name, pages)
+    if daemon is not None:
+        hidden_rows(daemon)
+
+
+def hidden_rows(daemon: ServedDaemon) -> None:
+    """Issue 41 item 3: tests/support/hidden_pages.py through the daemon, an instruction hidden each way beside a
+    visible article: hidden sentences that reached the markdown (goal 0), visible ones lost (goal 0)."""
+    from tests.support.hidden_pages import VISIBLE, WAYS, page, path
+    from tests.support.site import Site
+    site = Site().start()
+    try:
+        leaked, lost, removed = [], 0, 0
+        for way, (sentence, _) in WAYS.items():
+            site.html(path(way), page(way))
+            frame, _ = daemon.fetch(site.url(path(way)), fresh=True)
+            content = frame.get("content", "")
+            leaked += [way] if sentence in content else []
+            lost += sum(v not in content for v in VISIBLE)
+            removed += frame.get("hidden_text_removed", 0)
+    finally:
+        site.stop()
+    print(f"hidden text: {len(WAYS)} pages, each hiding an instruction one way: hidden sentences in the markdown "
+          f"{len(leaked)}{' (' + ', '.join(leaked) + ')' if leaked else ''}, visible sentences lost {lost} of "
+          f"{len(WAYS) * len(VISIBLE)}, hidden_text_removed {removed} characters", flush=True)
 
 
 def corpus_quality(daemon: ServedDaemon | None, server: CorpusServer | None, name: str, pages: list[dict]) -> None:
@@ -858,12 +884,13 @@ def corpus_quality(daemon: ServedDaemon | None, server: CorpusServer | None, nam
             direct[p["id"]] = f1(trafilatura_markdown(p["html"], None), p["truth"])
 
     def row(label: str, group: list[dict]) -> str:
-        held = [p for p in group if half(p) == "held-out"]
+        halves = [[p for p in group if half(p) == h] for h in ("choose", "held-out")]
         cells = []
         for scores in (ours, direct):
-            cells.append(f"{statistics.mean(scores[p['id']] for p in group):.3f} / "
-                         + (f"{statistics.mean(scores[p['id']] for p in held):.3f}" if held else "  -  "))
-        return f"{label:18} pages {len(group):4} / {len(held):3}  webfetch {cells[0]}  trafilatura-direct {cells[1]}"
+            cells.append(" / ".join(f"{statistics.mean(scores[p['id']] for p in g):.4f}" if g else "  -   "
+                                    for g in halves))
+        return (f"{label:18} pages {len(halves[0]):4} / {len(halves[1]):3}  webfetch {cells[0]}  "
+                f"trafilatura-direct {cells[1]}")
 
     print(row(name, pages) + (f"  errors {dict(failures)}" if failures else ""), flush=True)
     types = sorted({p["type"] for p in pages})
@@ -871,8 +898,8 @@ def corpus_quality(daemon: ServedDaemon | None, server: CorpusServer | None, nam
         for t in types:
             print(row(f"  {t}", [p for p in pages if p["type"] == t]))
     if extract_s:
-        print(f"  extract_html: {statistics.mean(extract_s) * 1000:.0f} ms/page mean, "
-              f"{summarize(extract_s)[1] * 1000:.0f} ms p95", flush=True)
+        print(f"  extract_html: {statistics.mean(extract_s) * 1000:.1f} ms CPU a page mean, "
+              f"{summarize(extract_s)[1] * 1000:.0f} ms p95 (load {os.getloadavg()[0]:.1f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import trio
 from webfetch.config import FetchConfig
 from webfetch.errors import ExtractionFailed
 from webfetch.parse.extractor import extract_html
-from webfetch.parse.flags import FLAG_NAMES, detect, detect_on_text
+from webfetch.parse.flags import FLAG_NAMES, detect, detect_on_text, judge
 
 from .support.client import run_cli
 from .support.daemon import TRANSPORT_NOTES, make_config
@@ -36,6 +36,23 @@ def _detect(case: Case) -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_detection_on_the_whole_set(case):
     assert _detect(case) == ([case.flag] if case.flag else [])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_flags_are_judged_from_the_extractions_own_parse_as_from_a_parse_of_their_own(case):
+    # issue 40's one parse: a page whose flags need its HTML gets their evidence gathered on the tree its
+    # extraction read (Extracted.evidence), judged with no parse, to the same flags as detect's own parse
+    base = "http://127.0.0.1:8000"
+    final = base + (case.final_path or case.url_path)
+    try:
+        extracted = extract_html(case.dom, final)
+    except ExtractionFailed:
+        return  # nothing extracted: the daemon judges such a page with detect, as ever
+    assert extracted.evidence is not None or case.flag is None
+    if extracted.evidence is not None:
+        flags = judge(extracted.evidence, status=case.status, title=extracted.title, markdown=extracted.markdown,
+                      url=base + case.url_path, final_url=final)
+        assert [f.name for f in flags] == _detect(case)
 
 
 def test_the_set_covers_every_flag_and_ordinary_near_misses():

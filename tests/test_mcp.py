@@ -137,7 +137,7 @@ async def test_a_daemon_not_yet_running_is_started_tools_listed_page_fetched_wit
             assert fetch.annotations.destructive_hint is False
             assert "pass a `prompt`" in fetch.description
             assert set(fetch.input_schema["properties"]) == {"url", "urls", "prompt", "schema", "offset", "raw",
-                                                             "fresh", "find", "profile", "browser"}
+                                                             "fresh", "find", "profile", "browser", "hidden"}
             assert "required" not in fetch.input_schema  # `url` or `urls`: the daemon says when neither is given
             assert setup.socket.exists()  # listing the tools started the daemon
 
@@ -537,7 +537,7 @@ async def test_arguments_are_checked_against_the_tools_schema_and_refused_in_its
                 'bad_request: web_fetch: `raw` must be true or false, not the string "false"')
             assert await error("web_fetch", {"url": "https://example.com/", "colour": "red"}) == (
                 "bad_request: web_fetch takes no argument 'colour'; its arguments are url, urls, prompt, schema, "
-                "offset, raw, fresh, find, profile, browser")
+                "offset, raw, fresh, find, profile, browser, hidden")
             assert await error("web_fetch", {"url": "https://example.com/", "offset": -1}) == (
                 "bad_request: web_fetch: `offset` must be at least 0, not -1")
             assert (await error("agent_browser", {"action": "fly"})).startswith(
@@ -596,7 +596,7 @@ async def test_without_a_sub_agent_prompt_is_not_offered_and_a_prompted_call_say
     assert long.is_error is False and " · characters 0–" in _text(long).split("\n")[0]
     assert "sub-agent" not in _text(long) and "install pi" not in _text(long) and "Notes:" not in _text(long)
     assert set(fetch.input_schema["properties"]) == {"url", "urls", "offset", "raw", "fresh", "find", "profile",
-                                                     "browser"}
+                                                     "browser", "hidden"}
     facts = _text(r).split("\n")[0]
     assert r.is_error is False and facts.endswith(
         " · NOT AN ANSWER: the prompt could not be answered, this is the page itself (the notes say why)")

@@ -47,6 +47,8 @@ class FetchRequest(Struct, tag_field="op", tag="fetch", kw_only=True):
     schema: dict[str, Any] | None = None
     # "user": read signed in with the person's own running browser's cookies for this URL ([user_browser])
     browser: Literal["user"] | None = None
+    # Text the page hides from people (webfetch/parse/hidden.py) is left out ("drop"), or kept ("keep").
+    hidden: Literal["drop", "keep"] = "drop"
 
 
 class SearchRequest(Struct, tag_field="op", tag="search", kw_only=True):
@@ -345,6 +347,9 @@ class FetchResult(Struct, tag_field="type", tag="result", kw_only=True):
     usage: Usage | None = None  # the sub-agent's tokens and cost, when an answer or summary came from it
     notes: list[str] = []
     flags: list[str] = []  # webfetch.parse.flags.FLAG_NAMES: the content is not the page the caller wanted
+    # Characters of text (white space not counted) the page hid from people and the content leaves out
+    # (webfetch/parse/hidden.py); 0 when the request asked for `hidden: "keep"`.
+    hidden_text_removed: int = 0
     # Only on a `find` result (kind "find"), absent from every other frame (UNSET is not encoded): the
     # pattern, how many places matched, and the passages shown in `content`.
     find: str | UnsetType = UNSET

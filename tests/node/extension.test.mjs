@@ -94,7 +94,7 @@ function call(params, { signal, updates } = {}) {
 describe("the web_fetch tool", () => {
 	test("is registered once, with url, prompt, offset, raw and fresh", () => {
 		assert.deepEqual([...extension.tools.keys()], ["web_fetch"]);
-		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "urls", "prompt", "offset", "raw", "fresh", "find", "profile", "browser"]);
+		assert.deepEqual(Object.keys(tool.parameters.properties), ["url", "urls", "prompt", "schema", "offset", "raw", "fresh", "find", "profile", "browser", "hidden"]);
 		assert.equal(tool.parameters.required, undefined); // `url` or `urls`: the daemon says when neither is given
 		assert.equal(tool.parameters.properties.offset.type, "integer");
 		assert.match(tool.description, /prompt/);

@@ -165,7 +165,9 @@ def _pages() -> list[ScriptPage]:
             f"<script>{_DRAW} fetch('/script/api/comets.json').then(function (r) {{ return r.json(); }})"
             ".then(function (d) { draw(document.querySelector('.story'), d); });</script>")),
             ("# Comets explained",) + COMETS, {"/script/api/comets.json": _story("Comets explained", COMETS)}),
-        ScriptPage("hidden-until-script", "text hidden until a script runs", False, _page("Herons", (
+        # hidden text is not read from the server's HTML (webfetch/parse/hidden.py): a person sees it once the
+        # script ran, so the page is rendered to read it as they do
+        ScriptPage("hidden-until-script", "text hidden until a script runs", True, _page("Herons", (
             f'{NAV}<div id="story" style="display:none">{_article("Herons of the estuary", HERONS)}</div>'
             '<script src="/script/reveal.js"></script>')),
             ("# Herons of the estuary",) + HERONS),

@@ -95,6 +95,7 @@ class Page(msgspec.Struct, frozen=True):
     # cover (its scripts fetched it).
     etag: str | None = None
     last_modified: str | None = None
+    hidden_text_removed: int = 0  # see FetchResult.hidden_text_removed
 
     def validators(self) -> Validators | None:
         if self.etag is None and self.last_modified is None:
@@ -177,14 +178,15 @@ class Pipeline:
             profile: Profile | None = await self._your_browser(req, progress)
         else:
             profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
-        guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile)
+        keep_hidden = req.hidden == "keep"
+        guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile, keep_hidden)
         if guess is not None:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
             hit = self.cache.lookup(guess)
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
         key = await prepare_url(req.url, self.policy.current)
-        ck = cache_key(key, profile)
+        ck = cache_key(key, profile, keep_hidden)
         if guess is not None and ck != guess:
             # A name that resolves to this machine or its network keeps http in its key, which the guess
             # above cannot know without the policy's verdict: with it, a hit is served as quickly (no
@@ -197,7 +199,8 @@ class Pipeline:
         try:
             with trio.fail_after(timeout):
                 packed, age, cached = await self.cache.get_or_load_aged(
-                    ck, lambda: self._from_disk_or_load(key, ck, progress, profile, req.fresh), fresh=req.fresh)
+                    ck, lambda: self._from_disk_or_load(key, ck, progress, profile, req.fresh, keep_hidden=keep_hidden),
+                    fresh=req.fresh)
         except trio.TooSlowError:
             raise Timeout(f"{key} did not finish loading within {timeout:g} s; try again, or pass a larger "
                           f"`timeout_s` if the site is slow") from None
@@ -221,7 +224,8 @@ class Pipeline:
         return Profile(name=YOUR_BROWSER, hosts=list(hosts), state=StorageState(cookies=cookies))
 
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
-                                 fresh: bool, seen: list[SourceHtml] | None = None) -> tuple[bytes, float | None]:
+                                 fresh: bool, seen: list[SourceHtml] | None = None, keep_hidden: bool = False
+                                 ) -> tuple[bytes, float | None]:
         """A page the memory cache does not hold: from the disk cache while it is fresh there (its age);
         past its ttl, revalidated with the server when it kept validators (a 304 serves it, 0 s old); else
         loaded (age None; `seen` gets the HTML it came from). Whatever is loaded or revalidated is kept on
@@ -234,7 +238,7 @@ class Pipeline:
                 progress("cache", f"found on disk ({age:.0f} s old)")
                 return stored.page, age
             validators = unpack_page(stored.page).validators()
-        page = await self._load(key, progress, profile, validators, seen)
+        page = await self._load(key, progress, profile, validators, seen, keep_hidden)
         if page is None:
             assert stored is not None
             log.info("revalidated %s: not modified", key)
@@ -269,7 +273,7 @@ class Pipeline:
         base = FetchResult(url=page.url, final_url=page.final_url, status=page.status,
                            content_type=page.content_type, title=page.title, cached=cached, age_s=round(age, 3),
                            extractor=page.extractor, truncated=page.truncated, notes=list(page.notes),
-                           flags=list(page.flags))
+                           flags=list(page.flags), hidden_text_removed=page.hidden_text_removed)
         hint = login_hint(page, req.profile, req.browser == "user")
         if hint is not None:
             base.notes.append(hint)
@@ -427,12 +431,14 @@ class Pipeline:
                 f"reply's `next_offset`.")
 
     async def _load(self, key: str, progress: ReportProgress, profile: Profile | None = None,
-                    validators: Validators | None = None, seen: list[SourceHtml] | None = None) -> Page | None:
-        """The page loaded and extracted (`seen` gets the HTML it came from); None when `validators` were
-        sent and the server answered that the page they came with has not changed (304)."""
+                    validators: Validators | None = None, seen: list[SourceHtml] | None = None,
+                    keep_hidden: bool = False) -> Page | None:
+        """The page loaded and extracted (`seen` gets the HTML it came from), the text it hides from people
+        left out unless `keep_hidden`; None when `validators` were sent and the server answered that the
+        page they came with has not changed (304)."""
         started = time.monotonic()
         how: list[str] = []  # why Chrome loaded or rendered the page, for its notes
-        outcome = await self._render(key, progress, profile, validators, how)
+        outcome = await self._render(key, progress, profile, validators, how, keep_hidden)
         render_ms = (time.monotonic() - started) * 1000
         if isinstance(outcome, NotModified):
             progress("cache", "the server says the page kept on disk has not changed")
@@ -446,7 +452,7 @@ class Pipeline:
             return Page(url=key, final_url=response.final_url, status=response.status,
                         content_type=response.content_type, title=None, markdown="", extractor=None,
                         truncated=response.truncated, redirect_url=outcome.target, notes=tuple(notes))
-        read = await self._extract(outcome, progress)
+        read = await self._extract(outcome, progress, keep_hidden)
         if seen is not None and read.judged_html is not None:
             seen.append(SourceHtml(read.judged_html, response.final_url, response.charset))
         notes += read.notes
@@ -464,10 +470,11 @@ class Pipeline:
                     extractor=None if read.failed else read.extracted.extractor, truncated=response.truncated,
                     redirect_url=None, notes=tuple(notes + [f.note for f in flags if f.name != "truncated"]),
                     flags=tuple(f.name for f in flags), etag=response.etag if validated else None,
-                    last_modified=response.last_modified if validated else None)
+                    last_modified=response.last_modified if validated else None,
+                    hidden_text_removed=read.extracted.hidden_text_removed)
 
     async def _render(self, key: str, progress: ReportProgress, profile: Profile | None,
-                      validators: Validators | None, how: list[str]) -> Loaded:
+                      validators: Validators | None, how: list[str], keep_hidden: bool = False) -> Loaded:
         """The page's main document and, when it needs one, its render: by fetch/over_http.py first when
         `chrome_reason` gives none (Chrome renders from the bytes it read, only when the server's HTML does
         not hold the content), else all in Chrome. At most browser.max_renders pages load at once. `how`
@@ -479,7 +486,7 @@ class Pipeline:
             self.loads += 1
             why = self.chrome_reason(profile)
             prefetched = None
-            read_server_html = functools.partial(self._read_server_html, progress, how)
+            read_server_html = functools.partial(self._read_server_html, progress, how, keep_hidden)
             load = Load(key, self.policy.current, self.config.fetch.max_bytes, progress, _checker(profile),
                         validators)
             if why is not None:
@@ -582,12 +589,12 @@ class Pipeline:
         if note is not None and note not in how:  # a render tried again refuses the same cookies
             how.append(note)
 
-    async def _read_server_html(self, progress: ReportProgress, how: list[str], body: bytes, charset: str | None,
-                                url: str) -> ServerRead:
+    async def _read_server_html(self, progress: ReportProgress, how: list[str], keep_hidden: bool, body: bytes,
+                                charset: str | None, url: str) -> ServerRead:
         """Extract from the HTML as the server sent it, before Chrome renders anything: for most of the web
         that is the content, found in a fraction of the time and without scripts' clutter."""
         progress("extract", "extracting the main content from the server's HTML")
-        reading = await self.extractor.server_html(body, url, charset)
+        reading = await self.extractor.server_html(body, url, charset, keep_hidden)
         decides = self.config.fetch.render == "auto"
         if reading.need.reason is not None:
             log.info("rendering %s: %s", url, reading.need.reason)
@@ -597,7 +604,7 @@ class Pipeline:
         return ServerRead(reading.extracted, decides and not reading.need.render)
 
     async def _extract(self, outcome: TextBody | PdfBody | ServerHtml | RenderedDom,
-                       progress: ReportProgress) -> _Read:
+                       progress: ReportProgress, keep_hidden: bool = False) -> _Read:
         """The content of a page that was not a redirect, and what the flags are judged on."""
         if isinstance(outcome, TextBody):
             progress("extract", "reading the text body")
@@ -612,7 +619,7 @@ class Pipeline:
                          judged_html=outcome.body)
         progress("extract", "extracting the main content")
         try:
-            extracted = await self.extractor.html(outcome.html, outcome.response.final_url)
+            extracted = await self.extractor.html(outcome.html, outcome.response.final_url, keep_hidden=keep_hidden)
         except ExtractionFailed as e:
             if outcome.server is None:
                 # No text at all: an error, unless a flag says why (a captcha, an empty app shell); then
@@ -633,9 +640,11 @@ class Pipeline:
         if isinstance(html, bytes):
             html = decode_text(html, r.charset)
         truncated_note = next((n for n in notes if "was cut there" in n), None)
+        # the evidence its extraction gathered on the same parse of `html`, when the flags need it
         return await self.extractor.flags(
-            status=r.status, title=title, html=html, markdown=read.extracted.markdown, url=key,
-            final_url=r.final_url, truncated=r.truncated, truncated_note=truncated_note)
+            evidence=None if read.failed else read.extracted.evidence, status=r.status, title=title, html=html,
+            markdown=read.extracted.markdown, url=key, final_url=r.final_url, truncated=r.truncated,
+            truncated_note=truncated_note)
 
 
 # A page longer than the sub-agent's input is read for `schema` in parts of subagent.max_input_chars, at most
@@ -711,12 +720,18 @@ class LoadedPage:
     source: SourceHtml | None   # None when the page came from the cache (or is not HTML)
 
 
-def cache_key(key: str, profile: Profile | None) -> str:
-    """A page read with a profile is cached apart from the same URL read without one, or with another.
-    The separator is a newline because no normalized URL holds one (urlsplit drops it, as WHATWG URL
-    parsing does), so no URL's key can be another's; a space can (parse_url keeps it: a fetch of
-    `…/x profile=work` would have been served `…/x` as read with profile work)."""
+def cache_key(key: str, profile: Profile | None, keep_hidden: bool = False) -> str:
+    """A page read with a profile is cached apart from the same URL read without one, or with another;
+    a page read with its hidden text kept, apart from the same page without it (before the profile's mark,
+    which cache.read_with finds at the key's end). The separator is a newline because no normalized URL
+    holds one (urlsplit drops it, as WHATWG URL parsing does), so no URL's key can be another's; a space
+    can (parse_url keeps it: a fetch of `…/x profile=work` would have been served `…/x` as read with
+    profile work)."""
+    key = f"{key}{HIDDEN_KEPT_MARK}" if keep_hidden else key
     return key if profile is None else f"{key}{PROFILE_MARK}{profile.name}"
+
+
+HIDDEN_KEPT_MARK = "\nhidden=keep"
 
 
 def _address_policy(config: Config) -> tuple[object, ...]:

@@ -65,6 +65,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                                                      "(webfetch profile list)")
     p.add_argument("--user-browser", action="store_true", help="read the page signed in as you, with your own "
                                                                "running browser's cookies (user_browser.hosts)")
+    p.add_argument("--keep-hidden", action="store_true",
+                   help="keep the text the page hides from people (display:none, hidden, aria-hidden, off-screen "
+                        "...), left out by default")
     p.add_argument("--timeout", type=float, help="seconds to wait for the page (default 30)")
     p.add_argument("--prompt", help="a question about the page: the sub-agent answers it from the page")
     p.add_argument("--schema", type=json_schema, metavar="FILE|JSON",
@@ -95,10 +98,7 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
     target: dict[str, Any] = {"url": args.url[0]} if len(args.url) == 1 else {"urls": args.url}
     asked = "--schema" if args.schema is not None else "--prompt" if args.prompt is not None else None
     batch = _BatchPrinter(len(args.url), asked)
-    frames = client.request("fetch", **target, offset=args.offset, max_chars=args.max_chars,
-                            fresh=args.fresh or None, raw=args.raw or None, timeout_s=args.timeout,
-                            prompt=args.prompt, schema=args.schema, model=args.model, thinking=args.thinking,
-                            find=args.find, profile=args.profile, browser="user" if args.user_browser else None)
+    frames = client.request("fetch", **target, **_reading(args))
     with ProgressLine() as progress:
         for frame in frames:
             if args.json:
@@ -115,6 +115,14 @@ def _fetch(client: Client, args: argparse.Namespace) -> int:
                 return 1
             _show(frame, batch, printing=not args.json)
     return 1 if batch.failed else 0
+
+
+def _reading(args: argparse.Namespace) -> dict[str, Any]:
+    """The request's fields from the flags: how the pages are read and what is asked of them."""
+    return {"offset": args.offset, "max_chars": args.max_chars, "fresh": args.fresh or None,
+            "raw": args.raw or None, "timeout_s": args.timeout, "prompt": args.prompt, "schema": args.schema,
+            "model": args.model, "thinking": args.thinking, "find": args.find, "profile": args.profile,
+            "browser": "user" if args.user_browser else None, "hidden": "keep" if args.keep_hidden else None}
 
 
 def _show(frame: dict[str, Any], batch: _BatchPrinter, printing: bool) -> None:

@@ -216,7 +216,7 @@ async def call_fetch(link: DaemonLink, args: dict[str, Any], progress: Progress)
     if args.get("url") is None and args.get("urls") is None:  # the schema cannot say "one of the two" to every client
         return error_result("bad_request", NEEDS_URL)
     body: dict[str, Any] = {"op": "fetch"}
-    for key in ("url", "urls", "prompt", "schema", "offset", "find", "profile", "browser"):
+    for key in ("url", "urls", "prompt", "schema", "offset", "find", "profile", "browser", "hidden"):
         if args.get(key) is not None:
             body[key] = args[key]
     for key in ("raw", "fresh"):

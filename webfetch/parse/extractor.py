@@ -19,9 +19,11 @@ import trio
 from ..errors import ExtractionFailed
 from .crawl_patterns import admitted
 from .find import Found, Pattern, search
-from .flags import Flag
+from .flags import Evidence, Flag, gather, needs_markup
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
+from .flags import judge as judge_flags
+from .hidden import drop_hidden
 from .json_answer import Merged, Reply, merge_parts, read_reply
 from .links import html_links
 from .pdf import PdfText, extract_pdf
@@ -101,6 +103,12 @@ class Extracted:
     markdown: str
     extractor: str  # "trafilatura" | "readability" | "fallback" | "raw" | "markdown" (served as such)
     title: str | None = None
+    # Characters of text (white space not counted) the page hid from people and the extraction left out
+    # (webfetch/parse/hidden.py); 0 when asked to keep them.
+    hidden_text_removed: int = 0
+    # What the page's HTML says for its flags, gathered on the extraction's own tree when the flags need it
+    # (flags.needs_markup: a short text): the daemon judges them from it with no parse (Extractor.flags).
+    evidence: Evidence | None = None
 
     @property
     def text_len(self) -> int:
@@ -382,29 +390,44 @@ def _main_or_fallback(main: str, doc: lxml.html.HtmlElement | None, cues: Cues, 
                            "scripts); try the URL in a browser, or fetch a more specific page")
 
 
-def extract_html(html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
+def extract_html(html: str | bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                 ) -> Extracted:
     """Main content as markdown; the whole page when trafilatura misses it. ExtractionFailed when no text.
     Bytes are decoded with `charset` (the Content-Type header's) if given, else as the page declares.
     The page's own cues choose among extractions: an article gets trafilatura's precise mode, checked by
     readability, a page of another type its recall mode and the whole page sooner, either the default mode
     where that cut kept too little of the page or readability doubts the article's cut (one trafilatura
-    pass on most pages), a Q&A page readability's answers (see the constants above)."""
-    return _extract_tree(_parsed(_decoded(html, charset)), url)
+    pass on most pages), a Q&A page readability's answers (see the constants above). Text the page hides
+    from people is left out first (webfetch/parse/hidden.py) unless `keep_hidden`."""
+    decoded = _decoded(html, charset)
+    return _extract_tree(_parsed(decoded), url, _text(decoded), keep_hidden)
 
 
-def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None) -> Extracted:
-    """extract_html on the page's parsed tree."""
+def _text(decoded: str | bytes) -> str:
+    return decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
+
+
+def _extract_tree(doc: lxml.html.HtmlElement | None, url: str | None, html: str, keep_hidden: bool = False
+                  ) -> Extracted:
+    """extract_html on the page's parsed tree (parsed from `html`); with the flags' evidence gathered on the
+    same tree when they need it."""
     title = _title(doc)
     cues = page_cues(doc)
     if doc is None:
         return _main_or_fallback("", doc, cues, title)
+    removed = 0 if keep_hidden else drop_hidden(doc)
     _unlink_section_headings(doc)
     visible = visible_text_len(doc)
     cut = _main_cut(doc, url, cues, visible)
     answers = _qa_answers(doc, cut.markdown, cues)
     if answers is not None:
-        return Extracted(answers, "readability", title)
-    return _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
+        extracted = Extracted(answers, "readability", title)
+    else:
+        extracted = _main_or_fallback(cut.markdown, doc, cues, title, visible, cut.extractor)
+    extracted.hidden_text_removed = removed
+    if needs_markup(extracted.markdown, url or ""):
+        extracted.evidence = gather(doc, html)  # last: it takes the invisible parts out of the tree
+    return extracted
 
 
 @dataclass(frozen=True)
@@ -416,15 +439,16 @@ class ServerReading:
     need: Need
 
 
-def read_server_html(html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+def read_server_html(html: bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                     ) -> ServerReading:
     """extract_html, and render_need's judgement of the same parsed tree (measured before the extraction
     touches it)."""
     decoded = _decoded(html, charset)
     doc = _parsed(decoded)
-    text = decoded if isinstance(decoded, str) else decoded.decode("utf-8", errors="replace")
+    text = _text(decoded)
     markup = measure(doc, text) if doc is not None else None
     try:
-        extracted: Extracted | None = _extract_tree(doc, url)
+        extracted: Extracted | None = _extract_tree(doc, url, text, keep_hidden)
     except ExtractionFailed:
         extracted = None
     text_chars = extracted.text_len if extracted is not None else 0
@@ -509,12 +533,14 @@ class Extractor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.workers.run(task_status=task_status)
 
-    async def html(self, html: str | bytes, url: str | None, charset: str | None = None) -> Extracted:
-        return await self.workers.call(extract_html, html, url, charset)
+    async def html(self, html: str | bytes, url: str | None, charset: str | None = None, keep_hidden: bool = False
+                   ) -> Extracted:
+        return await self.workers.call(extract_html, html, url, charset, keep_hidden)
 
-    async def server_html(self, html: bytes, url: str | None, charset: str | None = None) -> ServerReading:
+    async def server_html(self, html: bytes, url: str | None, charset: str | None = None,
+                          keep_hidden: bool = False) -> ServerReading:
         """The server's HTML extracted, and whether the page needs rendering (read_server_html)."""
-        return await self.workers.call(read_server_html, html, url, charset)
+        return await self.workers.call(read_server_html, html, url, charset, keep_hidden)
 
     async def raw(self, body: bytes, mime: str | None, charset: str | None) -> Extracted:
         return await self.workers.call(extract_raw, body, mime, charset)
@@ -545,10 +571,14 @@ class Extractor:
         """The answers for a page's parts merged (json_answer.merge_parts) and validated, in a worker process."""
         return await self.workers.call(merge_parts, parts, schema)
 
-    async def flags(self, **page: Any) -> list[Flag]:
+    async def flags(self, evidence: Evidence | None = None, **page: Any) -> list[Flag]:
         """webfetch/parse/flags.py's `detect` on a page, keyword for keyword. A page whose flags are judged on its
-        text alone (most: a long main text) is judged here: no parse, and no trip to a worker with the
-        page's HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
+        text alone (most: a long main text), or from the `evidence` its extraction gathered on the same parse
+        of its HTML (Extracted.evidence), is judged here: no parse, and no trip to a worker with the page's
+        HTML (1-9 ms a page, measured), unless the text is long enough to hold up the event loop."""
+        if evidence is not None and len(page["markdown"]) + len(evidence.visible) <= IN_PROCESS_FLAGS_MAX_CHARS:
+            page.pop("html", None)
+            return judge_flags(evidence, **page)
         if len(page["markdown"]) <= IN_PROCESS_FLAGS_MAX_CHARS:
             flags = detect_flags_on_text(**page)
             if flags is not None:

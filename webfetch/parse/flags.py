@@ -161,13 +161,39 @@ class Flag:
     note: str   # what the page is, the evidence, and what to do next
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What a page's HTML says for its flags, read from its parsed tree: gathered in the worker process
+    that extracted the page, on the same tree (`gather`), and judged in the daemon with what the load knows
+    (`judge`), so a page's HTML is parsed once and crosses to a worker once."""
+
+    title: str          # the document's <title>, white space collapsed
+    markup: str | None  # the first of CHALLENGE_MARKUP in the HTML, if any
+    captcha: str | None  # the first of CAPTCHA_WIDGET in the HTML, if any
+    visible: str
+    noscript: str
+    headings: list[str]
+    h1: str
+    scripts: int
+    script_chars: int
+    empty_root: bool
+    password: bool
+    text_inputs: int
+    prose: str
+    modal: str
+    modal_actions: int
+    outside_modal_chars: int
+    not_free: bool
+
+
 @dataclass
 class _Page:
     """The evidence a page offers, computed once."""
 
     status: int | None
     title: str
-    html: str           # lowercased, for markup searches
+    markup: str | None  # the first of CHALLENGE_MARKUP in the HTML, if any
+    captcha: str | None  # the first of CAPTCHA_WIDGET in the HTML, if any
     visible: str        # the body's visible text, white space collapsed
     noscript: str
     headings: list[str]  # h1 and h2 texts
@@ -199,8 +225,15 @@ def detect(*, status: int | None, title: str | None, html: str | bytes | None, m
                            truncated=truncated, truncated_note=truncated_note)
     if flags is not None:
         return flags
+    return judge(_gather_html(html or ""), status=status, title=title, markdown=markdown, url=url,
+                 final_url=final_url, truncated=truncated, truncated_note=truncated_note)
+
+
+def judge(evidence: Evidence, *, status: int | None, title: str | None, markdown: str, url: str, final_url: str,
+          truncated: bool = False, truncated_note: str | None = None) -> list[Flag]:
+    """`detect`'s flags from the evidence `gather` read in the page's HTML: no parse."""
     flags = []
-    page = _evidence(status, title, html or "", markdown, url, final_url)
+    page = _page(evidence, status, title, markdown, url, final_url)
     for check in (challenge, js_shell, login_wall, cookie_wall, paywall, soft_404):
         flag = check(page)
         if flag is not None:
@@ -219,14 +252,20 @@ def detect_on_text(*, status: int | None, title: str | None, html: str | bytes |
     sign-in URL); None when they do."""
     if not html:
         return _truncated(truncated, truncated_note)
-    main_chars = _text_chars(markdown)
-    if main_chars < PAYWALL_MAX_CHARS or LOGIN_PATH.search(_path(final_url)):
+    if needs_markup(markdown, final_url):
         return None
+    main_chars = _text_chars(markdown)
     # A long text is no wall, no shell and no error page; only a paywall's prompt at its end can still be
     # there. Skipping the parse keeps ordinary pages cheap.
-    flag = paywall(_Page(status, title or "", "", "", "", [], "", main_chars, markdown, 0, 0, False, False, 0,
-                         url, final_url))
+    flag = paywall(_Page(status, title or "", None, None, "", "", [], "", main_chars, markdown, 0, 0, False, False,
+                         0, url, final_url))
     return ([flag] if flag else []) + _truncated(truncated, truncated_note)
+
+
+def needs_markup(markdown: str, final_url: str) -> bool:
+    """Whether a page's flags need what its HTML says (`gather`): a short text (it may be a wall), or a
+    page at a sign-in address."""
+    return _text_chars(markdown) < PAYWALL_MAX_CHARS or bool(LOGIN_PATH.search(_path(final_url)))
 
 
 def _truncated(truncated: bool, note: str | None) -> list[Flag]:
@@ -252,14 +291,30 @@ def explain_error_page(status: int, body: bytes, final_url: str) -> str:
 
 def _evidence(status: int | None, title: str | None, html: str | bytes, markdown: str, url: str,
               final_url: str) -> _Page:
+    return _page(_gather_html(html), status, title, markdown, url, final_url)
+
+
+def _gather_html(html: str | bytes) -> Evidence:
     raw = html if isinstance(html, str) else html.decode("utf-8", errors="replace")
-    doc = _parse(html)
+    return gather(_parse(html), raw)
+
+
+def _page(e: Evidence, status: int | None, title: str | None, markdown: str, url: str, final_url: str) -> _Page:
+    return _Page(status, title or e.title, e.markup, e.captcha, e.visible, e.noscript, e.headings, e.h1,
+                 _text_chars(markdown), markdown, e.scripts, e.script_chars, e.empty_root, e.password, e.text_inputs,
+                 url, final_url, prose=e.prose, modal=e.modal, modal_actions=e.modal_actions,
+                 outside_modal_chars=e.outside_modal_chars, not_free=e.not_free)
+
+
+def gather(doc: lxml.html.HtmlElement, html: str) -> Evidence:
+    """What the page's tree `doc` (parsed from `html`) says for its flags. Takes the invisible parts and
+    the asides out of `doc`: read it for anything else first."""
     scripts = doc.xpath("//script")
     script_chars = sum(len(s.text or "") for s in scripts)
     # a comment widget's noscript ("enable JavaScript to view the comments") says nothing about the page
     noscript = " ".join(t for t in (" ".join(n.text_content().split()) for n in doc.xpath("//noscript"))
                         if not WIDGET_ASK.search(t))
-    page_title = title or " ".join((doc.findtext(".//title") or "").split())
+    page_title = " ".join((doc.findtext(".//title") or "").split())
     password = bool(doc.xpath("//input[translate(@type,'PASWORD','pasword')='password']"))
     text_inputs = len(doc.xpath("//input[not(@type) or @type='text' or @type='email' or @type='search' or "
                                 "@type='tel' or @type='url' or @type='number']|//textarea"))
@@ -270,12 +325,11 @@ def _evidence(status: int | None, title: str | None, html: str | bytes, markdown
     h1 = next((text for h, text in zip(heads, headings, strict=True) if h.tag == "h1"), "")
     body = doc.find("body")
     visible = " ".join((body if body is not None else doc).text_content().split())
-    main_chars = _text_chars(markdown)
-    lowered = raw.lower()
+    lowered = html.lower()
     modal, actions, outside = _modals(doc, visible)
-    return _Page(status, page_title, lowered, visible, noscript, headings, h1, main_chars, markdown, len(scripts),
-                 script_chars, empty_root, password, text_inputs, url, final_url, prose=_prose(doc, visible),
-                 modal=modal, modal_actions=actions, outside_modal_chars=outside, not_free=_marked_not_free(lowered))
+    return Evidence(page_title, _first_in(CHALLENGE_MARKUP, lowered), _first_in(CAPTCHA_WIDGET, lowered), visible,
+                    noscript, headings, h1, len(scripts), script_chars, empty_root, password, text_inputs,
+                    _prose(doc, visible), modal, actions, outside, _marked_not_free(lowered))
 
 
 def _modals(doc: lxml.html.HtmlElement, visible: str) -> tuple[str, int, int]:
@@ -406,8 +460,7 @@ def challenge(p: _Page) -> Flag | None:
     if not _short(p, WALL_MAX_CHARS):
         return None
     said = _challenge_words(p)
-    markup = _first_in(CHALLENGE_MARKUP, p.html)
-    captcha = _first_in(CAPTCHA_WIDGET, p.html)
+    markup, captcha = p.markup, p.captcha
     alone = captcha is not None and p.main_chars < 400 and p.text_inputs <= 1 and not p.password
     if not (said or markup or alone):
         return None

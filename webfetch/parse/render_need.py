@@ -318,8 +318,12 @@ def _text_in_data(m: Markup, _text_chars: int) -> str | None:
 
 
 def _text_hidden(m: Markup, text_chars: int) -> str | None:
+    """Most of the page's text hidden, and the extraction (`text_chars`) holds little beyond the visible
+    text: it left the hidden text out (webfetch/parse/hidden.py does, unless asked to keep it), so what a
+    person sees once the scripts ran takes a render."""
     if not (m.hidden_chars > HIDDEN_SHARE * (m.hidden_chars + m.visible_chars)
-            and m.visible_chars <= HIDDEN_VISIBLE_MAX_CHARS and text_chars < HIDDEN_KEPT_SHARE * m.hidden_chars):
+            and m.visible_chars <= HIDDEN_VISIBLE_MAX_CHARS
+            and text_chars - m.visible_chars < HIDDEN_KEPT_SHARE * m.hidden_chars):
         return None
     return f"its text is hidden until a script shows it ({m.hidden_chars} characters hidden)"
 

@@ -64,6 +64,7 @@ export interface FetchResult {
 	usage: Usage | null;
 	notes: string[];
 	flags: string[];
+	hidden_text_removed: number;
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
@@ -119,6 +120,7 @@ export interface PageFrame {
 	usage: Usage | null;
 	notes: string[];
 	flags: string[];
+	hidden_text_removed: number;
 	find?: string;
 	matches?: number;
 	passages?: Passage[];
@@ -546,6 +548,7 @@ export interface FetchRequest {
 	profile?: string | null;
 	schema?: { [key: string]: unknown } | null;
 	browser?: "user" | null;
+	hidden?: "drop" | "keep";
 }
 
 export interface SearchRequest {

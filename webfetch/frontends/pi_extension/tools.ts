@@ -104,6 +104,7 @@ interface FetchParams {
 	find?: string;
 	profile?: string;
 	browser?: "user";
+	hidden?: "drop" | "keep";
 }
 
 interface SearchParams {
@@ -259,6 +260,7 @@ export function fetchTool(pi: ExtensionAPI): ToolDefinition<FetchParams, FetchDe
 			if (params.find != null) body.find = params.find;
 			if (params.profile) body.profile = params.profile;
 			if (params.browser === "user") body.browser = "user";
+			if (params.hidden) body.hidden = params.hidden;
 			// The model also writes the summary of a large page, so it goes with every request.
 			if (ctx?.model?.provider && ctx?.model?.id) body.model = `${ctx.model.provider}/${ctx.model.id}`;
 			const thinking = thinkingLevel(pi);

@@ -1,0 +1,75 @@
+"""Text a page hides from people is not handed to the agent (issue 41 item 3; webfetch/parse/hidden.py): through
+the daemon, each way of hiding an instruction beside a visible article (tests/support/hidden_pages.py) leaves
+the instruction out and every visible sentence in, the result counts what was left out, and `hidden: "keep"`
+gives it back."""
+
+from __future__ import annotations
+
+import lxml.html
+import trio
+
+from webfetch.parse.hidden import drop_hidden
+
+from .support.hidden_pages import VISIBLE, WAYS, page, path
+
+# What trafilatura itself keeps when webfetch keeps the hidden text: it drops some inline-hidden markup on
+# its own (display:none, visibility:hidden, aria-hidden, a clip), so "keep" can give back only these.
+KEPT_BY_THE_EXTRACTOR = ("hidden attribute", "zero font size", "off screen", "text indent", "template",
+                         "collapsed panel")
+
+
+async def test_no_hidden_sentence_reaches_the_markdown_and_every_visible_one_does(daemon, site):
+    for way in WAYS:
+        site.html(path(way), page(way))
+    wrong = []
+    with trio.fail_after(120):
+        for way, (sentence, _) in WAYS.items():
+            r = await daemon.fetch(site.url(path(way)))
+            assert r["type"] == "result", r
+            if sentence in r["content"]:
+                wrong.append(f"{way}: the hidden sentence is in the markdown")
+            wrong += [f"{way}: visible sentence lost: {v}" for v in VISIBLE if v not in r["content"]]
+            if r["hidden_text_removed"] < len("".join(sentence.split())):
+                wrong.append(f"{way}: hidden_text_removed {r['hidden_text_removed']}")
+    assert wrong == []
+
+
+async def test_hidden_keep_gives_the_hidden_text_back_and_is_cached_apart(daemon, site):
+    for way in KEPT_BY_THE_EXTRACTOR:
+        site.html(path(way), page(way))
+    with trio.fail_after(120):
+        for way in KEPT_BY_THE_EXTRACTOR:
+            sentence = WAYS[way][0]
+            dropped = await daemon.fetch(site.url(path(way)))
+            kept = await daemon.fetch(site.url(path(way)), hidden="keep")
+            again = await daemon.fetch(site.url(path(way)))
+            assert sentence not in dropped["content"] and dropped["hidden_text_removed"] > 0, (way, dropped)
+            assert sentence in kept["content"] and kept["hidden_text_removed"] == 0, (way, kept)
+            assert all(v in kept["content"] for v in VISIBLE), (way, kept["content"])
+            # the page as read with its hidden text is cached apart: the default read never serves it
+            assert (again["cached"], again["content"]) == (True, dropped["content"]), way
+
+
+async def test_a_bad_hidden_value_is_refused_naming_the_field(daemon, site):
+    site.html("/p", page("template"))
+    r = await daemon.fetch(site.url("/p"), hidden="show")
+    assert (r["type"], r["code"]) == ("error", "bad_request") and "$.hidden" in r["message"], r
+
+
+def test_an_aria_hidden_block_holding_most_of_the_page_stays():
+    # a dialog library sets aria-hidden on the page behind an open dialog: people still see that page
+    doc = lxml.html.document_fromstring(
+        "<html><body><div aria-hidden='true'><p>" + " ".join(VISIBLE) + "</p></div>"
+        "<div role='dialog'><p>Subscribe to our newsletter</p></div></body></html>")
+    assert drop_hidden(doc) == 0
+    assert VISIBLE[0] in doc.text_content()
+
+
+def test_react_streamed_segments_are_not_hidden_text():
+    # React's streaming server rendering sends each late part of the page in <div hidden id="S:n">, moved into
+    # its <template id="B:n"> placeholder by a script as the page loads
+    doc = lxml.html.document_fromstring(
+        "<html><body><template id='B:0'></template><div hidden id='S:0'><p>" + VISIBLE[0] + "</p></div>"
+        "<div hidden id='other'><p>" + WAYS["hidden attribute"][0] + "</p></div></body></html>")
+    assert drop_hidden(doc) == len("".join(WAYS["hidden attribute"][0].split()))
+    assert VISIBLE[0] in doc.text_content() and WAYS["hidden attribute"][0] not in doc.text_content()
