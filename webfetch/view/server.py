@@ -168,8 +168,12 @@ class View:
                     self.port, self.addresses = port, [address(s) for s in sockets]
                     log.info("view: listening on %s", ", ".join(self.addresses))
                     # Starlette's ASGI types are looser than hypercorn's, the same protocol
-                    await worker_serve(wrap_app(cast(ASGIFramework, app), 0, "asgi"), _hypercorn_config(),
-                                       sockets=Sockets([], sockets, []), task_status=task_status)
+                    try:
+                        await worker_serve(wrap_app(cast(ASGIFramework, app), 0, "asgi"), _hypercorn_config(),
+                                           sockets=Sockets([], sockets, []), task_status=task_status)
+                    except Exception:  # a bug of the page must not end the daemon, whose nursery this is
+                        log.exception("view: the front door failed and is closed; the daemon serves on "
+                                      "(`webfetch view` opens it again)")
         finally:
             self.port, self.addresses, self._scope = None, [], None
             for s in sockets:
