@@ -100,6 +100,7 @@ class View:
         self.port: int | None = None          # while open
         self.addresses: list[str] = []
         self.token: Token | None = None
+        self.watchers = 0                     # live feeds open now (viewed.Watched)
         self._runtime_dir: Path | None = None
         self._nursery: trio.Nursery | None = None
         self._scope: trio.CancelScope | None = None
