@@ -17,7 +17,9 @@ How to add a page: write `webfetch/view/NAME.py` with
 `NAME.routes` to `PAGES` below. Every route is behind the door (token, Host, Origin) with nothing more to
 do. A live feed (a websocket the page keeps open) counts itself in `daemon.view.watchers` while open, so an
 on-demand daemon does not exit under a watcher, and must keep reading its websocket: hypercorn drops what is
-sent to a closed one silently, so only a receive learns that the page went (dashboard.py's `live`). A part that owns tasks for as long as the door is open (MCP's session manager) is a `Mounted`: an async
+sent to a closed one silently, so only a receive learns that the page went (dashboard.py's `live`).
+
+A part that owns tasks for as long as the door is open (MCP's session manager) is a `Mounted`: an async
 context manager that yields its routes, handed to `View` by whoever starts the daemon.
 """
 
