@@ -78,7 +78,7 @@ async def test_binary_garbage_and_wrong_shapes(served):
     f = await c.receive()
     assert f == {"type": "error", "id": "u", "code": "bad_request",
                  "message": "unknown op 'teleport'; expected one of fetch, search, browse, status, cancel, stop, "
-                            "reload, crawl, map, cache_clear - at `$.op`"}
+                            "reload, crawl, map, cache_clear, view - at `$.op`"}
     await c.send(b'{"id":"w","op":"fetch","url":3}\n')
     f = await c.receive()
     assert f["id"] == "w" and f["message"] == "Expected `str`, got `int` - at `$.url`"

@@ -13,15 +13,18 @@ from pathlib import Path
 import httpx2
 import pytest
 import trio
+import trio_websocket
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from webfetch.chrome.cdp import open_cdp
+from webfetch.config import ServerConfig, ViewConfig
+from webfetch.daemon import Daemon, bind_socket
 
 from .support.chromium import Chromium
 from .support.client import run_cli
-from .support.daemon import ServedDaemon
+from .support.daemon import ServedDaemon, make_config
 from .support.site import ARTICLE_TEXT, Site
 
 pytestmark = pytest.mark.chromium
@@ -234,3 +237,27 @@ async def test_mcp_over_http_lists_and_calls_the_tools_with_the_bearer_alone(ser
             assert answered and set(answered) == {refusal}, answered
     finally:
         site.stop()
+
+
+async def test_a_daemon_started_on_demand_does_not_exit_while_its_view_is_watched(short_tmp):
+    config = make_config(server=ServerConfig(idle_exit_s=0.5), view=ViewConfig(enabled=True))
+    daemon = Daemon(config)
+    ended = trio.Event()
+
+    async def run(task_status=trio.TASK_STATUS_IGNORED):
+        await daemon.run(bind_socket(short_tmp / "wf.sock"), exit_when_idle=True, task_status=task_status)
+        ended.set()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run)
+            while daemon.view.port is None:
+                await trio.sleep(0.05)
+            port, token = daemon.view.port, daemon.view.token.value
+            async with trio_websocket.open_websocket_url(
+                    f"ws://127.0.0.1:{port}/live", extra_headers=[("Cookie", f"webfetch_view={token}"),
+                                                                  ("Origin", f"http://127.0.0.1:{port}")]) as ws:
+                for _ in range(4):  # 4 s of frames: eight idle times, and the daemon is still there
+                    assert json.loads(await ws.get_message())["status"]["daemon"]["pid"] == os.getpid()
+                assert not ended.is_set() and daemon.view.watchers == 1
+            await ended.wait()  # unwatched, it exits as an idle daemon does

@@ -405,7 +405,8 @@ class Daemon:
         while True:
             await trio.sleep(min(idle_s, 5.0))
             # an open browse session is work in progress: it ends by its own idle time (browse.idle_s)
-            busy = self.server.connections or self.server.in_flight or self.browse.sessions
+            # ... and so is a person watching the view (its live feed open)
+            busy = self.server.connections or self.server.in_flight or self.browse.sessions or self.view.watchers
             if not busy and trio.current_time() - self.server.last_activity >= idle_s:
                 return
 

@@ -48,14 +48,28 @@ def routes(daemon: Viewed) -> list[BaseRoute]:
 
     async def live(websocket: WebSocket) -> None:
         await websocket.accept()
+        daemon.view.watchers += 1  # a watched daemon is not idle
         try:
-            while True:
-                await websocket.send_bytes(msgspec.json.encode(snapshot(daemon)))
-                await trio.sleep(LIVE_PERIOD_S)
+            async with trio.open_nursery() as nursery:
+                # the server drops what is sent to a closed websocket without a word: only a receive learns
+                # that the page went, and then the feed ends
+                nursery.start_soon(_until_closed, websocket, nursery.cancel_scope)
+                while True:
+                    await websocket.send_bytes(msgspec.json.encode(snapshot(daemon)))
+                    await trio.sleep(LIVE_PERIOD_S)
         except (WebSocketDisconnect, trio.BrokenResourceError, trio.ClosedResourceError):
             return
+        finally:
+            daemon.view.watchers -= 1
 
     return [Route("/", page), Route("/static/{name}", static), WebSocketRoute("/live", live)]
+
+
+async def _until_closed(websocket: WebSocket, feed: trio.CancelScope) -> None:
+    """Read the page's websocket (it sends nothing) until it closes; then end the feed."""
+    while (await websocket.receive())["type"] != "websocket.disconnect":
+        pass
+    feed.cancel()
 
 
 def static_response(name: str, media_type: str) -> Response:

@@ -15,7 +15,11 @@ How to add a page: write `webfetch/view/NAME.py` with
 
 (Starlette `Route`s and `WebSocketRoute`s; `Viewed` is what a page may read of the daemon) and add
 `NAME.routes` to `PAGES` below. Every route is behind the door (token, Host, Origin) with nothing more to
-do. A part that owns tasks for as long as the door is open (MCP's session manager) is a `Mounted`: an async
+do. A live feed (a websocket the page keeps open) counts itself in `daemon.view.watchers` while open, so an
+on-demand daemon does not exit under a watcher, and must keep reading its websocket: hypercorn drops what is
+sent to a closed one silently, so only a receive learns that the page went (dashboard.py's `live`).
+
+A part that owns tasks for as long as the door is open (MCP's session manager) is a `Mounted`: an async
 context manager that yields its routes, handed to `View` by whoever starts the daemon.
 """
 
@@ -101,6 +105,7 @@ class View:
         self.port: int | None = None          # while open
         self.addresses: list[str] = []
         self.token: Token | None = None
+        self.watchers = 0                     # live feeds open now (viewed.Watched)
         self._runtime_dir: Path | None = None
         self._nursery: trio.Nursery | None = None
         self._scope: trio.CancelScope | None = None
@@ -169,8 +174,12 @@ class View:
                     self.port, self.addresses = port, [address(s) for s in sockets]
                     log.info("view: listening on %s", ", ".join(self.addresses))
                     # Starlette's ASGI types are looser than hypercorn's, the same protocol
-                    await worker_serve(wrap_app(cast(ASGIFramework, app), 0, "asgi"), _hypercorn_config(),
-                                       sockets=Sockets([], sockets, []), task_status=task_status)
+                    try:
+                        await worker_serve(wrap_app(cast(ASGIFramework, app), 0, "asgi"), _hypercorn_config(),
+                                           sockets=Sockets([], sockets, []), task_status=task_status)
+                    except Exception:  # a bug of the page must not end the daemon, whose nursery this is
+                        log.exception("view: the front door failed and is closed; the daemon serves on "
+                                      "(`webfetch view` opens it again)")
         finally:
             self.port, self.addresses, self._scope = None, [], None
             for s in sockets:

@@ -12,6 +12,13 @@ from ..protocol import RequestId, StatusResult
 from ..server import Server
 
 
+class Watched(Protocol):
+    """The view's front door as its pages see it: `watchers` counts the live feeds open now (a page adds
+    itself while its websocket is open), so that a daemon started on demand does not exit while watched."""
+
+    watchers: int
+
+
 class Viewed(Protocol):
     """The daemon: its config in force, its actors, and its `status` as the socket answers it."""
 
@@ -19,5 +26,8 @@ class Viewed(Protocol):
     browse: Browse
     chrome: Chrome
     server: Server  # the socket server: `server.requests` is the request log (in flight, recent, times)
+
+    @property
+    def view(self) -> Watched: ...  # read-only here: the daemon's `View`
 
     def status(self, rid: RequestId) -> StatusResult: ...
