@@ -136,7 +136,14 @@ def test_the_door_wants_the_token_a_loopback_host_and_its_own_origin(served):
     # DNS rebinding: a foreign name pointed at 127.0.0.1 sends its own name; the right cookie changes nothing
     status, _, body = raw_request(port, f"GET / HTTP/1.1\nHost: rebind.example:{port}\n{cookie}Connection: close\n")
     assert status == 403 and b"127.0.0.1" in body
-    assert raw_request(port, f"GET / HTTP/1.1\nHost: 127.0.0.1:1\n{cookie}Connection: close\n")[0] == 403
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: 127.0.0.1.rebind.example\n{cookie}Connection: close\n")[0] == 403
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: 127.0.0.1:x\n{cookie}Connection: close\n")[0] == 403
+    # `ssh -L 18765:127.0.0.1:PORT`: the person's browser names its own end's port, and its page is its origin
+    forwarded = "127.0.0.1:18765"
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: {forwarded}\n{cookie}Connection: close\n")[0] == 200
+    ws = f"GET /live HTTP/1.1\nHost: {forwarded}\n{cookie}{WS_UPGRADE}"
+    assert raw_request(port, ws + f"Origin: http://{forwarded}\n")[0] == 101
+    assert raw_request(port, ws + f"Origin: http://{host}\n")[0] == 403  # not that page's own origin
     # websockets and POSTs: only from the page's own origin
     live = f"GET /live HTTP/1.1\nHost: {host}\n{cookie}{WS_UPGRADE}"
     assert raw_request(port, live + "Origin: http://evil.example\n")[0] == 403

@@ -2,9 +2,11 @@
 websocket, the ones added later too), so that no page can forget it.
 
 Three checks, in this order:
-- the Host header must be a loopback name or address with our port (`localhost`, `127.0.0.1`, `[::1]`):
+- the Host header must be a loopback name or address (`localhost`, `127.0.0.1`, `[::1]`), with any port:
   a page on a foreign site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
-  name, and is refused (403);
+  name, and is refused (403). The port is not checked: `ssh -L 8765:127.0.0.1:PORT` makes the person's
+  browser send its own end's port, and a browser sends the port of the URL it connects to, so a page of
+  another local port never reaches ours with its own Host (the Origin check below holds it anyway);
 - the token: a random secret (`Token`) kept 0600 in the daemon's runtime directory. `webfetch view` prints
   the URL with `?token=…` once; that request is answered with a redirect to the same path without it and
   an HttpOnly, SameSite=Strict cookie holding it, so the token leaves the address bar and the history, no
@@ -81,9 +83,16 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
 
 
-def loopback_host(host: str | None, port: int) -> bool:
-    """Is `host` (a Host header) one of our listeners' names with our port?"""
-    return host is not None and host.lower() in {f"{name}:{port}" for name in LOOPBACK_HOSTS}
+def loopback_host(host: str | None) -> bool:
+    """Is `host` (a Host header) a loopback name, with a port or none (a forwarded port is the person's own)?"""
+    if host is None:
+        return False
+    name, colon, port = host.lower().rpartition(":") if not host.endswith("]") else (host.lower(), "", "")
+    if not colon:
+        name = host.lower()
+    elif not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return False
+    return name in LOOPBACK_HOSTS
 
 
 def _cookie(header: str | None) -> str | None:
@@ -119,9 +128,10 @@ class Door:
             return
         headers = _headers(scope)
         host = headers.get("host")
-        if not loopback_host(host, self.port):
+        if not loopback_host(host):
             await _refuse(scope, receive, send, 403, "this page answers only on 127.0.0.1, localhost or [::1] "
-                          f"with port {self.port}; open the URL `webfetch view` prints")
+                          "(from another machine: ssh -L PORT:127.0.0.1:PORT HOST); open the URL `webfetch view` "
+                          "prints")
             return
         own_origin = f"http://{host}"
         origin = headers.get("origin")
