@@ -9,6 +9,7 @@ as JSON over the websocket and is put in the page as text, never as HTML.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,6 @@ def routes(daemon: Viewed) -> list[BaseRoute]:
     async def page(request: Request) -> Response:
         return static_response("dashboard.html", "text/html")
 
-    async def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in FILES:
-            return Response("no such file\n", 404, media_type="text/plain")
-        return static_response(name, FILES[name])
-
     async def live(websocket: WebSocket) -> None:
         await websocket.accept()
         daemon.view.watchers += 1  # a watched daemon is not idle
@@ -62,7 +57,7 @@ def routes(daemon: Viewed) -> list[BaseRoute]:
         finally:
             daemon.view.watchers -= 1
 
-    return [Route("/", page), Route("/static/{name}", static), WebSocketRoute("/live", live)]
+    return [Route("/", page), Route("/static/{name}", static_files(FILES)), WebSocketRoute("/live", live)]
 
 
 async def _until_closed(websocket: WebSocket, feed: trio.CancelScope) -> None:
@@ -70,6 +65,16 @@ async def _until_closed(websocket: WebSocket, feed: trio.CancelScope) -> None:
     while (await websocket.receive())["type"] != "websocket.disconnect":
         pass
     feed.cancel()
+
+
+def static_files(files: dict[str, str]) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint serving `files` (name: media type) by the route's `{name}`; any other name is a 404."""
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in files:
+            return Response("no such file\n", 404, media_type="text/plain")
+        return static_response(name, files[name])
+    return static
 
 
 def static_response(name: str, media_type: str) -> Response:

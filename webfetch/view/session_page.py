@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -30,10 +29,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import recordings
 from ..errors import WebfetchError
-from .dashboard import SECURITY_HEADERS, static_response
+from .dashboard import SECURITY_HEADERS, static_files, static_response
 from .viewed import Viewed
 
-STATIC = Path(__file__).parent / "static"
 FILES = {"session.js": "text/javascript", "replay.js": "text/javascript", "session.css": "text/css"}
 MESSAGE_CHARS = 4096        # one message from the page, at most (an input event is ~100 characters)
 
@@ -41,12 +39,6 @@ MESSAGE_CHARS = 4096        # one message from the page, at most (an input event
 def routes(daemon: Viewed) -> list[BaseRoute]:
     async def session_page(request: Request) -> Response:
         return static_response("session.html", "text/html")
-
-    async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in FILES:
-            return Response("no such file\n", 404, media_type="text/plain")
-        return static_response(name, FILES[name])
 
     async def live(websocket: WebSocket) -> None:
         await Live(daemon, websocket, websocket.path_params["name"]).run()
@@ -66,7 +58,7 @@ def routes(daemon: Viewed) -> list[BaseRoute]:
         lines = await trio.to_thread.run_sync(recordings.read, path)
         return Response(msgspec.json.encode(lines), media_type="application/json", headers=SECURITY_HEADERS)
 
-    return [Route("/session/{name}", session_page), Route("/session-files/{name}", asset),
+    return [Route("/session/{name}", session_page), Route("/session-files/{name}", static_files(FILES)),
             WebSocketRoute("/session/{name}/live", live),
             Route("/recordings", replay_page), Route("/recordings.json", recordings_list),
             Route("/recordings/{name}", replay_page), Route("/recordings/{name}/lines", recording_lines)]
