@@ -25,7 +25,9 @@ M = redact.MASK
     "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "X-CSRF-Token", "X-XSRF-TOKEN",
     "X-Auth-User", "access_token", "id_token", "apiKey", "client_secret", "session_id", "JSESSIONID", "PHPSESSID",
     "password", "user[password]", "passwd", "pwd", "pin", "card.cvv", "otp", "sid", "X-Amz-Credential",
-    "X-Amz-Signature", "sig", "csrfmiddlewaretoken"])
+    "X-Amz-Signature", "sig", "csrfmiddlewaretoken",
+    # what signs a person in once more from a callback URL: OAuth's code, CAS's ticket, a SAML response
+    "code", "ticket", "SAMLResponse", "pw", "user_pw", "jwt"])
 def test_a_secret_name_by_the_rule(name):
     assert redact.is_secret_name(name) and redact.is_secret_name(name.upper())
 
@@ -46,6 +48,8 @@ def test_a_url_keeps_its_plain_parameters_and_masks_the_secret_ones():
     assert redact.url("ws://127.0.0.1:9222/devtools/browser/x?token=S") == \
         f"ws://127.0.0.1:9222/devtools/browser/x?token={M}"
     assert redact.url("https://h/a%40b?access%5Ftoken=x&q=a=b") == f"https://h/a%40b?access%5Ftoken={M}&q=a=b"
+    assert redact.url("https://app.example/oauth/callback?code=4/0Ab&state=xyz") == \
+        f"https://app.example/oauth/callback?code={M}&state=xyz"
     plain = "https://h.example/p@x?q=ok&page=2#top"
     assert redact.url(plain) == plain
 

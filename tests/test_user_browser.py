@@ -180,8 +180,11 @@ async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons
             session = (await conn.call("Target.attachToTarget", {"targetId": person.tab, "flatten": True}))["sessionId"]
             await conn.call("Runtime.evaluate", {"expression": f"window.open({app.url('/whoami')!r})",
                                                  "userGesture": True}, session)
-        with trio.fail_after(15):  # the agent's tab and the person's new one (Chrome makes it a moment later)
-            while len(theirs := await person.pages()) < len(initial) + 2:
+        # the agent's tab and the person's new one, once it has loaded: Chrome makes the target a moment after
+        # window.open and names its URL later still (CI under load saw it empty, then the page's)
+        with trio.fail_after(15):
+            while not (len(theirs := await person.pages()) == len(initial) + 2
+                       and any(url == app.url("/whoami") and title for url, title in theirs.values())):
                 await trio.sleep(0.1)
         # the agent's page opens one: it joins the session; the person's (created before it) did not
         await b.ok("click", ref=ref(page["snapshot"], '- link "Open a new tab"'))

@@ -5,8 +5,9 @@ what is redacted is decided in this one place.
 
 The rule (`is_secret_name`), on a name in any case: it is one of the credential headers (Cookie, Set-Cookie,
 Authorization, Proxy-Authorization), or it contains one of `SECRET_PARTS` (token, key, secret, auth,
-session, csrf, xsrf, and the password-like pass, pwd, cookie, credential, signature, sessid), or one of its
-words (the runs of letters and digits) is one of `SECRET_WORDS` (pin, otp, cvv, cvc, sid, sig). HTTP/2's
+session, csrf, xsrf, and the password-like pass, pwd, cookie, credential, signature, sessid, and saml), or
+one of its words (the runs of letters and digits) is one of `SECRET_WORDS` (pin, otp, cvv, cvc, sid, sig,
+code, pw, jwt, ticket). HTTP/2's
 pseudo-headers (`:authority`, `:path`…) are the request line, not named secrets. It is a substring rule on
 purpose: it catches `X-Api-Key`, `access_token`, `csrfmiddlewaretoken`, `PHPSESSID`, `user[password]`, at
 the price of masking some harmless names too (`keywords`, `author`, `WWW-Authenticate`): a value masked by
@@ -28,8 +29,10 @@ MASK = "<redacted>"
 
 SECRET_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
 SECRET_PARTS = ("token", "key", "secret", "auth", "session", "csrf", "xsrf",
-                "pass", "pwd", "cookie", "credential", "signature", "sessid")
-SECRET_WORDS = frozenset({"pin", "otp", "cvv", "cvc", "sid", "sig"})
+                "pass", "pwd", "cookie", "credential", "signature", "sessid", "saml")
+# `code` is OAuth's authorization code and `ticket` CAS's service ticket: each, in a callback URL, signs the
+# bearer in once more; `pw` and `jwt` are what they say. (A harmless `zip_code` is masked too, by the rule.)
+SECRET_WORDS = frozenset({"pin", "otp", "cvv", "cvc", "sid", "sig", "code", "pw", "jwt", "ticket"})
 # headers whose value is a URL (or a request's path): shown with that URL's secrets masked
 URL_HEADERS = frozenset({"referer", "location", "content-location"})
 
