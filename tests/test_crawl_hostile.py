@@ -229,3 +229,26 @@ async def test_an_llms_txt_bomb_is_cut_at_the_fetch_cap(served, site, layers):
     assert r["type"] == "result", r
     assert r["content"].startswith("# Widgets")
     assert "the response was larger than 10000000 bytes and was cut there" in " ".join(r["notes"])
+
+
+async def test_sitemaps_are_read_up_to_one_sitemaps_worth_of_urls_in_all(served, site):
+    """Each sitemap is cut at 50 000 URLs, but an index may name 100 of them: five million URLs queued and
+    remembered, gigabytes for a crawl that visits a few hundred pages. All the sitemaps of one request give at
+    most 50 000, and the files past that are not read."""
+    names = [f"/many/s{i}.xml" for i in range(4)]
+    index = "".join(f"<sitemap><loc>{site.url(n)}</loc></sitemap>" for n in names)
+    site.route("/many/index.xml", lambda h: h.reply(200, "application/xml",
+                                                    f"<sitemapindex>{index}</sitemapindex>".encode()))
+    bodies = {name: URLSET + "".join(f"<url><loc>{site.url(f'/many/other/{i}/{n}')}</loc></url>"
+                                     for n in range(20_000)).encode() + b"</urlset>"
+              for i, name in enumerate(names)}   # out of the map's scope (/many/docs/): none ends it at its limit
+    for name in names:
+        site.route(name, lambda h, name=name: h.reply(200, "application/xml", bodies[name]))
+    site.route("/robots.txt", lambda h: h.reply(200, "text/plain", f"Sitemap: {site.url('/many/index.xml')}\n"))
+    site.html("/many/docs/", simple_page("Docs", ARTICLE * 3))
+    r = await _request(served, {"id": 1, "op": "map", "url": site.url("/many/docs/"), "depth": 1,
+                                "timeout_s": 30}, 60)
+    assert r["type"] == "result", r
+    assert r["sitemaps"] == [site.url("/many/index.xml"), *(site.url(n) for n in names[:3])]
+    assert site.hits.get(names[3], 0) == 0
+    assert "the sitemaps list more than 50000 URLs: the rest were not read" in r["notes"]

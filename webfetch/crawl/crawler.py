@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("webfetch.crawl")
 
 MAX_SITEMAPS = 100        # sitemap files read for one request (indexes included)
+# URLs taken from sitemaps for one request, all files together: one sitemap's worth. A crawl visits at most a
+# few hundred pages, and 100 sitemaps of 50 000 long URLs each queued and remembered were gigabytes.
+MAX_SITEMAP_URLS = 50_000
 MAX_REDIRECTS = 5         # for robots.txt and sitemaps (RFC 9309 asks for at least five)
 MAX_RETRIES = 3           # a page or file answered 429/503 is tried this many times in all
 HTTP_TIMEOUT_S = 30.0     # one robots.txt or sitemap download
@@ -157,6 +160,7 @@ class _Run:
     errors: int = 0
     in_flight: int = 0
     sitemaps: list[str] = field(default_factory=list)
+    sitemap_urls: int = 0     # URLs taken from sitemaps so far (MAX_SITEMAP_URLS)
     notes: list[str] = field(default_factory=list)
     disallowed: int = 0
     matching_cut: int = 0     # URLs whose include/exclude matching was cancelled (the deadline, or the limit)
@@ -193,6 +197,15 @@ class _Run:
         noun = "page" if self.kind == "crawl" else "URL"
         self.progress(self.kind, f"{self.done} {noun}{'' if self.done == 1 else 's'} done, "
                                  f"{len(self.queue)} queued, {len(self.failed)} failed: {what}")
+
+
+def _sitemaps_cut(run: _Run, todo: deque[str], read: int) -> str | None:
+    """The note for sitemaps left unread by a bound, if one was reached (not for the crawl's limit)."""
+    if run.sitemap_urls >= MAX_SITEMAP_URLS:
+        return f"the sitemaps list more than {MAX_SITEMAP_URLS} URLs: the rest were not read"
+    if todo and read >= MAX_SITEMAPS:
+        return f"more than {MAX_SITEMAPS} sitemaps: the rest were not read"
+    return None
 
 
 def _robots_verdicts(robots: Robots, urls: list[str]) -> list[bool]:
@@ -306,7 +319,7 @@ class Crawler:
         queued at depth 1. A sitemap that fails is a note: the links still lead through the site."""
         todo = deque([*robots.sitemaps] if from_robots and robots.sitemaps else [urljoin(run.start, "/sitemap.xml")])
         read: set[str] = set()
-        while todo and len(read) < MAX_SITEMAPS and run.done < run.limit:
+        while todo and len(read) < MAX_SITEMAPS and run.done < run.limit and run.sitemap_urls < MAX_SITEMAP_URLS:
             url = todo.popleft()
             normal = normalize_link(url, run.start)
             if normal is None or normal in read:
@@ -323,8 +336,9 @@ class Crawler:
                     run.notes.append(f"sitemap {normal} skipped: {e}")
                 continue
             await self._took_sitemap(run, normal, sitemap, todo)
-        if todo:
-            run.notes.append(f"more than {MAX_SITEMAPS} sitemaps: the rest were not read")
+        cut = _sitemaps_cut(run, todo, len(read))
+        if cut is not None:
+            run.notes.append(cut)
 
     async def _took_sitemap(self, run: _Run, url: str, sitemap: Sitemap, todo: deque[str]) -> None:
         """An index's sitemaps join `todo`; a urlset's URLs are offered at depth 1."""
@@ -332,9 +346,11 @@ class Crawler:
         if sitemap.cut:
             run.notes.append(f"sitemap {url} lists more URLs than a sitemap may (50 000); the rest skipped")
         if sitemap.kind == "sitemapindex":
-            todo.extend(sitemap.locs)
+            todo.extend(sitemap.locs[:MAX_SITEMAPS])   # no more are read, whatever an index lists
             return
-        links = (normalize_link(loc, url) for loc in sitemap.locs)
+        locs = sitemap.locs[:MAX_SITEMAP_URLS - run.sitemap_urls]
+        run.sitemap_urls += len(locs)
+        links = (normalize_link(loc, url) for loc in locs)
         await self._offer(run, (link for link in links if link is not None), 1)
 
     async def _offer(self, run: _Run, links: Iterable[str], depth: int) -> None:
