@@ -258,7 +258,8 @@ async def test_while_the_person_has_not_approved_requests_say_so_then_fail_at_th
                                     "url": "http://127.0.0.1:9/members", "browser": "user"}, progress)
     assert refused["type"] == "error" and refused["code"] == "user_browser_unapproved", refused
     assert refused["message"].startswith("your browser has not allowed webfetch's connection within 2 s")
-    assert any("allow the connection in your browser" in p["message"] for p in progress), progress
+    assert any(p["stage"] == "person" and "allow the connection in your browser" in p["message"]
+               for p in progress), progress
     status = (await daemon.request({"id": 2, "op": "status"}))["user_browser"]
     assert status["state"] == "waiting for approval", status
     # one connection, still waiting for the person: a second request does not make another

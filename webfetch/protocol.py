@@ -287,7 +287,9 @@ def _json_type(v: Any) -> str:
 
 # The stages a request reports progress in, and how the code doing the work reports it: the server turns
 # each call into a ProgressFrame for the request's client.
-Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl", "map"]
+# `person`: the request waits on the person at the machine (to allow the connection to their browser, or to
+# hand back a browser they took over in the view); clients show it even where they show no other progress
+Stage = Literal["queued", "cache", "render", "extract", "subagent", "search", "browse", "crawl", "map", "person"]
 ReportProgress = Callable[[Stage, str], None]
 
 

@@ -68,7 +68,7 @@ class Control:
         `wait_s` fail with user_has_control."""
         if self.holder is None:
             return
-        progress("browse", f"the user has the browser (session {self.session!r}, taken over by {self.holder} in "
+        progress("person", f"the user has the browser (session {self.session!r}, taken over by {self.holder} in "
                            f"the view); this action waits up to {wait_s:g} s for them to hand it back")
         with trio.move_on_after(wait_s):
             await self._free.wait()

@@ -444,7 +444,7 @@ class Browse:
         if hosts and not host_listed(host, hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser only for the sites you listed there")
-        browser = await self.user_browser.browser(lambda message: progress("browse", message),
+        browser = await self.user_browser.browser(lambda message: progress("person", message),
                                                   self.config.nav_timeout_s)
         context = UserContext(browser)
         assert self._nursery is not None

@@ -218,7 +218,7 @@ class Pipeline:
         if hosts and not host_listed(host, hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser's logins only for the sites you listed there")
-        browser = await self.user_browser.browser(lambda message: progress("cache", message),
+        browser = await self.user_browser.browser(lambda message: progress("person", message),
                                                   req.timeout_s or self.config.fetch.timeout_s)
         cookies = [c for c in (from_cdp(c) for c in await browser.cookies()) if _sent_to(c, host)]
         return Profile(name=YOUR_BROWSER, hosts=list(hosts), state=StorageState(cookies=cookies))

@@ -14,6 +14,7 @@ from typing import Any
 from .cli_words import cli_words
 from .command import Invocation, handles, with_daemon
 from .contract import BROWSER_ACTIONS
+from .progress_line import PersonWaits
 from .tool_text import console_lines, download_line, files_line
 
 USAGE = """actions:
@@ -338,9 +339,12 @@ def run(client: Any, args: argparse.Namespace) -> int:
         print(f"webfetch: file_exists: {_exists(args.output)}", file=sys.stderr)
         return 1
     fields.pop("action")
+    waits = PersonWaits()
     for frame in client.request("browse", action=args.action, **fields):
         if args.json:
             print(json.dumps(frame, ensure_ascii=False), flush=True)
+        elif waits.see(frame):
+            continue
         kind = frame.get("type")
         if kind == "error":
             if not args.json:

@@ -93,18 +93,22 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def _fetch(client: Client, args: argparse.Namespace) -> int:
-    from .progress_line import ProgressLine
+    from .progress_line import PersonWaits, ProgressLine
 
     target: dict[str, Any] = {"url": args.url[0]} if len(args.url) == 1 else {"urls": args.url}
     asked = "--schema" if args.schema is not None else "--prompt" if args.prompt is not None else None
     batch = _BatchPrinter(len(args.url), asked)
     frames = client.request("fetch", **target, **_reading(args))
+    waits = PersonWaits()
     with ProgressLine() as progress:
         for frame in frames:
             if args.json:
                 print(json.dumps(frame, ensure_ascii=False), flush=True)
             kind = frame.get("type")
             if kind == "progress":
+                if frame.get("stage") == "person" and not args.json:
+                    progress.clear()   # the line in place would be drawn over the sentence
+                    waits.see(frame)
                 if sys.stderr.isatty() and not args.json:
                     progress.show(f"{frame.get('stage')}: {frame.get('message')}")
                 continue

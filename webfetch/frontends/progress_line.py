@@ -13,6 +13,26 @@ TICK_S = 0.25  # how often the clock is looked at; the line is redrawn only when
 SHOW_AFTER_S = 1.0  # a quick page shows no clock, a slow one shows that it is still going
 
 
+class PersonWaits:
+    """What a request waits on the person for (progress frames of stage `person`: allow the browser's
+    connection, hand back the browser), said once on stderr, on a terminal or not: a script's log must show
+    why it stands still, where the other progress stays quiet."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self._said: set[str] = set()
+
+    def see(self, frame: dict[str, object]) -> bool:
+        """Say `frame` if it is a person's wait not said yet; whether it was one."""
+        if frame.get("type") != "progress" or frame.get("stage") != "person":
+            return False
+        message = str(frame.get("message"))
+        if message not in self._said:
+            self._said.add(message)
+            print(f"webfetch: waiting for you: {message}", file=self.stream, flush=True)
+        return True
+
+
 class ProgressLine:
     """One line on stderr, redrawn in place (`show`), gone before anything else is printed (`clear`). A slow
     server sends no progress frame for many seconds: a thread keeps the elapsed seconds counting meanwhile,

@@ -36,7 +36,7 @@ export type Request =
 export interface ProgressFrame {
 	type: "progress";
 	id: string | number | null;
-	stage: "browse" | "cache" | "crawl" | "extract" | "map" | "queued" | "render" | "search" | "subagent";
+	stage: "browse" | "cache" | "crawl" | "extract" | "map" | "person" | "queued" | "render" | "search" | "subagent";
 	message: string;
 	elapsed_ms: number;
 }
