@@ -26,6 +26,7 @@ from .support.client import LineClient, run_cli
 from .support.daemon import DEVTOOLS_PORT_ARG
 from .support.procs import children, gone
 from .support.site import ARTICLE_TEXT, free_port
+from .support.waiting_browser import user_browser_config, waiting_browser
 from .test_browse import ref
 
 PI = Path(__file__).parent / "node" / "node_modules" / ".bin" / "pi"
@@ -657,3 +658,26 @@ async def test_a_background_daemon_with_another_config_is_restarted_and_the_firs
         assert now["config"] == str(new) and now["pid"] != first_pid
     finally:
         run_cli("stop", env={"WEBFETCH_SOCKET": str(sock)})
+
+
+async def test_the_tools_browser_user_reaches_the_persons_browser_and_its_wait_is_said(mcp_setup):
+    """`browser: "user"` goes from the MCP client through to the daemon's connection to the person's browser:
+    while that browser asks the person (a handshake that waits), the tool's progress says so, and at the
+    deadline the call is a tool error with the daemon's code."""
+    with waiting_browser() as endpoint:
+        setup = mcp_setup(user_browser_config(endpoint), private=False)
+        progress: list[str | None] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        with trio.fail_after(90):
+            async with setup.client() as client:
+                fetched = await client.call_tool("web_fetch", {"url": "https://docs.example/", "browser": "user"},
+                                                 progress_callback=on_progress)
+                opened = await client.call_tool("agent_browser", {"action": "open", "url": "https://docs.example/",
+                                                                  "browser": "user"})
+    for r in (fetched, opened):
+        assert r.is_error is True and r.structured_content["code"] == "user_browser_unapproved", r
+    assert _text(fetched).startswith("user_browser_unapproved: your browser has not allowed webfetch's connection")
+    assert any(m and m.startswith("allow the connection in your browser") for m in progress), progress
