@@ -10,7 +10,11 @@ earlier file.
 Where: `browse.downloads_dir`, by default `$XDG_CACHE_HOME/webfetch/downloads` (~/.cache/...), one
 directory per session (0700, files 0600). The cache directory, not the user's XDG download directory: these
 files are what pages sent an agent, not what the user chose to keep, and a daemon under systemd has no
-`user-dirs.dirs` to read; the cache is ours to fill and the user's to empty."""
+`user-dirs.dirs` to read; the cache is ours to fill and the user's to empty.
+
+In the person's own browser (`directory` None) their browser saves a download where its own setting says,
+under a name of its choosing: webfetch does not change that setting (it is theirs, for every tab), so it
+only follows the download, stops one over the cap, and says it was saved there."""
 
 from __future__ import annotations
 
@@ -107,7 +111,7 @@ SESSION_CAPS = 8
 class Downloads:
     """A session's downloads: its tabs' pumps report each one's start (`began`) and progress (`progress`)."""
 
-    def __init__(self, directory: Path, max_bytes: int, context: BrowserContext) -> None:
+    def __init__(self, directory: Path | None, max_bytes: int, context: BrowserContext) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         self._context = context
@@ -139,7 +143,10 @@ class Downloads:
                 nursery.start_soon(self._cancel, record.guid)
             return
         if state == "completed" and record.state == "in_progress" and received <= limit:
-            self._save(record)
+            if self.directory is None:
+                self._saved_by_the_browser(record, received)
+            else:
+                self._save(record)
         elif state == "completed" and record.state == "in_progress":
             self._too_large(record, received)
         elif record.state == "in_progress":
@@ -160,6 +167,8 @@ class Downloads:
         is saved under its name as any other (the session's event pumps stop before its context goes, so
         one finishing then is never told); the partial files of downloads still going are removed, and the
         directory too if nothing was saved in it."""
+        if self.directory is None:
+            return   # the person's browser keeps its files where it keeps them
         for record in self._records.values():
             if record.state == "in_progress" and self._finished_on_disk(record):
                 self._save(record)
@@ -174,6 +183,7 @@ class Downloads:
     def _finished_on_disk(self, record: DownloadRecord) -> bool:
         """Whether Chrome finished `record`'s file: it writes a download to `<guid>.crdownload` and renames
         it to `<guid>` once every byte is there. Not when it is over the cap (then it is removed)."""
+        assert self.directory is not None
         try:
             st = (self.directory / record.guid).lstat()
         except OSError:
@@ -193,9 +203,16 @@ class Downloads:
         record.message = (f"larger than the size cap of {self.max_bytes} bytes (fetch.max_bytes): stopped at "
                           f"{size} bytes and the partial file removed")
 
+    @staticmethod
+    def _saved_by_the_browser(record: DownloadRecord, size: int) -> None:
+        record.state, record.size = "saved", size
+        record.message = ("saved by your browser where it saves downloads (its own setting, which webfetch does not "
+                          "change), under a name of its choosing")
+
     def _save(self, record: DownloadRecord) -> None:
         """The finished file, from its guid to its own name: never over an earlier file (a hard link fails
         where the name is taken), readable by the user alone."""
+        assert self.directory is not None
         src = self.directory / record.guid
         stem, dot, suffix = record.filename.rpartition(".")
         if not dot or not stem:
@@ -222,11 +239,15 @@ class Downloads:
     def _remove_partials(self) -> None:
         """The files of every download that ended unsaved, not only the last: Chrome can write a cancelled
         download's file (empty, under its guid) after the cancel was reported."""
+        if self.directory is None:
+            return   # the person's browser removes what it cancelled
         for record in self._records.values():
             if record.ended and record.state != "saved":
                 self._remove_partial(record.guid)
 
     def _remove_partial(self, guid: str) -> None:
+        if self.directory is None:
+            return
         for leftover in self.directory.glob(f"{guid}*"):
             leftover.unlink(missing_ok=True)
 

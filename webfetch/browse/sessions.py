@@ -448,9 +448,9 @@ class Browse:
                                                   self.config.nav_timeout_s)
         context = UserContext(browser)
         assert self._nursery is not None
-        directory = session_directory(self.config, req.session)
+        # downloads go where the person's browser puts them: no directory of ours (browse/downloads.py)
         session = Session(req.session, context, HostGate(self.policy, listed=hosts), self.profiles,
-                          Downloads(directory, self.fetch_config.max_bytes, context), None, self.config.network_log)
+                          Downloads(None, self.fetch_config.max_bytes, context), None, self.config.network_log)
         try:
             await self._nursery.start(session.run)
         except BaseException as e:
