@@ -46,7 +46,7 @@ from ..parse.extractor import Extractor
 from ..profiles.store import Cookie, Profile, ProfileError
 from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
-from ..urls import AddressPolicy, HostGate, PolicyHolder, host_listed, parse_url
+from ..urls import AddressPolicy, HostGate, PolicyHolder, effective_port, parse_url, user_host_listed
 from . import network
 from .control import Control, dispatch
 from .device import DESKTOP, Device, emulate
@@ -325,6 +325,8 @@ class Browse:
         self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
         self._opening = trio.Lock()
+        # the port of the daemon's view, while it is open (the daemon sets this once the view exists)
+        self.view_port: Callable[[], int | None] = lambda: None
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: browse.* and the page sizes apply from the next action. Switched off, the
@@ -440,8 +442,8 @@ class Browse:
         """A session in the person's own browser: its tabs in their default context (their logins), in a
         window of their own, on the hosts user_browser.hosts lists (the gate holds its tabs to them)."""
         hosts = tuple(self.user_browser.config.hosts)
-        host = parse_url(need(req.url, "open", "url"))[1]
-        if hosts and not host_listed(host, hosts):
+        scheme, host, port = parse_url(need(req.url, "open", "url"))[:3]
+        if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser only for the sites you listed there")
         browser = await self.user_browser.browser(lambda message: progress("browse", message),
@@ -449,7 +451,8 @@ class Browse:
         context = UserContext(browser)
         assert self._nursery is not None
         directory = session_directory(self.config, req.session)
-        session = Session(req.session, context, HostGate(self.policy, listed=hosts), self.profiles,
+        gate = HostGate(self.policy, listed=hosts, closed=self._closed_ports)
+        session = Session(req.session, context, gate, self.profiles,
                           Downloads(directory, self.fetch_config.max_bytes, context), None, self.config.network_log)
         try:
             await self._nursery.start(session.run)
@@ -461,6 +464,18 @@ class Browse:
             raise
         self.sessions[req.session] = session
         return session
+
+    def _closed_ports(self) -> dict[int, str]:
+        """The ports of this machine a page in the person's browser never reaches, whatever user_browser.hosts
+        lists: the browser's DevTools endpoint (anyone reading its /json/list may drive every tab they have)
+        and webfetch's own view (a person who opened it there has its cookie)."""
+        closed = {}
+        if self.user_browser.devtools_port is not None:
+            closed[self.user_browser.devtools_port] = "your browser's DevTools endpoint"
+        view = self.view_port()
+        if view is not None:
+            closed[view] = "webfetch's view"
+        return closed
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:

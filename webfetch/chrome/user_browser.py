@@ -29,6 +29,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -261,6 +262,7 @@ class UserBrowser:
         self.home = home
         self.state: State = "idle" if config.enabled else "off"
         self.how: str | None = None          # how the browser was found
+        self.devtools_port: int | None = None  # the port of its DevTools endpoint (no page of ours reaches it)
         self.last_error: str | None = None
         self._browser: Browser | None = None
         self._connected_once = False
@@ -332,6 +334,7 @@ class UserBrowser:
                 raise UserBrowserGone(f"your browser went away and was not found again ({e.message})") from None
             raise
         self.how = found.how
+        self.devtools_port = urlsplit(found.ws_url).port
         self._attempt = trio.Event()
         assert self._nursery is not None
         self._nursery.start_soon(self._hold, found, reconnecting)
