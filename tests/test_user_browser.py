@@ -197,6 +197,46 @@ async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons
         site.stop()
 
 
+def hostile_site(target: str) -> Site:
+    """A page on a listed host that sends the agent's tab to `target` every way a page can open another."""
+    site = Site()
+    site.routes["/opens"] = lambda h: h.reply(200, "text/html", f"""<title>Opens</title>
+        <a target="_blank" href="{target}?blank">Blank</a>
+        <a target="_blank" rel="noopener" href="{target}?noopener">Noopener</a>
+        <button onclick="window.open('{target}?open')">Open</button>""")
+    return site.start()
+
+
+@pytest.mark.chromium
+async def test_a_page_the_agents_tab_opens_on_an_unlisted_host_sends_nothing_and_goes_with_the_session(
+        start_daemon, person, app):
+    site = hostile_site(app.url("/members"))   # the app (127.0.0.1) is not listed; the person is signed in there
+    try:
+        before = await person.pages()
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"]))
+        b = Browser(await daemon.client())
+        page = await b.ok("open", url=f"http://localhost:{site.port}/opens", browser="user")
+        hits = len(app.hits)
+        for name in ('- link "Blank"', '- link "Noopener"', '- button "Open"'):
+            await b("click", ref=ref(page["snapshot"], name), tab="t1")
+        # each opened page joined the session, and its first request met the gate: refused (Chrome's error
+        # page), and the app heard nothing
+        with trio.fail_after(20):
+            while len(tabs := (await b.ok("tabs"))["tabs"]) < 4 or \
+                    not all(t["url"].startswith("chrome-error:") for t in tabs[1:]):
+                await trio.sleep(0.1)
+        assert len(tabs) == 4 and app.hits[hits:] == [], (tabs, app.hits[hits:])
+        for tab in tabs:
+            assert MEMBER_TEXT not in (await b.ok("snapshot", mode="full", tab=tab["tab"]))["snapshot"]
+        await b.ok("close")
+        with trio.fail_after(10):   # every page the agent's tabs opened went with the session
+            while await person.pages() != before:
+                await trio.sleep(0.1)
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
 @pytest.mark.chromium
 async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemon, person, app):
     before = await person.pages()

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +257,8 @@ class Session:
         tab.hooks.on_change = self.watch.notify
         assert self._nursery is not None
         await self._nursery.start(tab.run)
+        await tab.intercept()
+        await self.context.release(page)  # a page held at its start runs on: its requests meet the gate
         await tab.setup()
         if self.device != DESKTOP:
             await emulate(tab, self.device, self.context.browser.version)
@@ -266,6 +268,13 @@ class Session:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
         return tab
+
+    async def _refused_page(self, page: PageTarget) -> str | None:
+        """Why the gate refuses the page a tab opened, if it is at an address already (one caught paused is
+        not, and its first request meets the gate; this holds should one ever come in some other way)."""
+        info = (await page.browser.conn.call("Target.getTargetInfo", {"targetId": page.target_id}))["targetInfo"]
+        url = str(info.get("url") or "")
+        return None if url in ("", "about:blank") else await self.gate.check(url, navigation=True)
 
     def _popup(self, target_id: str) -> None:
         assert self._nursery is not None
@@ -297,11 +306,19 @@ class Session:
 
     async def _adopt(self, target_id: str) -> None:
         try:
-            tab = await self._add(await self.context.adopt(target_id))
+            page = await self.context.adopt(target_id)
+            if self.user and (why := await self._refused_page(page)) is not None:
+                log.info("browse: closed a page a tab opened where the gate refuses: %s", why)
+                await self.context.close_tab(target_id)
+                return
+            tab = await self._add(page)
             self.opened.append(tab)
             self.active = tab.name
         except (CDPError, CDPClosed) as e:
             log.info("browse: could not follow a new tab: %s", e)
+            if self.user:  # the person's browser keeps no page of the agent's that it does not hold
+                with suppress(CDPError, CDPClosed):
+                    await self.context.close_tab(target_id)
         finally:
             self._adopting -= 1
             self._adopted.set()
@@ -446,9 +463,8 @@ class Browse:
         if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser only for the sites you listed there")
-        browser = await self.user_browser.browser(lambda message: progress("browse", message),
+        context = await self.user_browser.context(lambda message: progress("browse", message),
                                                   self.config.nav_timeout_s)
-        context = UserContext(browser)
         assert self._nursery is not None
         directory = session_directory(self.config, req.session)
         gate = HostGate(self.policy, listed=hosts, closed=self._closed_ports)

@@ -233,6 +233,10 @@ class BrowserContext:
                                                 {"targetId": target_id, "flatten": True}))["sessionId"]
         return PageTarget(self.browser, target_id, session)
 
+    async def release(self, page: PageTarget) -> None:
+        """An adopted page is set up: let it run on, if it was held at its start (the person's browser,
+        chrome/user_browser.py; a context of ours adopts pages already running)."""
+
     async def close_tab(self, target_id: str) -> None:
         await self.browser.conn.call("Target.closeTarget", {"targetId": target_id})
 
