@@ -237,6 +237,69 @@ async def test_a_page_the_agents_tab_opens_on_an_unlisted_host_sends_nothing_and
         site.stop()
 
 
+# A script that tries `url` with the person's cookies and says how it went, on the page and to its own server
+# (a request for /fetched or /refused).
+TRY_FETCH = """<p id="said">trying</p><script>const say = (what) => { said.textContent = what; fetch("/" + what) };
+    fetch(%r, {credentials: "include", mode: "no-cors"}).then(() => say("fetched"), () => say("refused"))</script>"""
+
+
+async def snapshot_saying(b: Browser, *words: str) -> str:
+    """The tab's full snapshot once it shows one of `words` (bounded)."""
+    with trio.fail_after(20):
+        while True:
+            snap = (await b.ok("snapshot", mode="full"))["snapshot"]
+            if any(w in snap for w in words):
+                return snap
+            await trio.sleep(0.1)
+
+
+@pytest.mark.chromium
+async def test_a_listed_pages_frame_image_and_fetch_to_an_unlisted_host_are_not_sent(start_daemon, person, app):
+    site = Site()   # listed (localhost); the app (127.0.0.1) is not, and the person is signed in there
+    site.routes["/embeds"] = lambda h: h.reply(200, "text/html", f"""<title>Embeds</title>
+        <iframe src="{app.url('/members')}"></iframe><img src="{app.url('/login')}">
+        {TRY_FETCH % app.url('/whoami')}""")
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{site.port}/embeds", browser="user")
+        snap = await snapshot_saying(b, "fetched", "refused")
+        assert "refused" in snap and MEMBER_TEXT not in snap, snap
+        network = (await b.ok("network"))["requests"]
+        refused = {r["url"] for r in network if r.get("blocked")}
+        assert {app.url("/login"), app.url("/whoami")} <= refused, network
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_a_frame_in_a_process_of_its_own_is_held_to_the_listed_hosts_too(start_daemon, person, app):
+    # localhost and 127.0.0.1 are two sites: the frame runs in a process of its own, whose requests the
+    # tab's own interception never sees
+    outer, inner = Site(), Site()
+    outer.routes["/outer"] = lambda h: h.reply(200, "text/html", f'<title>Outer</title><iframe '
+                                                                 f'src="http://127.0.0.1:{inner.port}/inner"></iframe>')
+    inner.routes["/inner"] = lambda h: h.reply(200, "text/html", TRY_FETCH % app.url("/whoami"))
+    outer.start()
+    inner.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{outer.port}", f"127.0.0.1:{inner.port}"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{outer.port}/outer", browser="user")
+        with trio.fail_after(20):   # the frame's script says how its fetch went
+            while not {"/fetched", "/refused"} & set(inner.hits):
+                await trio.sleep(0.1)
+        assert "/refused" in inner.hits and "/fetched" not in inner.hits, inner.hits
+        assert app.hits[hits:] == []
+    finally:
+        outer.stop()
+        inner.stop()
+
+
 @pytest.mark.chromium
 async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemon, person, app):
     before = await person.pages()

@@ -29,6 +29,7 @@ from .. import redact
 from ..children import private_tempdir
 from ..chrome.browser import BrowserContext, Chrome, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError
+from ..chrome.child_targets import hold_children
 from ..chrome.user_browser import UserBrowser, UserContext
 from ..config import Config
 from ..errors import (
@@ -257,6 +258,8 @@ class Session:
         tab.hooks.on_change = self.watch.notify
         assert self._nursery is not None
         await self._nursery.start(tab.run)
+        if self.user:  # its other-process frames and workers, held to the gate too
+            await self._nursery.start(hold_children, page, self.gate.check)
         await tab.intercept()
         await self.context.release(page)  # a page held at its start runs on: its requests meet the gate
         await tab.setup()
@@ -272,8 +275,7 @@ class Session:
     async def _refused_page(self, page: PageTarget) -> str | None:
         """Why the gate refuses the page a tab opened, if it is at an address already (one caught paused is
         not, and its first request meets the gate; this holds should one ever come in some other way)."""
-        info = (await page.browser.conn.call("Target.getTargetInfo", {"targetId": page.target_id}))["targetInfo"]
-        url = str(info.get("url") or "")
+        url = await page.url()
         return None if url in ("", "about:blank") else await self.gate.check(url, navigation=True)
 
     def _popup(self, target_id: str) -> None:

@@ -200,6 +200,11 @@ class PageTarget:
         did lately: Chrome reports all of those as one generic SOCKS error."""
         return self.browser.proxy.failure(url) if self.browser.proxy is not None else None
 
+    async def url(self) -> str:
+        """The URL the browser shows for the page ("" for a page held before its first navigation)."""
+        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
+        return str(info.get("url") or "")
+
     async def title(self) -> str:
         """The page's title as the browser knows it (no script in the page, so an open dialog cannot block it)."""
         info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
