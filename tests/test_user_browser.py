@@ -5,7 +5,9 @@ DevToolsActivePort that `endpoint = "auto"` finds), signed in to the login app i
 The login app serves 127.0.0.1 and 127.0.0.2 on one port, and `localhost` reaches the first. The daemon
 lists 127.0.0.1 with the app's port in user_browser.hosts (a host on this machine is listed with its port; a
 listed one passes the address policy, loopback as it is, as fetch.allow_hosts does) and keeps
-fetch.allow_private off, so 127.0.0.2 and `localhost` are hosts not listed."""
+fetch.allow_private off, so 127.0.0.2 and `localhost` are hosts not listed. Where the app stands for a site
+the person is signed in at that the agent may not use their browser for, fetch.allow_hosts admits 127.0.0.1
+(`reachable`), as the address policy admits any public site: only user_browser.hosts keeps the tab from it."""
 
 from __future__ import annotations
 
@@ -92,9 +94,11 @@ def listed(app: LoginApp, *others: str) -> list[str]:
     return [f"127.0.0.1:{app.port}", *others]
 
 
-def user_config(hosts: list[str], endpoint: str = "auto"):
-    """The person lists `hosts` (the app's: `listed(app)`); no private address is allowed otherwise."""
-    return make_config(fetch=FetchConfig(allow_private=False),
+def user_config(hosts: list[str], endpoint: str = "auto", reachable: list[str] | None = None):
+    """The person lists `hosts` (the app's: `listed(app)`); no private address is allowed otherwise, but those
+    fetch.allow_hosts lists (`reachable`: the daemon may reach them as it would a public site, which is not
+    to say the person's browser may be used there)."""
+    return make_config(fetch=FetchConfig(allow_private=False, allow_hosts=reachable or []),
                        user_browser=UserBrowserConfig(endpoint=endpoint, hosts=hosts))
 
 
@@ -213,7 +217,7 @@ async def test_a_page_the_agents_tab_opens_on_an_unlisted_host_sends_nothing_and
     site = hostile_site(app.url("/members"))   # the app (127.0.0.1) is not listed; the person is signed in there
     try:
         before = await person.pages()
-        daemon = await start_daemon(user_config([f"localhost:{site.port}"]))
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
         b = Browser(await daemon.client())
         page = await b.ok("open", url=f"http://localhost:{site.port}/opens", browser="user")
         hits = len(app.hits)
@@ -232,6 +236,35 @@ async def test_a_page_the_agents_tab_opens_on_an_unlisted_host_sends_nothing_and
         with trio.fail_after(10):   # every page the agent's tabs opened went with the session
             while await person.pages() != before:
                 await trio.sleep(0.1)
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_a_redirect_a_script_or_a_refresh_in_the_agents_tab_to_an_unlisted_host_is_refused(
+        start_daemon, person, app):
+    target = app.url("/members")   # not listed; the person is signed in there
+    site = Site()
+    site.routes["/redirect"] = lambda h: h.redirect(302, target)
+    script = f"<title>Script</title><script>setTimeout(() => location = {target!r}, 50)</script>"
+    refresh = f'<title>Refresh</title><meta http-equiv="refresh" content="0;url={target}">'
+    site.routes["/script"] = lambda h: h.reply(200, "text/html", script)
+    site.routes["/refresh"] = lambda h: h.reply(200, "text/html", refresh)
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        went = await b("open", url=f"http://localhost:{site.port}/redirect", browser="user")
+        assert went["type"] == "error" and went["code"] == "blocked_url", went
+        assert went["message"].startswith(f"127.0.0.1:{app.port} is not in user_browser.hosts (localhost:{site.port})")
+        for path in ("/script", "/refresh"):   # the page loads, then sends the tab on: Chrome's error page
+            await b.ok("open", url=f"http://localhost:{site.port}{path}")
+            with trio.fail_after(20):
+                while not (await b.ok("snapshot"))["snapshot"].startswith(
+                        "[t1] 127.0.0.1 — chrome-error://chromewebdata/"):
+                    await trio.sleep(0.1)
         assert app.hits[hits:] == []
     finally:
         site.stop()
@@ -261,7 +294,7 @@ async def test_a_listed_pages_frame_image_and_fetch_to_an_unlisted_host_are_not_
         {TRY_FETCH % app.url('/whoami')}""")
     site.start()
     try:
-        daemon = await start_daemon(user_config([f"localhost:{site.port}"]))
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
         b = Browser(await daemon.client())
         hits = len(app.hits)
         await b.ok("open", url=f"http://localhost:{site.port}/embeds", browser="user")
@@ -286,7 +319,8 @@ async def test_a_frame_in_a_process_of_its_own_is_held_to_the_listed_hosts_too(s
     outer.start()
     inner.start()
     try:
-        daemon = await start_daemon(user_config([f"localhost:{outer.port}", f"127.0.0.1:{inner.port}"]))
+        daemon = await start_daemon(user_config([f"localhost:{outer.port}", f"127.0.0.1:{inner.port}"],
+                                                reachable=["127.0.0.1"]))
         b = Browser(await daemon.client())
         hits = len(app.hits)
         await b.ok("open", url=f"http://localhost:{outer.port}/outer", browser="user")

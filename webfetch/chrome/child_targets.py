@@ -18,6 +18,7 @@ from typing import Any
 
 import trio
 
+from .._trio import single_error
 from ..urls import GATE_FETCH_PATTERN
 from .browser import PageTarget
 from .cdp import CDPClosed, CDPError
@@ -34,7 +35,7 @@ async def hold_children(page: PageTarget, check: Check, *,
                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Hold `page`'s out-of-process frames and workers to `check` until the page goes (or the task is
     cancelled: the session ends). Started once the page attaches its children paused."""
-    with suppress(CDPClosed):
+    with suppress(CDPClosed), single_error():  # the connection's end, as itself: the task just ends
         async with trio.open_nursery() as nursery:
             await _Children(page, check, nursery).hold(page.session_id, task_status)
 

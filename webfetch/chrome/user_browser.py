@@ -35,6 +35,7 @@ import httpx
 import msgspec
 import trio
 
+from .._trio import single_error
 from ..config import UserBrowserConfig
 from ..errors import UserBrowserGone, UserBrowserOff, UserBrowserUnapproved, UserBrowserUnavailable
 from ..urls import host_of
@@ -218,7 +219,7 @@ class Openings:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hand out the paused pages until the connection closes (in the UserBrowser actor's nursery)."""
-        with suppress(CDPClosed), self.browser.conn.subscribe(None, buffer=4096) as sub:
+        with suppress(CDPClosed), single_error(), self.browser.conn.subscribe(None, buffer=4096) as sub:
             async with trio.open_nursery() as nursery:
                 task_status.started()
                 while True:
