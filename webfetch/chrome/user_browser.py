@@ -16,8 +16,10 @@ approval" and requests say so in a progress frame; a request that reaches its de
 tried again once; failing that, `user_browser_gone`.
 
 The person's browser is theirs: the daemon never closes it (no Browser.close), never disposes of its
-default context, and acts only in the tabs it opened (`UserContext`); their other tabs are neither listed
-nor attached to."""
+default context, and acts only in the tabs it opened and the pages those opened (`UserContext`); their
+other tabs are never listed nor acted on. While a session is open, each new page is held at its start
+(`Openings`) so that one the agent's tab opened meets the gate before its first request; the person's own
+is let run on at once."""
 
 from __future__ import annotations
 
