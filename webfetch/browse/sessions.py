@@ -476,6 +476,7 @@ class Browse:
             await self._nursery.start(session.run)
         except BaseException as e:
             session.downloads.aclose()
+            await context.aclose()  # shielded: the browser stops holding new pages for a session never made
             if isinstance(e, CDPClosed):
                 raise UserBrowserGone(f"your browser went away as the session started ({e}); ask again "
                                       f"(webfetch reconnects once)") from None

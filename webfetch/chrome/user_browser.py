@@ -308,13 +308,9 @@ class UserContext(BrowserContext):
                            task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Call `opened` for each page one of the session's own tabs opened (they become its own, paused
         until adopted); what the person's tabs open is not the session's."""
-        await self.openings.join(self, opened)
-        try:
-            task_status.started()
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
-                await self.openings.leave(self)
+        await self.openings.join(self, opened)  # until `aclose`: a page its tabs open while closing is its own
+        task_status.started()
+        await trio.sleep_forever()
 
     async def cancel_download(self, guid: str) -> None:
         await self.browser.conn.call("Browser.cancelDownload", {"guid": guid})
@@ -326,13 +322,15 @@ class UserContext(BrowserContext):
         return []  # never read wholesale: a fetch reads those of one URL (`UserBrowser.cookies_for`)
 
     async def aclose(self) -> None:
-        """Close the session's own tabs and every page they opened, shielded and bounded; the browser and the
-        person's tabs stay."""
-        with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
-            for target_id in list(self.own):
-                with suppress(CDPClosed, CDPError):
-                    await self.browser.conn.call("Target.closeTarget", {"targetId": target_id})
-                self.own.discard(target_id)
+        """Close the session's own tabs and every page they opened, those they open while closing too
+        (`Openings` still hands them here, held), shielded and bounded; the browser and the person's tabs
+        stay."""
+        with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S * 2):
+            with trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
+                while self.own:
+                    with suppress(CDPClosed, CDPError):
+                        await self.browser.conn.call("Target.closeTarget", {"targetId": self.own.pop()})
+            await self.openings.leave(self)
 
 
 class UserBrowser:
