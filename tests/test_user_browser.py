@@ -309,6 +309,30 @@ async def test_a_listed_pages_frame_image_and_fetch_to_an_unlisted_host_are_not_
 
 
 @pytest.mark.chromium
+async def test_a_workers_fetch_to_an_unlisted_host_is_not_sent(start_daemon, person, app):
+    site = Site()
+    site.routes["/page"] = lambda h: h.reply(200, "text/html", """<title>Worker</title><p id="said">trying</p>
+        <script>new Worker("/worker.js").onmessage = (e) => { said.textContent = e.data; fetch("/" + e.data) }
+        </script>""")
+    worker = f"""fetch({app.url('/whoami')!r}, {{credentials: "include", mode: "no-cors"}})
+        .then(() => postMessage("fetched"), () => postMessage("refused"))"""
+    site.routes["/worker.js"] = lambda h: h.reply(200, "text/javascript", worker)
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{site.port}/page", browser="user")
+        with trio.fail_after(20):   # the worker says how its fetch went
+            while not {"/fetched", "/refused"} & set(site.hits):
+                await trio.sleep(0.1)
+        assert "/refused" in site.hits and "/fetched" not in site.hits, site.hits
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
 async def test_a_frame_in_a_process_of_its_own_is_held_to_the_listed_hosts_too(start_daemon, person, app):
     # localhost and 127.0.0.1 are two sites: the frame runs in a process of its own, whose requests the
     # tab's own interception never sees

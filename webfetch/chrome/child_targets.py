@@ -52,11 +52,14 @@ class _Children:
         held in turn; a child's own requests meet `check`."""
         conn, child = self.page.browser.conn, session != self.page.session_id
         with conn.subscribe(session, buffer=4096) as sub:
-            if child:  # its requests are paused before it runs
-                await conn.call("Fetch.enable", {"patterns": [GATE_FETCH_PATTERN]}, session)
-            await conn.call("Target.setAutoAttach", AUTO_ATTACH, session)
             if child:
-                await conn.call("Runtime.runIfWaitingForDebugger", None, session)
+                # sent back to back: a paused worker answers Fetch.enable only once it runs, and the
+                # browser applies each command in order, so its first request meets the Fetch all the same
+                await conn.call_in_order([("Fetch.enable", {"patterns": [GATE_FETCH_PATTERN]}),
+                                          ("Target.setAutoAttach", AUTO_ATTACH),
+                                          ("Runtime.runIfWaitingForDebugger", {})], session)
+            else:
+                await conn.call("Target.setAutoAttach", AUTO_ATTACH, session)
             task_status.started()
             while True:
                 event = await sub.receive()
@@ -65,7 +68,7 @@ class _Children:
                     self.nursery.start_soon(self._child, str(p["sessionId"]), p.get("targetInfo") or {})
                 elif method == "Target.detachedFromTarget":
                     self.scopes.pop(str(p.get("sessionId")), trio.CancelScope()).cancel()
-                elif method == "Fetch.requestPaused":
+                elif method == "Fetch.requestPaused" and child:
                     self.nursery.start_soon(_paused, self.page, session, p, self.check)
                 elif method == "Inspector.detached":
                     return
