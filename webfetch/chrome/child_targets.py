@@ -1,13 +1,14 @@
 """The frames of a page that run in a process of their own (out-of-process iframes: another site's frame, with
-site isolation) and its workers, held to a gate like the page itself.
+site isolation), held to a gate like the page itself.
 
-A page's Fetch interception pauses the requests its own process makes, and the document request of each of
-its frames; but an out-of-process frame's images, scripts and fetch() calls, and a worker's, are made by
+A page's Fetch interception pauses the requests its own process makes, its dedicated workers' (Chrome hands
+a worker's requests to its frame's interception: a worker has no Fetch domain of its own), and the document
+request of each of its frames; but an out-of-process frame's images, scripts and fetch() calls are made by
 another process, which the page's Fetch never sees. In the person's own browser each of those carries the
-person's cookies, so `hold_children` has the browser attach every such child paused at its start
-(Target.setAutoAttach with waitForDebuggerOnStart, on the page and on each child in turn), gives it a Fetch of
-its own whose every request meets `check` (refused: failed as BlockedByClient), and only then lets it run. A
-child whose requests cannot be paused (a target without the Fetch domain) is never let run."""
+person's cookies, so `hold_children` has the browser attach every child paused at its start
+(Target.setAutoAttach with waitForDebuggerOnStart, on the page and on each child in turn): a frame gets a
+Fetch of its own whose every request meets `check` (refused: failed as BlockedByClient) and only then runs;
+a worker runs at once (its requests meet its frame's Fetch); any other kind of child is never let run."""
 
 from __future__ import annotations
 
@@ -52,14 +53,11 @@ class _Children:
         held in turn; a child's own requests meet `check`."""
         conn, child = self.page.browser.conn, session != self.page.session_id
         with conn.subscribe(session, buffer=4096) as sub:
+            if child:  # its requests are paused before it runs
+                await conn.call("Fetch.enable", {"patterns": [GATE_FETCH_PATTERN]}, session)
+            await conn.call("Target.setAutoAttach", AUTO_ATTACH, session)
             if child:
-                # sent back to back: a paused worker answers Fetch.enable only once it runs, and the
-                # browser applies each command in order, so its first request meets the Fetch all the same
-                await conn.call_in_order([("Fetch.enable", {"patterns": [GATE_FETCH_PATTERN]}),
-                                          ("Target.setAutoAttach", AUTO_ATTACH),
-                                          ("Runtime.runIfWaitingForDebugger", {})], session)
-            else:
-                await conn.call("Target.setAutoAttach", AUTO_ATTACH, session)
+                await conn.call("Runtime.runIfWaitingForDebugger", None, session)
             task_status.started()
             while True:
                 event = await sub.receive()
@@ -74,15 +72,19 @@ class _Children:
                     return
 
     async def _child(self, session: str, info: dict[str, Any]) -> None:
-        with trio.CancelScope() as scope:
+        kind = info.get("type")
+        with trio.CancelScope() as scope, suppress(CDPClosed):
             self.scopes[session] = scope
             try:
-                await self.hold(session)
-            except CDPError as e:  # no Fetch
-                log.info("browse: a %s of a tab in your browser is not run: its requests cannot be held to "
-                         "user_browser.hosts (%s)", info.get("type", "child"), e)
-            except CDPClosed:
-                pass
+                if kind == "iframe":
+                    await self.hold(session)
+                elif kind == "worker":  # its requests meet its frame's Fetch
+                    await self.page.browser.conn.call("Runtime.runIfWaitingForDebugger", None, session)
+                else:
+                    log.info("browse: a %s of a tab in your browser is not run: its requests would not meet "
+                             "user_browser.hosts", kind)
+            except CDPError as e:  # a frame whose requests cannot be paused stays paused, sending nothing
+                log.info("browse: a %s of a tab in your browser is not run: %s", kind, e)
             finally:
                 self.scopes.pop(session, None)
 
