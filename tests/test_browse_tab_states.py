@@ -77,6 +77,7 @@ async def open_tab(page: ScriptedPage, downloads: Downloads | None = None) -> As
         async with trio.open_nursery() as nursery:
             tab = BrowseTab("t1", page, HostGate(POLICY), downloads=downloads or saver())
             await nursery.start(tab.run)
+            await tab.intercept()
             await tab.setup()
             yield tab
             nursery.cancel_scope.cancel()
@@ -490,6 +491,7 @@ async def test_a_target_gone_closes_the_tab_and_ends_its_pump(autojump_clock):
         async with trio.open_nursery() as nursery:
             tab = BrowseTab("t1", page, HostGate(POLICY), downloads=saver())
             await nursery.start(tab.run)
+            await tab.intercept()
             await tab.setup()
             marks = tab.start_action()
             page.navigate(TARGET, f"{ALLOWED}/slow", load=False)

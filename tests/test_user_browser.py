@@ -3,9 +3,11 @@ person's", with its user-data directory at $HOME/.config/chromium and a DevTools
 DevToolsActivePort that `endpoint = "auto"` finds), signed in to the login app in a tab of its own.
 
 The login app serves 127.0.0.1 and 127.0.0.2 on one port, and `localhost` reaches the first. The daemon
-lists 127.0.0.1 in user_browser.hosts (a host the person lists passes the address policy, loopback as it
-is, as fetch.allow_hosts does) and keeps fetch.allow_private off, so 127.0.0.2 is a private address no one
-listed, and `localhost` a host not listed."""
+lists 127.0.0.1 with the app's port in user_browser.hosts (a host on this machine is listed with its port; a
+listed one passes the address policy, loopback as it is, as fetch.allow_hosts does) and keeps
+fetch.allow_private off, so 127.0.0.2 and `localhost` are hosts not listed. Where the app stands for a site
+the person is signed in at that the agent may not use their browser for, fetch.allow_hosts admits 127.0.0.1
+(`reachable`), as the address policy admits any public site: only user_browser.hosts keeps the tab from it."""
 
 from __future__ import annotations
 
@@ -19,14 +21,14 @@ import trio
 
 from webfetch.chrome.cdp import open_cdp
 from webfetch.chrome.user_browser import candidates, find
-from webfetch.config import BrowseConfig, FetchConfig, UserBrowserConfig
+from webfetch.config import BrowseConfig, FetchConfig, UserBrowserConfig, ViewConfig
 from webfetch.errors import UserBrowserUnavailable
 from webfetch.urls import AddressPolicy, HostGate
 
 from .support.chromium import Chromium
 from .support.daemon import make_config
 from .support.login_app import MEMBER_TEXT, LoginApp
-from .support.site import Site
+from .support.site import Site, free_port
 from .test_browse import Browser, ref
 from .test_profile_cli import sign_in
 
@@ -87,10 +89,16 @@ async def person(home, app):
             person.browser.stop()
 
 
-def user_config(hosts: list[str] | None = None, endpoint: str = "auto"):
-    """The person lists 127.0.0.1; no private address is allowed otherwise."""
-    hosts = ["127.0.0.1"] if hosts is None else hosts
-    return make_config(fetch=FetchConfig(allow_private=False),
+def listed(app: LoginApp, *others: str) -> list[str]:
+    """user_browser.hosts naming the login app (127.0.0.1, with its port), and `others`."""
+    return [f"127.0.0.1:{app.port}", *others]
+
+
+def user_config(hosts: list[str], endpoint: str = "auto", reachable: list[str] | None = None):
+    """The person lists `hosts` (the app's: `listed(app)`); no private address is allowed otherwise, but those
+    fetch.allow_hosts lists (`reachable`: the daemon may reach them as it would a public site, which is not
+    to say the person's browser may be used there)."""
+    return make_config(fetch=FetchConfig(allow_private=False, allow_hosts=reachable or []),
                        user_browser=UserBrowserConfig(endpoint=endpoint, hosts=hosts))
 
 
@@ -100,7 +108,7 @@ async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_t
     before = await person.pages()
     history = await person.history()
     assert before[person.tab] == (app.url("/members"), "Members")
-    daemon = await start_daemon(user_config())
+    daemon = await start_daemon(user_config(listed(app)))
     assert (await daemon.request({"id": 1, "op": "status"}))["user_browser"]["state"] == "idle"
     b = Browser(await daemon.client())
     page = await b.ok("open", url=app.url("/members"), browser="user")
@@ -141,7 +149,7 @@ async def test_browse_reads_the_members_page_in_the_persons_browser_and_leaves_t
 
 @pytest.mark.chromium
 async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_request_only(start_daemon, person, app):
-    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=["127.0.0.1", "localhost"])))
+    daemon = await start_daemon(make_config(user_browser=UserBrowserConfig(hosts=listed(app, f"localhost:{app.port}"))))
     before = len(app.hits)
     signed_in = await daemon.fetch(app.url("/members"), browser="user")
     assert signed_in["type"] == "result" and MEMBER_TEXT in signed_in["content"], signed_in
@@ -173,7 +181,7 @@ async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons
     site.start()
     try:
         initial = await person.pages()
-        daemon = await start_daemon(user_config())
+        daemon = await start_daemon(user_config(listed(app) + [f"127.0.0.1:{site.port}"]))
         b = Browser(await daemon.client())
         page = await b.ok("open", url=f"http://127.0.0.1:{site.port}/links", browser="user")
         async with open_cdp(person.browser.ws_url) as conn:  # the person opens a tab from theirs
@@ -190,26 +198,184 @@ async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons
         await b.ok("click", ref=ref(page["snapshot"], '- link "Open a new tab"'))
         assert [t["tab"] for t in (await b.ok("tabs"))["tabs"]] == ["t1", "t2"]
         await b.ok("close")
-        assert await person.pages() == {k: v for k, v in theirs.items() if v[0] != f"http://127.0.0.1:{site.port}/links"}
+        # the person's pages are theirs still (the one they opened may have finished loading meanwhile)
+        assert set(await person.pages()) == {k for k, v in theirs.items() if v[0] != f"http://127.0.0.1:{site.port}/links"}
+    finally:
+        site.stop()
+
+
+def hostile_site(target: str) -> Site:
+    """A page on a listed host that sends the agent's tab to `target` every way a page can open another."""
+    site = Site()
+    site.routes["/opens"] = lambda h: h.reply(200, "text/html", f"""<title>Opens</title>
+        <a target="_blank" href="{target}?blank">Blank</a>
+        <a target="_blank" rel="noopener" href="{target}?noopener">Noopener</a>
+        <button onclick="window.open('{target}?open')">Open</button>""")
+    return site.start()
+
+
+@pytest.mark.chromium
+async def test_a_page_the_agents_tab_opens_on_an_unlisted_host_sends_nothing_and_goes_with_the_session(
+        start_daemon, person, app):
+    site = hostile_site(app.url("/members"))   # the app (127.0.0.1) is not listed; the person is signed in there
+    try:
+        before = await person.pages()
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        page = await b.ok("open", url=f"http://localhost:{site.port}/opens", browser="user")
+        hits = len(app.hits)
+        for name in ('- link "Blank"', '- link "Noopener"', '- button "Open"'):
+            await b("click", ref=ref(page["snapshot"], name), tab="t1")
+        # each opened page joined the session, and its first request met the gate: refused (Chrome's error
+        # page), and the app heard nothing
+        with trio.fail_after(20):
+            while len(tabs := (await b.ok("tabs"))["tabs"]) < 4 or \
+                    not all(t["url"].startswith("chrome-error:") for t in tabs[1:]):
+                await trio.sleep(0.1)
+        assert len(tabs) == 4 and app.hits[hits:] == [], (tabs, app.hits[hits:])
+        for tab in tabs:
+            assert MEMBER_TEXT not in (await b.ok("snapshot", mode="full", tab=tab["tab"]))["snapshot"]
+        await b.ok("close")
+        with trio.fail_after(10):   # every page the agent's tabs opened went with the session
+            while await person.pages() != before:
+                await trio.sleep(0.1)
+        assert app.hits[hits:] == []
     finally:
         site.stop()
 
 
 @pytest.mark.chromium
+async def test_a_redirect_a_script_or_a_refresh_in_the_agents_tab_to_an_unlisted_host_is_refused(
+        start_daemon, person, app):
+    target = app.url("/members")   # not listed; the person is signed in there
+    site = Site()
+    site.routes["/redirect"] = lambda h: h.redirect(302, target)
+    script = f"<title>Script</title><script>setTimeout(() => location = {target!r}, 50)</script>"
+    refresh = f'<title>Refresh</title><meta http-equiv="refresh" content="0;url={target}">'
+    site.routes["/script"] = lambda h: h.reply(200, "text/html", script)
+    site.routes["/refresh"] = lambda h: h.reply(200, "text/html", refresh)
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        went = await b("open", url=f"http://localhost:{site.port}/redirect", browser="user")
+        assert went["type"] == "error" and went["code"] == "blocked_url", went
+        assert went["message"].startswith(f"127.0.0.1:{app.port} is not in user_browser.hosts (localhost:{site.port})")
+        for path in ("/script", "/refresh"):   # the page loads, then sends the tab on: Chrome's error page
+            await b.ok("open", url=f"http://localhost:{site.port}{path}")
+            with trio.fail_after(20):
+                while not (await b.ok("snapshot"))["snapshot"].startswith(
+                        "[t1] 127.0.0.1 — chrome-error://chromewebdata/"):
+                    await trio.sleep(0.1)
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+# A script that tries `url` with the person's cookies and says how it went, on the page and to its own server
+# (a request for /fetched or /refused).
+TRY_FETCH = """<p id="said">trying</p><script>const say = (what) => { said.textContent = what; fetch("/" + what) };
+    fetch(%r, {credentials: "include", mode: "no-cors"}).then(() => say("fetched"), () => say("refused"))</script>"""
+
+
+async def snapshot_saying(b: Browser, *words: str) -> str:
+    """The tab's full snapshot once it shows one of `words` (bounded)."""
+    with trio.fail_after(20):
+        while True:
+            snap = (await b.ok("snapshot", mode="full"))["snapshot"]
+            if any(w in snap for w in words):
+                return snap
+            await trio.sleep(0.1)
+
+
+@pytest.mark.chromium
+async def test_a_listed_pages_frame_image_and_fetch_to_an_unlisted_host_are_not_sent(start_daemon, person, app):
+    site = Site()   # listed (localhost); the app (127.0.0.1) is not, and the person is signed in there
+    site.routes["/embeds"] = lambda h: h.reply(200, "text/html", f"""<title>Embeds</title>
+        <iframe src="{app.url('/members')}"></iframe><img src="{app.url('/login')}">
+        {TRY_FETCH % app.url('/whoami')}""")
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{site.port}/embeds", browser="user")
+        snap = await snapshot_saying(b, "fetched", "refused")
+        assert "refused" in snap and MEMBER_TEXT not in snap, snap
+        network = (await b.ok("network"))["requests"]
+        refused = {r["url"] for r in network if r.get("blocked")}
+        assert {app.url("/login"), app.url("/whoami")} <= refused, network
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_a_workers_fetch_to_an_unlisted_host_is_not_sent(start_daemon, person, app):
+    site = Site()
+    site.routes["/page"] = lambda h: h.reply(200, "text/html", """<title>Worker</title><p id="said">trying</p>
+        <script>new Worker("/worker.js").onmessage = (e) => { said.textContent = e.data; fetch("/" + e.data) }
+        </script>""")
+    worker = f"""fetch({app.url('/whoami')!r}, {{credentials: "include", mode: "no-cors"}})
+        .then(() => postMessage("fetched"), () => postMessage("refused"))"""
+    site.routes["/worker.js"] = lambda h: h.reply(200, "text/javascript", worker)
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{site.port}/page", browser="user")
+        with trio.fail_after(20):   # the worker says how its fetch went
+            while not {"/fetched", "/refused"} & set(site.hits):
+                await trio.sleep(0.1)
+        assert "/refused" in site.hits and "/fetched" not in site.hits, site.hits
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_a_frame_in_a_process_of_its_own_is_held_to_the_listed_hosts_too(start_daemon, person, app):
+    # localhost and 127.0.0.1 are two sites: the frame runs in a process of its own, whose requests the
+    # tab's own interception never sees
+    outer, inner = Site(), Site()
+    outer.routes["/outer"] = lambda h: h.reply(200, "text/html", f'<title>Outer</title><iframe '
+                                                                 f'src="http://127.0.0.1:{inner.port}/inner"></iframe>')
+    inner.routes["/inner"] = lambda h: h.reply(200, "text/html", TRY_FETCH % app.url("/whoami"))
+    outer.start()
+    inner.start()
+    try:
+        daemon = await start_daemon(user_config([f"localhost:{outer.port}", f"127.0.0.1:{inner.port}"],
+                                                reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://localhost:{outer.port}/outer", browser="user")
+        with trio.fail_after(20):   # the frame's script says how its fetch went
+            while not {"/fetched", "/refused"} & set(inner.hits):
+                await trio.sleep(0.1)
+        assert "/refused" in inner.hits and "/fetched" not in inner.hits, inner.hits
+        assert app.hits[hits:] == []
+    finally:
+        outer.stop()
+        inner.stop()
+
+
+@pytest.mark.chromium
 async def test_an_unlisted_host_opens_nothing_in_the_persons_browser(start_daemon, person, app):
     before = await person.pages()
-    daemon = await start_daemon(user_config())
+    daemon = await start_daemon(user_config(listed(app)))
     b = Browser(await daemon.client())
     refused = await b("open", url=app.url("/members", "127.0.0.2"), browser="user")
     assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
-    assert refused["message"].startswith("127.0.0.2 is not in user_browser.hosts (127.0.0.1)")
+    assert refused["message"].startswith(f"127.0.0.2 is not in user_browser.hosts (127.0.0.1:{app.port})")
     assert await person.pages() == before
     assert not [h for h in app.hits if h[0] == "127.0.0.2"]
 
 
 @pytest.mark.chromium
 async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(start_daemon, person, app, home):
-    daemon = await start_daemon(user_config())
+    daemon = await start_daemon(user_config(listed(app)))
     b = Browser(await daemon.client())
     await b.ok("open", url=app.url("/members"), browser="user")
     person.browser.stop()
@@ -227,6 +393,30 @@ async def test_a_browser_that_goes_away_mid_session_gives_user_browser_gone(star
     back = await b("open", url=app.url("/members"), browser="user")
     assert back["type"] == "result" and back["snapshot"].startswith("[t1] Sign in"), back
     assert (await daemon.request({"id": 9, "op": "status"}))["user_browser"]["state"] == "connected"
+
+
+@pytest.mark.chromium
+async def test_the_persons_devtools_endpoint_and_the_view_are_refused_even_when_listed(start_daemon, person, app):
+    devtools = person.browser.port
+    config = user_config(listed(app, f"127.0.0.1:{devtools}", f"localhost:{devtools}"))
+    config = msgspec.structs.replace(config, view=ViewConfig(port=free_port()))
+    config = msgspec.structs.replace(config, user_browser=UserBrowserConfig(
+        hosts=[*config.user_browser.hosts, f"127.0.0.1:{config.view.port}"]))
+    daemon = await start_daemon(config)
+    view = await daemon.request({"id": "v", "op": "view"})
+    assert view["type"] == "result" and view["port"] == config.view.port, view
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/members"), browser="user")
+    for host in ("127.0.0.1", "localhost"):
+        # /json/list names every tab the person has and the websocket that drives it
+        refused = await b("open", url=f"http://{host}:{devtools}/json/list")
+        assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+        assert (f"{host}:{devtools} is your browser's DevTools endpoint: a page in your browser never reaches it, "
+                f"whatever user_browser.hosts lists") in refused["message"], refused
+    refused = await b("open", url=f"http://127.0.0.1:{config.view.port}/")
+    assert refused["type"] == "error" and refused["code"] == "blocked_url", refused
+    assert f"127.0.0.1:{config.view.port} is webfetch's view: a page in your browser never reaches it" in \
+        refused["message"], refused
 
 
 async def test_with_no_hosts_it_is_off_and_says_why(start_daemon):
@@ -250,7 +440,7 @@ async def test_while_the_person_has_not_approved_requests_say_so_then_fail_at_th
         await trio.sleep_forever()
     nursery.start_soon(trio.serve_listeners, hold, listeners)
     port = listeners[0].socket.getsockname()[1]
-    config = user_config(endpoint=f"ws://127.0.0.1:{port}/devtools/browser/waiting")
+    config = user_config(["127.0.0.1:9"], endpoint=f"ws://127.0.0.1:{port}/devtools/browser/waiting")
     config = msgspec.structs.replace(config, browse=BrowseConfig(nav_timeout_s=2))
     daemon = await start_daemon(config)
     progress: list = []
@@ -360,17 +550,41 @@ def test_doctor_says_off_and_why_or_whether_the_browser_is_found(home):
     assert found.level == "ok" and found.detail.startswith(f"found: Microsoft Edge ({path}); for github.com"), found
 
 
-async def test_the_gate_in_the_persons_browser_holds_navigations_to_the_listed_hosts():
-    gate = HostGate(AddressPolicy(), listed=("example.com", "127.0.0.1"))
+async def test_the_gate_in_the_persons_browser_holds_every_request_to_the_listed_hosts():
+    gate = HostGate(AddressPolicy(), listed=("example.com", "127.0.0.1:8000", "localhost:9222"),
+                    closed=lambda: {9222: "your browser's DevTools endpoint"})
     with trio.fail_after(10):
-        # a listed host and its subdomains, loopback as it is: the person named it
+        # a listed host and its subdomains, loopback as it is on the port the person named: the person named it
         assert await gate.check("http://127.0.0.1:8000/members", navigation=True) is None
         assert await gate.check("https://docs.example.com/", navigation=True) is None
         # another host as the top-level document: refused, saying which hosts are listed
         assert await gate.check("https://example.org/", navigation=True) == (
-            "example.org is not in user_browser.hosts (example.com, 127.0.0.1): the agent uses your browser only "
-            "for the sites you listed")
+            "example.org is not in user_browser.hosts (example.com, 127.0.0.1:8000, localhost:9222): the agent uses "
+            "your browser only for the sites you listed")
         assert (await gate.check("https://notexample.com/", navigation=True) or "").startswith("notexample.com is not")
-        # a page's other requests: the address policy (127.0.0.2 is private and listed by no one)
-        assert (await gate.check("http://127.0.0.2:8000/whoami") or "").startswith("127.0.0.2 is not a public address")
+        # a page's other requests (a frame, an image, a script's fetch) alike, public or not: they carry the
+        # person's cookies too
+        assert (await gate.check("https://example.org/pixel.png") or "").startswith("example.org is not in")
+        assert (await gate.check("http://127.0.0.2:8000/whoami") or "").startswith("127.0.0.2:8000 is not in")
+        # a loopback host listed on one port is not listed on another
+        assert (await gate.check("http://127.0.0.1:8001/") or "").startswith("127.0.0.1:8001 is not in")
+        # the person's DevTools port: never, even listed, by any name of this machine
+        for url in ("http://localhost:9222/json/list", "http://127.0.0.1:9222/json/list", "http://[::1]:9222/"):
+            assert (await gate.check(url, navigation=True) or "").endswith(
+                ":9222 is your browser's DevTools endpoint: a page in your browser never reaches it, whatever "
+                "user_browser.hosts lists"), url
         assert await gate.check("file:///etc/passwd") == "file: URLs are not followed"
+
+
+def test_a_host_on_this_machine_is_listed_with_its_port_or_refused_at_load():
+    from webfetch.config import parse_config
+    from webfetch.errors import ConfigError
+
+    config = parse_config(b'[user_browser]\nhosts = ["github.com", "127.0.0.1:8080", "localhost:3000", "[::1]:5173"]\n')
+    assert config.user_browser.hosts == ["github.com", "127.0.0.1:8080", "localhost:3000", "[::1]:5173"]
+    for bare in ("127.0.0.1", "localhost", "[::1]", "0.0.0.0", "app.localhost"):
+        with pytest.raises(ConfigError) as info:
+            parse_config(f'[fetch]\n[user_browser]\nhosts = ["github.com", "{bare}"]\n'.encode(), source="config.toml")
+        assert str(info.value).startswith(f"config.toml: line 2: key `user_browser`: user_browser.hosts entry "
+                                          f"{bare!r} is on this machine: add the port of the server you mean ("), bare
+        assert "your browser's DevTools among them, stays out of the agent's reach" in str(info.value)

@@ -29,7 +29,8 @@ def files():
 async def test_a_download_is_saved_where_the_persons_browser_saves_them(
         start_daemon, person, home, files, tmp_path: Path):  # noqa: F811 - fixtures of test_user_browser
     ours = tmp_path / "webfetch-downloads"
-    daemon = await start_daemon(msgspec.structs.replace(user_config(), browse=BrowseConfig(downloads_dir=str(ours))))
+    config = user_config([f"127.0.0.1:{files.port}"])
+    daemon = await start_daemon(msgspec.structs.replace(config, browse=BrowseConfig(downloads_dir=str(ours))))
     b = Browser(await daemon.client())
     page = await b.ok("open", url=files.url("/downloads"), browser="user")
     clicked = await b.ok("click", ref=ref(page["snapshot"], '- link "Report"'))

@@ -18,7 +18,7 @@ from msgspec import Meta, Struct
 
 from .errors import ConfigError
 from .protocol import Thinking
-from .urls import parse_local
+from .urls import parse_local, parse_user_host
 
 Positive = Annotated[float, Meta(gt=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
@@ -151,11 +151,14 @@ class UserBrowserConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # user-data directory (its DevToolsActivePort)
     endpoint: str = "auto"
     # the sites the agent may use the person's browser for: a listed host and its subdomains (the rule of a
-    # profile's binding, urls.host_listed); empty: the feature is off
+    # profile's binding, urls.host_listed), or `host:port` for that port alone; a host on this machine only
+    # with its port (urls.parse_user_host); empty: the feature is off
     hosts: list[str] = []
 
     def __post_init__(self) -> None:
         self.hosts = [h.strip().lower().rstrip(".") for h in self.hosts if h.strip().strip(".")]
+        for entry in self.hosts:
+            parse_user_host(entry)  # its ValueError is msgspec's validation error, which names the key and line
 
     @property
     def enabled(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -152,6 +153,59 @@ def host_listed(host: str, hosts: list[str] | tuple[str, ...]) -> bool:
     except UnicodeError:
         return False
     return any(host == h or host.endswith("." + h) for h in hosts)
+
+
+USER_HOST_ENTRY = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([^\s:/\[\]@]+))(?::([0-9]{1,5}))?")
+
+
+def on_loopback(host: str) -> bool:
+    """Whether `host` names this machine by itself: `localhost` (and names under .localhost, which Chrome
+    sends there), a loopback address, or an unspecified one (0.0.0.0 and :: reach this machine too)."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified
+
+
+def parse_user_host(entry: str) -> tuple[str, int | None]:
+    """One user_browser.hosts entry, `host` or `host:port` (`[::1]:8080` for IPv6), as (host, port or None
+    for every port); ValueError saying what is wrong. A host on this machine must name its port: on
+    loopback every port is another program (the browser's own DevTools endpoint, which hands out control of
+    every tab, webfetch's view), and a bare `127.0.0.1` would let a page in the agent's tab reach them all."""
+    m = USER_HOST_ENTRY.fullmatch(entry.strip())
+    if m is None:
+        raise ValueError(f"user_browser.hosts entry {entry!r} is not a host or host:port (for example "
+                         f"\"github.com\", \"localhost:3000\", \"[::1]:8080\")")
+    host = (m.group(1) or m.group(2)).lower().rstrip(".")
+    port = None if m.group(3) is None else int(m.group(3))
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"user_browser.hosts entry {entry!r}: the port must be 1-65535")
+    if port is None and on_loopback(host):
+        raise ValueError(f"user_browser.hosts entry {entry!r} is on this machine: add the port of the server you "
+                         f"mean (\"{local_entry(host, None)[:-2]}:8080\"); every other local port, your "
+                         f"browser's DevTools among them, stays out of the agent's reach")
+    return host, port
+
+
+def user_host_listed(host: str, port: int, hosts: list[str] | tuple[str, ...]) -> bool:
+    """Whether user_browser.hosts lets the person's browser be used for `host` on `port` (the effective
+    port): an entry with a port holds that host on that port alone, one without it the host and its
+    subdomains (the rule of a profile's binding, `host_listed`) on every port."""
+    names = []
+    for entry in hosts:
+        try:
+            name, only = parse_user_host(entry)
+        except ValueError:
+            continue  # the config refused it at load: never reached
+        if only is None or only == port:
+            names.append(name)
+    return host_listed(host, names)
 
 
 def build_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
@@ -333,13 +387,18 @@ class HostGate:
     made under the old policy, so they are forgotten when the holder's policy changes.
 
     In the person's own browser (`listed`: user_browser.hosts) the gate is the only check there is (the
-    proxy is not in that browser's path): a top-level navigation goes only to a listed host (`host_listed`,
-    the rule of a profile's binding), and every other request to a public address. A listed host passes
-    whatever its address, as fetch.allow_hosts does: the person named it (a company's intranet, a dev server)."""
+    proxy is not in that browser's path), and every request carries the person's cookies: every request of
+    the agent's tabs, whatever it is for (a document, a frame, a script, an image, a fetch), goes only to a
+    listed host (`user_host_listed`); a listed host passes whatever its address, as fetch.allow_hosts does:
+    the person named it (a company's intranet, a dev server). Never, listed or not: a port `closed` names on
+    a host of this machine (the person's DevTools endpoint, which hands out control of every tab they have;
+    webfetch's own view)."""
 
-    def __init__(self, policy: AddressPolicy | PolicyHolder, listed: tuple[str, ...] | None = None) -> None:
+    def __init__(self, policy: AddressPolicy | PolicyHolder, listed: tuple[str, ...] | None = None,
+                 closed: Callable[[], Mapping[int, str]] = dict) -> None:
         self._holder = PolicyHolder.of(policy)
         self._listed = listed
+        self._closed = closed       # port -> what listens there on this machine, read at each check
         self._judged_by = self._holder.current      # the policy the kept verdicts were made under
         self._verdicts: dict[tuple[str, int], str | None] = {}  # (host, port) -> None (allowed) or why refused
 
@@ -358,11 +417,7 @@ class HostGate:
             return f"{url.split(':', 1)[0]}: URLs are not followed"
         port = effective_port(scheme, port)
         if self._listed is not None:
-            if host_listed(host, self._listed):
-                return None
-            if navigation:
-                return (f"{host} is not in user_browser.hosts ({', '.join(self._listed)}): the agent uses your "
-                        f"browser only for the sites you listed")
+            return await self._check_listed(host, port, self._listed)
         policy = self._holder.current
         if policy is not self._judged_by:
             self._judged_by, self._verdicts = policy, {}
@@ -375,3 +430,24 @@ class HostGate:
             except BlockedUrl as e:
                 verdicts[key] = e.message
         return verdicts[key]
+
+    async def _check_listed(self, host: str, port: int, listed: tuple[str, ...]) -> str | None:
+        what = self._closed().get(port)
+        if what is not None and await self._on_this_machine(host):
+            return (f"{host}:{port} is {what}: a page in your browser never reaches it, whatever "
+                    f"user_browser.hosts lists")
+        if user_host_listed(host, port, listed):
+            return None
+        return (f"{host}{'' if port in (80, 443) else f':{port}'} is not in user_browser.hosts "
+                f"({', '.join(listed)}): the agent uses your browser only for the sites you listed")
+
+    async def _on_this_machine(self, host: str) -> bool:
+        """Whether `host` reaches this machine: a loopback name or address, or a name that resolves to one
+        (or does not resolve: then nothing is lost by refusing it)."""
+        if on_loopback(host):
+            return True
+        try:
+            addresses = await self._holder.current.resolver(host)
+        except (OSError, BlockedUrl):
+            return True
+        return not addresses or any(on_loopback(str(ip)) for ip in addresses)

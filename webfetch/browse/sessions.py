@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from .. import redact
 from ..children import private_tempdir
 from ..chrome.browser import BrowserContext, Chrome, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError
+from ..chrome.child_targets import hold_children
 from ..chrome.user_browser import UserBrowser, UserContext
 from ..config import Config
 from ..errors import (
@@ -46,7 +47,7 @@ from ..parse.extractor import Extractor
 from ..profiles.store import Cookie, Profile, ProfileError
 from ..profiles.use import ProfileUse
 from ..protocol import BrowseRequest, BrowseResult, BrowseSessionStatus, ReportProgress
-from ..urls import AddressPolicy, HostGate, PolicyHolder, host_listed, parse_url
+from ..urls import AddressPolicy, HostGate, PolicyHolder, effective_port, parse_url, user_host_listed
 from . import network
 from .control import Control, dispatch
 from .device import DESKTOP, Device, emulate
@@ -257,6 +258,10 @@ class Session:
         tab.hooks.on_change = self.watch.notify
         assert self._nursery is not None
         await self._nursery.start(tab.run)
+        if self.user:  # its other-process frames and workers, held to the gate too
+            await self._nursery.start(hold_children, page, self.gate.check)
+        await tab.intercept()
+        await self.context.release(page)  # a page held at its start runs on: its requests meet the gate
         await tab.setup()
         if self.device != DESKTOP:
             await emulate(tab, self.device, self.context.browser.version)
@@ -266,6 +271,12 @@ class Session:
             await self.profiles.seed_page(tab, self.seed)
         self.tabs[tab.name] = tab
         return tab
+
+    async def _refused_page(self, page: PageTarget) -> str | None:
+        """Why the gate refuses the page a tab opened, if it is at an address already (one caught paused is
+        not, and its first request meets the gate; this holds should one ever come in some other way)."""
+        url = await page.url()
+        return None if url in ("", "about:blank") else await self.gate.check(url, navigation=True)
 
     def _popup(self, target_id: str) -> None:
         assert self._nursery is not None
@@ -297,11 +308,19 @@ class Session:
 
     async def _adopt(self, target_id: str) -> None:
         try:
-            tab = await self._add(await self.context.adopt(target_id))
+            page = await self.context.adopt(target_id)
+            if self.user and (why := await self._refused_page(page)) is not None:
+                log.info("browse: closed a page a tab opened where the gate refuses: %s", why)
+                await self.context.close_tab(target_id)
+                return
+            tab = await self._add(page)
             self.opened.append(tab)
             self.active = tab.name
         except (CDPError, CDPClosed) as e:
             log.info("browse: could not follow a new tab: %s", e)
+            if self.user:  # the person's browser keeps no page of the agent's that it does not hold
+                with suppress(CDPError, CDPClosed):
+                    await self.context.close_tab(target_id)
         finally:
             self._adopting -= 1
             self._adopted.set()
@@ -325,6 +344,8 @@ class Browse:
         self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
         self._opening = trio.Lock()
+        # the port of the daemon's view, while it is open (the daemon sets this once the view exists)
+        self.view_port: Callable[[], int | None] = lambda: None
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: browse.* and the page sizes apply from the next action. Switched off, the
@@ -440,27 +461,40 @@ class Browse:
         """A session in the person's own browser: its tabs in their default context (their logins), in a
         window of their own, on the hosts user_browser.hosts lists (the gate holds its tabs to them)."""
         hosts = tuple(self.user_browser.config.hosts)
-        host = parse_url(need(req.url, "open", "url"))[1]
-        if hosts and not host_listed(host, hosts):
+        scheme, host, port = parse_url(need(req.url, "open", "url"))[:3]
+        if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser only for the sites you listed there")
-        browser = await self.user_browser.browser(lambda message: progress("person", message),
+        context = await self.user_browser.context(lambda message: progress("person", message),
                                                   self.config.nav_timeout_s)
-        context = UserContext(browser)
         assert self._nursery is not None
         # downloads go where the person's browser puts them: no directory of ours (browse/downloads.py)
-        session = Session(req.session, context, HostGate(self.policy, listed=hosts), self.profiles,
+        gate = HostGate(self.policy, listed=hosts, closed=self._closed_ports)
+        session = Session(req.session, context, gate, self.profiles,
                           Downloads(None, self.fetch_config.max_bytes, context), None, self.config.network_log)
         try:
             await self._nursery.start(session.run)
         except BaseException as e:
             session.downloads.aclose()
+            await context.aclose()  # shielded: the browser stops holding new pages for a session never made
             if isinstance(e, CDPClosed):
                 raise UserBrowserGone(f"your browser went away as the session started ({e}); ask again "
                                       f"(webfetch reconnects once)") from None
             raise
         self.sessions[req.session] = session
         return session
+
+    def _closed_ports(self) -> dict[int, str]:
+        """The ports of this machine a page in the person's browser never reaches, whatever user_browser.hosts
+        lists: the browser's DevTools endpoint (anyone reading its /json/list may drive every tab they have)
+        and webfetch's own view (a person who opened it there has its cookie)."""
+        closed = {}
+        if self.user_browser.devtools_port is not None:
+            closed[self.user_browser.devtools_port] = "your browser's DevTools endpoint"
+        view = self.view_port()
+        if view is not None:
+            closed[view] = "webfetch's view"
+        return closed
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:

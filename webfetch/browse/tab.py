@@ -245,7 +245,13 @@ class BrowseTab:
                 raise CDPClosed("the tab is gone")
             await self._changed.wait()
 
+    async def intercept(self) -> None:
+        """Every request of the page meets `_paused` from now on: first of all, as a page held at its start
+        (one the agent's tab opened in the person's browser) answers nothing else before it runs on."""
+        await self.call("Fetch.enable", {"patterns": FETCH_PATTERNS})
+
     async def setup(self) -> None:
+        """The rest, once `intercept` is in place (and a held page runs on)."""
         await self.call("Page.enable")
         # the frames first: what Runtime.enable reports (a pop-up's first messages, its contexts) is theirs
         tree = (await self.call("Page.getFrameTree"))["frameTree"]
@@ -254,7 +260,6 @@ class BrowseTab:
         # every document counts what the settle waits for; the one already there too (a pop-up's first)
         await self.call("Page.addScriptToEvaluateOnNewDocument", {"source": PENDING_JS, "runImmediately": True})
         await self.call("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
-        await self.call("Fetch.enable", {"patterns": FETCH_PATTERNS})
         # console messages and uncaught exceptions (Runtime), the browser's own messages (Log); both send
         # what the page logged before they were enabled (a pop-up's first script) as events too
         await self.call("Runtime.enable")

@@ -200,6 +200,11 @@ class PageTarget:
         did lately: Chrome reports all of those as one generic SOCKS error."""
         return self.browser.proxy.failure(url) if self.browser.proxy is not None else None
 
+    async def url(self) -> str:
+        """The URL the browser shows for the page ("" for a page held before its first navigation)."""
+        info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
+        return str(info.get("url") or "")
+
     async def title(self) -> str:
         """The page's title as the browser knows it (no script in the page, so an open dialog cannot block it)."""
         info = (await self.browser.conn.call("Target.getTargetInfo", {"targetId": self.target_id}))["targetInfo"]
@@ -232,6 +237,10 @@ class BrowserContext:
         session = (await self.browser.conn.call("Target.attachToTarget",
                                                 {"targetId": target_id, "flatten": True}))["sessionId"]
         return PageTarget(self.browser, target_id, session)
+
+    async def release(self, page: PageTarget) -> None:
+        """An adopted page is set up: let it run on, if it was held at its start (the person's browser,
+        chrome/user_browser.py; a context of ours adopts pages already running)."""
 
     async def close_tab(self, target_id: str) -> None:
         await self.browser.conn.call("Target.closeTarget", {"targetId": target_id})

@@ -16,8 +16,10 @@ approval" and requests say so in a progress frame; a request that reaches its de
 tried again once; failing that, `user_browser_gone`.
 
 The person's browser is theirs: the daemon never closes it (no Browser.close), never disposes of its
-default context, and acts only in the tabs it opened (`UserContext`); their other tabs are neither listed
-nor attached to."""
+default context, and acts only in the tabs it opened and the pages those opened (`UserContext`); their
+other tabs are never listed nor acted on. While a session is open, each new page is held at its start
+(`Openings`) so that one the agent's tab opened meets the gate before its first request; the person's own
+is let run on at once."""
 
 from __future__ import annotations
 
@@ -28,12 +30,14 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 import trio
 
+from .._trio import single_error
 from ..config import UserBrowserConfig
 from ..errors import UserBrowserGone, UserBrowserOff, UserBrowserUnapproved, UserBrowserUnavailable
 from ..urls import host_of
@@ -195,45 +199,118 @@ async def _from_http(endpoint: str) -> Found:
     return Found(ws_url, f"user_browser.endpoint {endpoint}")
 
 
-class UserContext(BrowserContext):
-    """The person's default browser context, as one browse session sees it: its logins apply, its tabs
-    open in a window of their own, and only the tabs it opened (and the pages those opened) are its own;
-    closing it closes those and nothing else. The context itself is the person's and is never disposed of."""
+# The person's browser reports each new page to us paused before its first request (browser-level
+# auto-attach), pages alone: their frames and workers are the tabs' own affair (browse/subtargets.py).
+AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True, "filter": [{"type": "page"}]}
+
+
+class Openings:
+    """The pages the agent's tabs open, caught before their first request. A page that opens another
+    (target=_blank, window.open, rel=noopener too) lets it send its first request at once, before any
+    `Target.targetCreated` could be acted on: that request would go out with the person's cookies to a host
+    nobody listed. So, while a session in the person's browser is open, the browser holds every new page
+    paused at its start (`AUTO_ATTACH`); one opened by a session's own tab is handed to that session
+    (`UserContext.popup`), which sets its Fetch interception up and only then lets it run
+    (`UserContext.release`); any other (the person's own new tabs, pages they had) runs on at once and
+    is let go. One per connection: its settings are the connection's."""
 
     def __init__(self, browser: Browser) -> None:
+        self.browser = browser
+        self._contexts: dict[UserContext, Callable[[str], None]] = {}
+        self._watching = trio.Lock()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hand out the paused pages until the connection closes (in the UserBrowser actor's nursery)."""
+        with suppress(CDPClosed), single_error(), self.browser.conn.subscribe(None, buffer=4096) as sub:
+            async with trio.open_nursery() as nursery:
+                task_status.started()
+                while True:
+                    event = await sub.receive()
+                    if event.get("method") == "Target.attachedToTarget":
+                        nursery.start_soon(self._attached, event["params"])
+
+    async def join(self, context: UserContext, opened: Callable[[str], None]) -> None:
+        """`context`'s tabs' new pages go to `opened` from now on (the auto-attach is on once this returns)."""
+        async with self._watching:
+            if not self._contexts:
+                await self.browser.conn.call("Target.setAutoAttach", AUTO_ATTACH)
+            self._contexts[context] = opened
+
+    async def leave(self, context: UserContext) -> None:
+        """`context` is closing: the person's browser stops holding new pages when no session is left."""
+        async with self._watching:
+            if self._contexts.pop(context, None) is not None and not self._contexts:
+                with suppress(CDPClosed, CDPError):
+                    await self.browser.conn.call("Target.setAutoAttach", {**AUTO_ATTACH, "autoAttach": False})
+
+    async def _attached(self, p: dict[str, Any]) -> None:
+        """A new page held at its start (`waitingForDebugger`): a session's when one of its tabs opened it,
+        else it runs on and is let go (the person's new tab, or the auto-attached twin of a tab a session
+        made, which that session attaches to by itself). A page attached without waiting is one the
+        auto-attach found open (the person's: let go) or a session's own attaching to its tab (kept)."""
+        info, session = p.get("targetInfo") or {}, str(p.get("sessionId", ""))
+        target, opener = str(info.get("targetId", "")), info.get("openerId")
+        waiting = bool(p.get("waitingForDebugger"))
+        for context, opened in list(self._contexts.items()):
+            if waiting and opener is not None and opener in context.own:
+                context.popup(target, session)
+                opened(target)
+                return
+            if not waiting and target in context.own:
+                return
+        with suppress(CDPClosed, CDPError):
+            if waiting:
+                await self.browser.conn.call("Runtime.runIfWaitingForDebugger", None, session)
+            await self.browser.conn.call("Target.detachFromTarget", {"sessionId": session})
+
+
+class UserContext(BrowserContext):
+    """The person's default browser context, as one browse session sees it: its logins apply, its tabs
+    open in a window of their own, and only the tabs it opened (and the pages those opened, caught paused by
+    `Openings`) are its own; closing it closes those and nothing else. The context itself is the person's
+    and is never disposed of."""
+
+    def __init__(self, browser: Browser, openings: Openings | None = None) -> None:
         super().__init__(browser, "")
+        self.openings = openings or Openings(browser)
         self.own: set[str] = set()
+        self._paused: dict[str, str] = {}   # a page its tabs opened -> the session holding it at its start
 
     async def new_tab(self) -> PageTarget:
         created = await self.browser.conn.call("Target.createTarget", {"url": "about:blank", "newWindow": True})
         self.own.add(created["targetId"])
         return await self.adopt(created["targetId"])
 
+    def popup(self, target_id: str, session_id: str) -> None:
+        """A page one of its tabs opened, held at its start by `session_id`: its own from now on."""
+        self.own.add(target_id)
+        self._paused[target_id] = session_id
+
     async def adopt(self, target_id: str) -> PageTarget:
         if target_id not in self.own:
             raise CDPError("Target.attachToTarget", 0, "not a tab of this session")  # never a person's tab
+        session = self._paused.get(target_id)
+        if session is not None:  # the session that holds it paused: set up on it, then `release`
+            return PageTarget(self.browser, target_id, session)
         return await super().adopt(target_id)
+
+    async def release(self, page: PageTarget) -> None:
+        """A page adopted paused runs on: its interception is in place now."""
+        if self._paused.pop(page.target_id, None) is not None:
+            await page.call("Runtime.runIfWaitingForDebugger")
 
     async def close_tab(self, target_id: str) -> None:
         await super().close_tab(target_id)
         self.own.discard(target_id)
+        self._paused.pop(target_id, None)
 
     async def watch_popups(self, opened: Callable[[str], None], *,
                            task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Call `opened` for each page one of the session's own tabs opened (they become its own); what the
-        person's tabs open is not the session's."""
-        with self.browser.conn.subscribe(None) as sub:
-            await self.browser.discover_targets()
-            task_status.started()
-            with suppress(CDPClosed):
-                while True:
-                    event = await sub.receive()
-                    if event.get("method") != "Target.targetCreated":
-                        continue
-                    info = event["params"]["targetInfo"]
-                    if info.get("type") == "page" and info.get("openerId") in self.own:
-                        self.own.add(info["targetId"])
-                        opened(info["targetId"])
+        """Call `opened` for each page one of the session's own tabs opened (they become its own, paused
+        until adopted); what the person's tabs open is not the session's."""
+        await self.openings.join(self, opened)  # until `aclose`: a page its tabs open while closing is its own
+        task_status.started()
+        await trio.sleep_forever()
 
     async def cancel_download(self, guid: str) -> None:
         await self.browser.conn.call("Browser.cancelDownload", {"guid": guid})
@@ -245,12 +322,15 @@ class UserContext(BrowserContext):
         return []  # never read wholesale: a fetch reads those of one URL (`UserBrowser.cookies_for`)
 
     async def aclose(self) -> None:
-        """Close the session's own tabs, shielded and bounded; the browser and the person's tabs stay."""
-        with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
-            for target_id in list(self.own):
-                with suppress(CDPClosed, CDPError):
-                    await self.browser.conn.call("Target.closeTarget", {"targetId": target_id})
-                self.own.discard(target_id)
+        """Close the session's own tabs and every page they opened, those they open while closing too
+        (`Openings` still hands them here, held), shielded and bounded; the browser and the person's tabs
+        stay."""
+        with trio.CancelScope(shield=True), trio.move_on_after(TAB_CLOSE_TIMEOUT_S * 2):
+            with trio.move_on_after(TAB_CLOSE_TIMEOUT_S):
+                while self.own:
+                    with suppress(CDPClosed, CDPError):
+                        await self.browser.conn.call("Target.closeTarget", {"targetId": self.own.pop()})
+            await self.openings.leave(self)
 
 
 class UserBrowser:
@@ -261,8 +341,10 @@ class UserBrowser:
         self.home = home
         self.state: State = "idle" if config.enabled else "off"
         self.how: str | None = None          # how the browser was found
+        self.devtools_port: int | None = None  # the port of its DevTools endpoint (no page of ours reaches it)
         self.last_error: str | None = None
         self._browser: Browser | None = None
+        self._openings: Openings | None = None  # the connection's (one per connection)
         self._connected_once = False
         self._attempt = trio.Event()         # set when the current attempt connected or failed
         self._attempt.set()
@@ -322,6 +404,12 @@ class UserBrowser:
         assert b is not None
         return b
 
+    async def context(self, notify: Callable[[str], None], wait_s: float) -> UserContext:
+        """A browse session's handle on the person's browser (connecting as `browser` does)."""
+        browser = await self.browser(notify, wait_s)
+        assert self._openings is not None and self._openings.browser is browser
+        return UserContext(browser, self._openings)
+
     async def _start_attempt(self) -> None:
         reconnecting = self._connected_once
         try:
@@ -332,6 +420,7 @@ class UserBrowser:
                 raise UserBrowserGone(f"your browser went away and was not found again ({e.message})") from None
             raise
         self.how = found.how
+        self.devtools_port = urlsplit(found.ws_url).port
         self._attempt = trio.Event()
         assert self._nursery is not None
         self._nursery.start_soon(self._hold, found, reconnecting)
@@ -362,10 +451,15 @@ class UserBrowser:
             async with open_cdp(found.ws_url, connect_timeout=APPROVAL_WAIT_S) as conn:
                 browser = await Browser.over(conn)
                 waiting.cancel()
-                self._browser, self.state, self._connected_once = browser, "connected", True
-                self._attempt.set()
-                log.info("connected to your browser: %s (%s)", browser.version, found.how)
-                await conn.closed.wait()
+                openings = Openings(browser)
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(openings.run)
+                    self._browser, self._openings = browser, openings
+                    self.state, self._connected_once = "connected", True
+                    self._attempt.set()
+                    log.info("connected to your browser: %s (%s)", browser.version, found.how)
+                    await conn.closed.wait()
+                    nursery.cancel_scope.cancel()
             error = "the browser closed the connection"
         except CDPClosed as e:
             error = str(e)

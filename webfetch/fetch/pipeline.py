@@ -44,7 +44,17 @@ from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress, Usage
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
 from ..subagent.data_task import data_task, retry_task
 from ..trust import shell
-from ..urls import AddressPolicy, PolicyHolder, host_listed, likely_key, parse_url, prepare_url
+from ..urls import (
+    AddressPolicy,
+    PolicyHolder,
+    effective_port,
+    host_listed,
+    likely_key,
+    parse_url,
+    parse_user_host,
+    prepare_url,
+    user_host_listed,
+)
 from .in_chrome import Rendering
 from .in_chrome import load as load_in_chrome
 from .load import (
@@ -214,14 +224,16 @@ class Pipeline:
             raise BadRequest("a fetch with your own browser reads with its logins: give `profile` or "
                              "`browser: \"user\"`, not both")
         hosts = self.user_browser.config.hosts
-        host = parse_url(req.url)[1]
-        if hosts and not host_listed(host, hosts):
+        scheme, host, port = parse_url(req.url)[:3]
+        if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser's logins only for the sites you listed there")
         browser = await self.user_browser.browser(lambda message: progress("person", message),
                                                   req.timeout_s or self.config.fetch.timeout_s)
         cookies = [c for c in (from_cdp(c) for c in await browser.cookies()) if _sent_to(c, host)]
-        return Profile(name=YOUR_BROWSER, hosts=list(hosts), state=StorageState(cookies=cookies))
+        # the profile's hosts are names (cookies know no port): a redirect is held to the listed names
+        return Profile(name=YOUR_BROWSER, hosts=list(dict.fromkeys(parse_user_host(h)[0] for h in hosts)),
+                       state=StorageState(cookies=cookies))
 
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
                                  fresh: bool, seen: list[SourceHtml] | None = None, keep_hidden: bool = False
