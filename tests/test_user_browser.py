@@ -172,6 +172,36 @@ async def test_fetch_reads_the_members_page_with_the_persons_cookies_for_that_re
 
 
 @pytest.mark.chromium
+async def test_fetch_renders_in_the_persons_browser_where_a_login_the_page_keeps_applies(start_daemon, person, app):
+    """A single-page app keeps its login in localStorage, not in a cookie: only the person's own browser has
+    it, so the page is read (and rendered) in a tab of that browser, which is closed after."""
+    async with open_cdp(person.browser.ws_url) as conn:   # the person signs in to the app, which keeps it
+        session = (await conn.call("Target.attachToTarget", {"targetId": person.tab, "flatten": True}))["sessionId"]
+        await conn.call("Runtime.evaluate", {"expression": "localStorage.setItem('token', 'ada')"}, session)
+        await conn.call("Target.detachFromTarget", {"sessionId": session})
+    before = await person.pages()
+    other = Site()   # another port of this machine, not listed: a site the daemon may reach, as a public one
+    other.routes["/beacon"] = lambda h: h.reply(200, "text/plain", "seen")
+    other.start()
+    daemon = await start_daemon(user_config(listed(app), reachable=["127.0.0.1"]))
+    page = await daemon.fetch(app.url("/app"), browser="user")
+    assert page["type"] == "result", page
+    assert "Signed in as ada." in page["content"] and MEMBER_TEXT in page["content"], page
+    assert "loaded in Chrome: it is read in a tab of your own browser" in page["notes"], page["notes"]
+    with trio.fail_after(10):   # the fetch's tab is gone; the person's are as they were
+        while await person.pages() != before:
+            await trio.sleep(0.1)
+    # the tab's every request is held to the listed hosts: what the rendered page asks of another is not sent
+    shell = await daemon.fetch(app.url(f"/app?beacon=127.0.0.1:{other.port}"), browser="user")
+    other.stop()
+    assert shell["type"] == "result" and MEMBER_TEXT in shell["content"], shell
+    assert other.hits.get("/beacon", 0) == 0
+    # webfetch's own browser, anonymous, has no such login
+    anonymous = await daemon.fetch(app.url("/app"))
+    assert anonymous["type"] == "result" and MEMBER_TEXT not in anonymous["content"], anonymous
+
+
+@pytest.mark.chromium
 async def test_a_page_the_agents_tab_opens_joins_the_session_and_one_the_persons_tab_opens_does_not(
         start_daemon, person, app):
     site = Site()

@@ -165,7 +165,7 @@ class Daemon:
         # the local web page (off unless view.enabled or the view op); `view_mounts`: parts the CLI hands in
         # (MCP over HTTP is a frontend, which the daemon cannot import)
         self.view = View(self, view_mounts)
-        self.browse.view_port = lambda: self.view.port  # never reached by a page in the person's browser
+        self.user_browser.view_port = lambda: self.view.port  # never reached by a page in the person's browser
 
     async def _proxy_url(self) -> str | None:
         """The address-policy proxy's URL for fetch's requests, once it listens (it starts within moments of

@@ -16,6 +16,10 @@ Routes (any host):
   GET  /logout           the session ended, the cookie cleared
   GET  /whoami           text/plain: the user, or "anonymous"
   GET  /store            a page whose script keeps `greeting` in localStorage and shows what it found there
+  GET  /app              a page its script builds from the login it keeps in localStorage (`token`), as
+                         single-page apps do: the member text for a token, a sign-in prompt without;
+                         `?beacon=HOST:PORT` has it ask HOST:PORT for /beacon first, and build the page
+                         once that answered or failed
   GET  /embeds?from=HOST  a page whose script comes from HOST (this server's port): what a page's third-party
                          script host receives is in `hits` (names like app.corp.test need a resolver that maps
                          them here)
@@ -64,6 +68,26 @@ STORE = """<!doctype html><html><head><title>Store</title></head><body><h1>Store
 <script>
 document.getElementById("value").textContent = localStorage.getItem("greeting") || "nothing";
 localStorage.setItem("greeting", "hello from " + location.host);
+</script></body></html>"""
+
+APP = """<!doctype html><html><head><title>App</title></head><body><div id="root"></div><script>
+const who = localStorage.getItem("token");
+function build() {
+  document.getElementById("root").innerHTML = who
+    ? "<main><article><h1>Dashboard</h1><p>Signed in as " + who + ".</p><p>%(text)s</p><p>The dashboard goes " +
+      "on with the notes of the last meeting: the boat house roof is mended, the winter timetable starts on " +
+      "the first Monday of November, and the library keeps the new charts at the desk.</p></article></main>"
+    : "<h1>Sign in</h1><p>Please sign in to continue.</p>";
+}
+const beacon = new URLSearchParams(location.search).get("beacon");
+if (beacon) {  // built once the other host's script came (or was refused): its request is made first
+  const script = document.createElement("script");
+  script.src = "http://" + beacon + "/beacon";
+  script.onload = script.onerror = build;
+  document.head.appendChild(script);
+} else {
+  build();
+}
 </script></body></html>"""
 
 EMBEDS = """<!doctype html><html><head><title>Embeds</title><script src="%(src)s"></script></head><body>
@@ -184,6 +208,8 @@ class LoginApp:
                     self.send(200, user or "anonymous", "text/plain; charset=utf-8")
                 elif path == "/store":
                     self.send(200, STORE)
+                elif path == "/app":
+                    self.send(200, APP % {"text": MEMBER_TEXT})
                 elif path == "/embeds":
                     source = dict(urllib.parse.parse_qsl(query)).get("from", "")
                     self.send(200, EMBEDS % {"src": html.escape(f"http://{source}:{app.port}/whoami")})

@@ -345,7 +345,6 @@ class Browse:
         self._wake = trio.Event()
         self._opening = trio.Lock()
         # the port of the daemon's view, while it is open (the daemon sets this once the view exists)
-        self.view_port: Callable[[], int | None] = lambda: None
 
     def reconfigure(self, config: Config) -> None:
         """A reloaded config: browse.* and the page sizes apply from the next action. Switched off, the
@@ -469,7 +468,7 @@ class Browse:
                                                   self.config.nav_timeout_s)
         assert self._nursery is not None
         # downloads go where the person's browser puts them: no directory of ours (browse/downloads.py)
-        gate = HostGate(self.policy, listed=hosts, closed=self._closed_ports)
+        gate = self.user_browser.gate(self.policy)
         session = Session(req.session, context, gate, self.profiles,
                           Downloads(None, self.fetch_config.max_bytes, context), None, self.config.network_log)
         try:
@@ -483,18 +482,6 @@ class Browse:
             raise
         self.sessions[req.session] = session
         return session
-
-    def _closed_ports(self) -> dict[int, str]:
-        """The ports of this machine a page in the person's browser never reaches, whatever user_browser.hosts
-        lists: the browser's DevTools endpoint (anyone reading its /json/list may drive every tab they have)
-        and webfetch's own view (a person who opened it there has its cookie)."""
-        closed = {}
-        if self.user_browser.devtools_port is not None:
-            closed[self.user_browser.devtools_port] = "your browser's DevTools endpoint"
-        view = self.view_port()
-        if view is not None:
-            closed[view] = "webfetch's view"
-        return closed
 
     async def close_session(self, session: Session) -> list[str]:
         if self.sessions.get(session.name) is session:

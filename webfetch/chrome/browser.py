@@ -298,6 +298,15 @@ class BrowserContext:
         await dispose_context(self.browser.conn, self.id)
 
 
+async def set_up(tab: PageTarget, setup: TabSetup) -> None:
+    """`tab` made as its kind's TabSetup says, before it is handed out."""
+    await tab.call("Page.enable")
+    for script in setup.scripts:
+        await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+    if setup.fetch_patterns:
+        await tab.call("Fetch.enable", {"patterns": list(setup.fetch_patterns)})
+
+
 class Tab(PageTarget):
     """A fetch tab: one page target in a browser context of its own, set up as its TabSetup says. A
     handle: its owner calls it, subscribes to its events and says whether it may be reused; the Chrome
@@ -755,7 +764,7 @@ class Chrome:
             context = await self._new_context(browser)
             try:
                 tab = Tab(context, await context.new_tab())
-                await self._set_up(tab)
+                await set_up(tab, self.tab_setup)
                 await tab.minimize()
             except BaseException:
                 await context.aclose()
@@ -763,13 +772,6 @@ class Chrome:
         except CDPClosed as e:
             raise BrowserCrashed(str(e)) from None
         return tab
-
-    async def _set_up(self, tab: Tab) -> None:
-        await tab.call("Page.enable")
-        for script in self.tab_setup.scripts:
-            await tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": script})
-        if self.tab_setup.fetch_patterns:
-            await tab.call("Fetch.enable", {"patterns": list(self.tab_setup.fetch_patterns)})
 
     # --- getting a browser ------------------------------------------------------------------------
 

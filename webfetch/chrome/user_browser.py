@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,9 +40,10 @@ import trio
 from .._trio import single_error
 from ..config import UserBrowserConfig
 from ..errors import UserBrowserGone, UserBrowserOff, UserBrowserUnapproved, UserBrowserUnavailable
-from ..urls import host_of
-from .browser import TAB_CLOSE_TIMEOUT_S, Browser, BrowserContext, PageTarget
+from ..urls import AddressPolicy, HostGate, PolicyHolder, host_of
+from .browser import TAB_CLOSE_TIMEOUT_S, Browser, BrowserContext, PageTarget, Tab, TabSetup, set_up
 from .cdp import CDPClosed, CDPError, open_cdp
+from .child_targets import hold_children
 
 log = logging.getLogger("webfetch.user_browser")
 
@@ -342,6 +343,7 @@ class UserBrowser:
         self.state: State = "idle" if config.enabled else "off"
         self.how: str | None = None          # how the browser was found
         self.devtools_port: int | None = None  # the port of its DevTools endpoint (no page of ours reaches it)
+        self.view_port: Callable[[], int | None] = lambda: None  # the daemon's view's (the daemon sets it)
         self.last_error: str | None = None
         self._browser: Browser | None = None
         self._openings: Openings | None = None  # the connection's (one per connection)
@@ -409,6 +411,49 @@ class UserBrowser:
         browser = await self.browser(notify, wait_s)
         assert self._openings is not None and self._openings.browser is browser
         return UserContext(browser, self._openings)
+
+    def gate(self, policy: AddressPolicy | PolicyHolder) -> HostGate:
+        """The one rule for every request of the agent's pages in the person's browser (browse's tabs and
+        fetch's renders alike): only to the hosts user_browser.hosts lists, and never to the ports of this
+        machine that `closed_ports` names, whatever it lists."""
+        return HostGate(policy, listed=tuple(self.config.hosts), closed=self.closed_ports)
+
+    def closed_ports(self) -> dict[int, str]:
+        """The ports of this machine a page in the person's browser never reaches: the browser's DevTools
+        endpoint (anyone reading its /json/list may drive every tab they have) and webfetch's own view (a
+        person who opened it there has its cookie). Read at each check: both may move."""
+        closed = {}
+        if self.devtools_port is not None:
+            closed[self.devtools_port] = "your browser's DevTools endpoint"
+        view = self.view_port()
+        if view is not None:
+            closed[view] = "webfetch's view"
+        return closed
+
+    @asynccontextmanager
+    async def render_tab(self, setup: TabSetup, gate: HostGate, notify: Callable[[str], None],
+                         wait_s: float) -> AsyncIterator[Tab]:
+        """A tab of one fetch's own in the person's browser (a window of its own: their logins apply, in
+        every form a site keeps them, not its cookies alone), made as `setup` says, its other-process frames
+        and workers held to `gate` as its own requests are (by the caller's Fetch handling); a page it opens
+        is closed held at its start (a fetch reads one page). Closed, with all it opened, however the block
+        ends; the person's tabs are never touched."""
+        context = await self.context(notify, wait_s)
+        try:
+            async with trio.open_nursery() as nursery:
+                async def close(target_id: str) -> None:
+                    with suppress(CDPClosed, CDPError):  # gone already
+                        await context.close_tab(target_id)
+                await nursery.start(context.watch_popups, lambda target_id: nursery.start_soon(close, target_id))
+                page = await context.new_tab()
+                await nursery.start(hold_children, page, gate.check)
+                tab = Tab(context, page)
+                tab.uses = 1
+                await set_up(tab, setup)
+                yield tab
+                nursery.cancel_scope.cancel()
+        finally:
+            await context.aclose()  # shielded and bounded; the browser stops holding pages for it
 
     async def _start_attempt(self) -> None:
         reconnecting = self._connected_once

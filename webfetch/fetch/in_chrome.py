@@ -185,6 +185,7 @@ class Rendering:
     read_server_html: ReadServerHtml | None = None
     server_decides: bool = True
     prefetched: Prefetched | None = None
+    gate: HostGate | None = None       # the rule for the page's requests; by default the load's address policy
 
 
 # What the pump calls with an event's params
@@ -221,7 +222,7 @@ class _Render:
         self.main_aborted = False                     # we ended the main document's request ourselves
         self.marks: dict[str, float] = {"start": time.monotonic()}
         self.settle_state: str | None = None
-        self.gate = HostGate(load.policy)              # the address policy for the page's requests
+        self.gate = rendering.gate or HostGate(load.policy)   # the rule for the page's requests
         self.dead_ends: set[str] = set()              # URLs the page navigated to that brought no document
 
     def _end(self, outcome: Loaded | None = None, failure: BaseException | None = None) -> None:

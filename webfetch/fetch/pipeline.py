@@ -38,7 +38,7 @@ from ..paging import paginate
 from ..parse import find, json_answer
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
-from ..profiles.store import Cookie, Profile, ProfileError, StorageState, from_cdp, headless_login
+from ..profiles.store import Cookie, Profile, ProfileError, StorageState, headless_login
 from ..profiles.use import ProfileUse
 from ..protocol import FetchRequest, FetchResult, Passage, ReportProgress, Usage, UsageCost
 from ..subagent.agent import SUMMARY_TASK, Subagent, SubagentFailed
@@ -48,14 +48,13 @@ from ..urls import (
     AddressPolicy,
     PolicyHolder,
     effective_port,
-    host_listed,
     likely_key,
     parse_url,
     parse_user_host,
     prepare_url,
     user_host_listed,
 )
-from .in_chrome import Rendering
+from .in_chrome import FETCH_TAB, Rendering
 from .in_chrome import load as load_in_chrome
 from .load import (
     HtmlBody,
@@ -189,13 +188,14 @@ class Pipeline:
         else:
             profile = None if req.profile is None else await self.profiles.load(req.profile, parse_url(req.url)[1])
         keep_hidden = req.hidden == "keep"
-        guess = None if req.fresh else cache_key(likely_key(req.url, self.policy.current), profile, keep_hidden)
+        policy = self._policy_for(profile)
+        guess = None if req.fresh else cache_key(likely_key(req.url, policy), profile, keep_hidden)
         if guess is not None:
             # Entries exist only for URLs that passed the address policy, and a hit loads nothing.
             hit = self.cache.lookup(guess)
             if hit is not None:
                 return await self.shape(req, unpack_page(hit[0]), hit[1], True, progress)
-        key = await prepare_url(req.url, self.policy.current)
+        key = await prepare_url(req.url, policy)
         ck = cache_key(key, profile, keep_hidden)
         if guess is not None and ck != guess:
             # A name that resolves to this machine or its network keeps http in its key, which the guess
@@ -216,10 +216,20 @@ class Pipeline:
                           f"`timeout_s` if the site is slow") from None
         return await self.shape(req, unpack_page(packed), age, cached, progress)
 
+    def _policy_for(self, profile: Profile | None) -> AddressPolicy:
+        """The address policy a request's pages are held to (read at each use: a reload applies): with your
+        own browser, a host the person listed passes whatever its address (their intranet, a dev server), as
+        the gate in their browser lets it (UserBrowser.gate; the port was checked against the list)."""
+        policy = self.policy.current
+        if profile is None or profile.name != YOUR_BROWSER:
+            return policy
+        return dataclasses.replace(policy, allow_hosts=policy.allow_hosts | frozenset(profile.hosts))
+
     async def _your_browser(self, req: FetchRequest, progress: ReportProgress) -> Profile:
-        """The person's own browser's cookies for the request's URL, as a profile for this request alone:
-        read from the live browser now (one URL's host: the cookies the browser would send there), held
-        in memory for the request and never stored. Only for the hosts user_browser.hosts lists."""
+        """The person's own browser, as the profile the request reads with (connected now: a browser that
+        asks the person to allow webfetch asks before anything is loaded). It holds no cookie: the page
+        loads in a tab of that browser (`_in_your_browser`), where the person's logins apply in whatever form
+        the site keeps them, and webfetch never reads them. Only for the hosts user_browser.hosts lists."""
         if req.profile is not None:
             raise BadRequest("a fetch with your own browser reads with its logins: give `profile` or "
                              "`browser: \"user\"`, not both")
@@ -228,12 +238,12 @@ class Pipeline:
         if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
             raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser's logins only for the sites you listed there")
-        browser = await self.user_browser.browser(lambda message: progress("person", message),
-                                                  req.timeout_s or self.config.fetch.timeout_s)
-        cookies = [c for c in (from_cdp(c) for c in await browser.cookies()) if _sent_to(c, host)]
-        # the profile's hosts are names (cookies know no port): a redirect is held to the listed names
+        await self.user_browser.browser(lambda message: progress("person", message),
+                                        req.timeout_s or self.config.fetch.timeout_s)
+        # the profile's hosts are names: a redirect is held to the listed names (the tab's gate holds every
+        # request, the port included, to user_browser.hosts)
         return Profile(name=YOUR_BROWSER, hosts=list(dict.fromkeys(parse_user_host(h)[0] for h in hosts)),
-                       state=StorageState(cookies=cookies))
+                       state=StorageState(cookies=[]))
 
     async def _from_disk_or_load(self, key: str, ck: str, progress: ReportProgress, profile: Profile | None,
                                  fresh: bool, seen: list[SourceHtml] | None = None, keep_hidden: bool = False
@@ -499,7 +509,7 @@ class Pipeline:
             why = self.chrome_reason(profile)
             prefetched = None
             read_server_html = functools.partial(self._read_server_html, progress, how, keep_hidden)
-            load = Load(key, self.policy.current, self.config.fetch.max_bytes, progress, _checker(profile),
+            load = Load(key, self._policy_for(profile), self.config.fetch.max_bytes, progress, _checker(profile),
                         validators)
             if why is not None:
                 how.append(f"loaded in Chrome: {why}")
@@ -533,7 +543,7 @@ class Pipeline:
         if fc.render == "always":
             return 'fetch.render is "always"'
         if profile is not None:
-            return ("your browser's cookies go with it in Chrome" if profile.name == YOUR_BROWSER
+            return ("it is read in a tab of your own browser" if profile.name == YOUR_BROWSER
                     else f"the cookies of profile {profile.name} live in Chrome")
         if self.http is None:
             return f"the address-policy proxy is off ({self.chrome.proxy_off})"
@@ -565,11 +575,14 @@ class Pipeline:
         key, progress = load.url, load.progress
         for attempt in (1, 2):
             # the policy and fetch.* read at each attempt, as at every use: a reload meanwhile applies to it
-            attempt_load = dataclasses.replace(load, policy=self.policy.current, max_bytes=self.config.fetch.max_bytes)
+            attempt_load = dataclasses.replace(load, policy=self._policy_for(profile),
+                                               max_bytes=self.config.fetch.max_bytes)
             rendering = Rendering(bc.settle_s, bc.block_resources, read_server_html,
                                   server_decides=self.config.fetch.render == "auto", prefetched=prefetched)
             try:
                 self.renders += 1
+                if profile is not None and profile.name == YOUR_BROWSER:
+                    return await self._in_your_browser(attempt_load, rendering)
                 async with self.chrome.open_tab(private=profile is not None) as tab:
                     given = []
                     if profile is not None:
@@ -578,7 +591,7 @@ class Pipeline:
                     try:
                         return await load_in_chrome(tab, attempt_load, rendering)
                     finally:
-                        if profile is not None and profile.name != YOUR_BROWSER:  # the person's, never written
+                        if profile is not None:
                             await self._keep_cookies(profile, tab.context, given, how)
             except BrowserCrashed as e:
                 if attempt == 2:
@@ -587,6 +600,16 @@ class Pipeline:
                 log.warning("browser went away while loading %s (%s); retrying once", key, e)
                 progress("render", f"loading again: {e}")
         raise AssertionError("unreachable")
+
+    async def _in_your_browser(self, load: Load, rendering: Rendering) -> Loaded:
+        """The page loaded and, when it needs it, rendered in a tab of the person's own browser: every
+        request of that tab (its frames', workers' and popups' too) held to user_browser.hosts, never to the
+        browser's DevTools port nor the view (UserBrowser.gate); the tab closed however it ends."""
+        gate = self.user_browser.gate(load.policy)
+        rendering = dataclasses.replace(rendering, gate=gate)
+        notify = functools.partial(load.progress, "person")
+        async with self.user_browser.render_tab(FETCH_TAB, gate, notify, self.config.fetch.timeout_s) as tab:
+            return await load_in_chrome(tab, load, rendering)
 
     async def _keep_cookies(self, profile: Profile, context: BrowserContext, given: list[Cookie],
                             how: list[str]) -> None:
@@ -751,13 +774,6 @@ def _address_policy(config: Config) -> tuple[object, ...]:
     return config.fetch.allow_private, config.fetch.allow_hosts, config.browse.allow_local
 
 
-def _sent_to(cookie: Cookie, host: str) -> bool:
-    """Whether a browser sends `cookie` to `host`: a host-only cookie to its host alone, a domain cookie
-    (".example.com") to the domain and its subdomains."""
-    domain = cookie.domain.lower()
-    return host_listed(host, [domain.lstrip(".")]) if domain.startswith(".") else host == domain
-
-
 def _checker(profile: Profile | None) -> Callable[[str], None] | None:
     """Refuses a main-frame hop to a host the profile does not list."""
     if profile is None:
@@ -768,7 +784,7 @@ def _checker(profile: Profile | None) -> Callable[[str], None] | None:
             return
         if profile.name == YOUR_BROWSER:  # no profile to allow it in: the config's list is the user's
             raise BlockedUrl(f"the page redirects to {host}, which is not in user_browser.hosts "
-                             f"({', '.join(profile.hosts)}): your browser's cookies go only to the sites you listed")
+                             f"({', '.join(profile.hosts)}): your browser is used only for the sites you listed")
         raise profile.refuse(host)
     return check
 
