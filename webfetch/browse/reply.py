@@ -5,6 +5,7 @@ action's entries."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -66,7 +67,7 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
     whole = req.ref is None and req.find is None
     snap = await tab.worlds.snapshot(req.mode, req.ref, req.find, both=whole)
     if whole and snap.full is not None:
-        tab.worlds.remember_lines(snap.full)
+        tab.worlds.remember_lines(_with_title(snap.title, snap.full))
     title = snap.title
     text = header(tab, title) + "\n" + snap.text
     if snap.truncated:
@@ -108,11 +109,13 @@ async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
     snap = await tab.worlds.snapshot("interactive", None, None, both=True)
     old = tab.worlds.previous_lines()
     assert snap.full is not None
-    tab.worlds.remember_lines(snap.full)
+    new = _with_title(snap.title, snap.full)
+    tab.worlds.remember_lines(new)
     if whole or old is None:
         return _Shown(snap.title, "full", snap.text)
-    # what changed is told from every line, text included ("Profile saved"), not only controls
-    added, removed = diff(old, snap.full)
+    # what changed is told from every line, text included ("Profile saved"), not only controls; and the
+    # title, which changed lines' reply does not otherwise repeat (a script may change only it)
+    added, removed = diff(old, new)
     added = [line.lstrip() for line in added]
     if not added and not removed and not snap.inside:
         return _Shown(snap.title)
@@ -121,6 +124,12 @@ async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
     if len(body) > len(snap.text) + len("\n".join(inside)):
         return _Shown(snap.title, "full", "\n".join([snap.text] + inside), dom_changed=True)
     return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+def _with_title(title: str, lines: list[str]) -> list[str]:
+    """A snapshot's lines as remembered to tell what the next action changed: the page's title first, as a
+    line of its own, so a new title is a changed line like any other."""
+    return [f"- title {json.dumps(title, ensure_ascii=False)}", *lines]
 
 
 def _dedent(lines: list[str]) -> list[str]:
