@@ -201,6 +201,19 @@ async def test_an_action_that_changed_only_the_title_says_the_new_title_among_it
     assert again["change"] == "none" and again["snapshot_kind"] == "none"
 
 
+async def test_a_fields_new_value_is_said_once_not_again_as_its_changed_line(daemon, app):
+    # issue 40, context cost: the result's `value` says what the field holds now; its line among the changed
+    # lines said it again (with the focus the action moved there)
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/login"))
+    await b.ok("click", ref=ref(page["snapshot"], '- button "Accept cookies"'))
+    filled = await b.ok("fill", ref=ref(page["snapshot"], '- textbox "Username"'), text="ann")
+    assert filled["value"] == "ann" and filled["change"] == "dom", filled
+    assert filled["snapshot_kind"] == "none" and filled["snapshot"] == ""
+    # and a snapshot shows the value as ever
+    assert '- textbox "Username" [required, focused, ref=e1]: ann' in (await b.ok("snapshot"))["snapshot"]
+
+
 async def test_errors_name_the_way_forward(daemon, app):
     b = Browser(await daemon.client())
     dashboard = await login(b, app)

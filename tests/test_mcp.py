@@ -514,8 +514,9 @@ def test_a_browse_result_reads_as_in_pi():
         'dialog (alert) accepted: "hi \\"you\\""', "new tab t3: http://h/b (now active)",
         "downloaded r.csv (3 bytes, text/csv) to /d/r.csv", "note: n1",
         "changed:", '- button "Go" [ref=e3]', "(more: call again with offset 40)"])
-    held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "change": "none", "snapshot_kind": "none",
-            "snapshot": "", "new_tabs": None, "downloads": None, "notes": None, "status": 200, "value": None, "next_offset": None}
+    held = {**r, "dialog": {"type": "confirm", "message": "Sure?"}, "change": "none",
+            "snapshot_kind": "none", "snapshot": "", "new_tabs": None, "downloads": None, "notes": None, "status": 200,
+            "value": None, "next_offset": None}
     assert browse_text(held) == 'dialog (confirm) waits for action dialog: "Sure?"'
     assert browse_text({"action": "close", "session": "mcp-1-ab"}) == "closed the browser session mcp-1-ab"
 

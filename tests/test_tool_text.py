@@ -54,5 +54,7 @@ def test_a_reply_starts_with_the_page_line_only_when_the_page_as_a_whole_changed
     assert browse_text(full) == '[t1] Dashboard — http://127.0.0.1:8000/app · new page\n- text "In basket"'
     nothing = {**diff, "change": "none", "snapshot": "", "snapshot_kind": "none"}
     assert browse_text(nothing) == "[t1] Dashboard — http://127.0.0.1:8000/app · no change"
+    filled = {**nothing, "change": "dom", "value": "ann"}  # all that changed is what `value` says
+    assert browse_text(filled) == "value now: ann"
     held = {**nothing, "dialog": {"type": "confirm", "message": "Delete everything?"}}
     assert browse_text(held) == 'dialog (confirm) waits for action dialog: "Delete everything?"'

@@ -38,9 +38,11 @@ class Reply:
 
 
 async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Sequence[BrowseTab], max_chars: int, *,
-                       full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
+                       full: bool = False, snapshot: bool = True, stated: str | None = None,
+                       **fields: Any) -> BrowseResult:
     """The result of an action that may have changed the page: the page, what changed since `marks`, and the
-    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown."""
+    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown.
+    `stated`: the ref whose new value the result states (`value`), which changed lines do not repeat."""
     if opened:
         fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in opened]
         tab = opened[-1]  # the newest tab is the active one now: show it
@@ -49,7 +51,7 @@ async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Seque
     change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
     fields.update(_events_since(tab, marks))
     if snapshot and tab.dialog is None:
-        shown = await _shown(tab, whole=full or navigated)
+        shown = await _shown(tab, whole=full or navigated, stated=stated)
     else:
         shown = _Shown(title=await tab.title())
     if shown.dom_changed and change == "none":
@@ -104,8 +106,10 @@ class _Shown(NamedTuple):
     dom_changed: bool = False
 
 
-async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
-    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
+async def _shown(tab: BrowseTab, *, whole: bool, stated: str | None = None) -> _Shown:
+    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document.
+    The line of `stated` is left out when all that changed on it is its value (and focus, and a checkbox's
+    checked): the result says the value, and the model knows which element it acted on (issue 40)."""
     snap = await tab.worlds.snapshot("interactive", None, None, both=True)
     old = tab.worlds.previous_lines()
     assert snap.full is not None
@@ -116,14 +120,33 @@ async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
     # what changed is told from every line, text included ("Profile saved"), not only controls; and the
     # title, which changed lines' reply does not otherwise repeat (a script may change only it)
     added, removed = diff(old, new)
-    added = [line.lstrip() for line in added]
-    if not added and not removed and not snap.inside:
-        return _Shown(snap.title)
+    told = [line.lstrip() for line in added if not (stated and _only_value_changed(stated, old, line))]
+    if not told and not removed and not snap.inside:  # nothing changed, or only what `value` says
+        return _Shown(snap.title, dom_changed=len(told) < len(added))
+    added = told
     inside = _dedent(snap.inside)
     body = "\n".join(added + inside + ([f"- (removed: {', '.join(removed)})"] if removed else []))
     if len(body) > len(snap.text) + len("\n".join(inside)):
         return _Shown(snap.title, "full", "\n".join([snap.text] + inside), dom_changed=True)
     return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+def _only_value_changed(ref: str, old: list[str], line: str) -> bool:
+    """Whether `line` is the line of `ref` and differs from its line in `old` only in what an action's `value`
+    states: the value after the brackets, the checked state, and focus (which the action moved there)."""
+    mark = f"ref={ref}]"
+    if mark not in line:
+        return False
+    before = next((o for o in old if mark in o), None)
+    return before is not None and _valueless(before) == _valueless(line)
+
+
+def _valueless(line: str) -> str:
+    """A snapshot line without its value (`: …` after the ref's bracket), its checked state and its focus."""
+    head, _, _ = line.partition("]")
+    name, _, attrs = head.partition(" [")
+    kept = [a for a in attrs.split(", ") if a not in ("focused", "checked")]
+    return f"{name.strip()} [{', '.join(kept)}]"
 
 
 def _with_title(title: str, lines: list[str]) -> list[str]:

@@ -252,9 +252,10 @@ def _page_line(r: dict[str, Any]) -> list[str]:
 def _page_line_shown(r: dict[str, Any]) -> bool:
     """Whether the reply starts with the page line (tab, title, URL, change). Not when the page stayed the
     document and URL the model read with its last snapshot and the reply has its own news: changed lines
-    (a changed title is one of them), or a dialog that holds the tab. Repeating the page line there is the
-    largest part of most action replies and tells nothing (issue 40, context cost)."""
-    if r.get("snapshot_kind") == "diff" and r.get("change") == "dom":
+    (a changed title is one of them), the value of the field it filled, or a dialog that holds the tab.
+    Repeating the page line there is the largest part of most action replies and tells nothing (issue 40,
+    context cost)."""
+    if r.get("change") == "dom" and r.get("snapshot_kind") != "full":  # changed lines, or only `value now`
         return False
     return not (_blocking(r) and r.get("change") == "none")
 

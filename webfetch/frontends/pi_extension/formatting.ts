@@ -184,9 +184,10 @@ const blocking = (r: BrowseResult) =>
 	(r.dialog?.type === "confirm" || r.dialog?.type === "prompt") && r.snapshot_kind === "none";
 
 /** tool_text.py's _page_line_shown: not when the page stayed the document and URL the model read with its last
- * snapshot and the reply has its own news (changed lines, a changed title among them; a dialog holding the tab). */
+ * snapshot and the reply has its own news (changed lines, a changed title among them; the value of the field it
+ * filled; a dialog holding the tab). */
 const pageLineShown = (r: BrowseResult) =>
-	!(r.snapshot_kind === "diff" && r.change === "dom") && !(blocking(r) && r.change === "none");
+	!(r.change === "dom" && r.snapshot_kind !== "full") && !(blocking(r) && r.change === "none");
 
 /** The text the model reads for one browse result: what happened, then the snapshot or content. */
 export function browseText(r: BrowseResult): string {
