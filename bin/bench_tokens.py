@@ -54,7 +54,7 @@ def cost(chars: int, calls: int) -> int:
 class Flow:
     chars: int = 0
     calls: int = 0
-    page_lines: int = 0  # of `chars`, the page line each reply starts with ("[t1] title — url · change: …")
+    page_lines: int = 0  # of `chars`, the page line a reply starts with ("[t1] title — url · new page")
     ok: bool = False
 
 
@@ -78,7 +78,9 @@ class Agent:
             raise SystemExit(f"browse {action} failed: {frame}")
         text = browse_text(frame)
         self.flow.chars += len(text)
-        self.flow.page_lines += len(text.split("\n", 1)[0]) if frame.get("page") else 0
+        first = text.split("\n", 1)[0]
+        page = frame.get("page")
+        self.flow.page_lines += len(first) if page and first.startswith(f"[{page['tab']}] ") else 0
         self.flow.calls += 1
         self.read.append(text)
         if self.show:

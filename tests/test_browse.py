@@ -188,6 +188,32 @@ async def test_a_whole_task_through_refs_ends_on_the_server(daemon, app):
     await b.ok("close")
 
 
+async def test_an_action_that_changed_only_the_title_says_the_new_title_among_its_changed_lines(daemon, app):
+    # the reply of changed lines leaves the page line out (issue 40, context cost): the title is one of the
+    # lines an action can change, so a script that changes only it is still read
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/inbox"))
+    fetched = await b.ok("click", ref=ref(page["snapshot"], '- button "Fetch mail"'))
+    assert fetched["change"] == "dom" and fetched["snapshot_kind"] == "diff", fetched
+    assert fetched["snapshot"].split("\n")[1:] == ['- title "Inbox (1)"']
+    assert fetched["page"]["title"] == "Inbox (1)"
+    again = await b.ok("click", ref=ref(page["snapshot"], '- button "Fetch mail"'))
+    assert again["change"] == "none" and again["snapshot_kind"] == "none"
+
+
+async def test_a_fields_new_value_is_said_once_not_again_as_its_changed_line(daemon, app):
+    # issue 40, context cost: the result's `value` says what the field holds now; its line among the changed
+    # lines said it again (with the focus the action moved there)
+    b = Browser(await daemon.client())
+    page = await b.ok("open", url=app.url("/login"))
+    await b.ok("click", ref=ref(page["snapshot"], '- button "Accept cookies"'))
+    filled = await b.ok("fill", ref=ref(page["snapshot"], '- textbox "Username"'), text="ann")
+    assert filled["value"] == "ann" and filled["change"] == "dom", filled
+    assert filled["snapshot_kind"] == "none" and filled["snapshot"] == ""
+    # and a snapshot shows the value as ever
+    assert '- textbox "Username" [required, focused, ref=e1]: ann' in (await b.ok("snapshot"))["snapshot"]
+
+
 async def test_errors_name_the_way_forward(daemon, app):
     b = Browser(await daemon.client())
     dashboard = await login(b, app)

@@ -38,18 +38,23 @@ def test_answers_and_redirects_read_as_such():
                       "that URL to follow it. (HTTP 302)")
 
 
-def test_changed_lines_of_a_page_whose_url_did_not_change_leave_the_url_out():
-    """Issue 40, context cost: the URL is the longest part of the line every action's reply starts with; the
-    model read it with the snapshot the changed lines change. It stays wherever it may have changed."""
+def test_a_reply_starts_with_the_page_line_only_when_the_page_as_a_whole_changed_or_nothing_else_is_said():
+    """Issue 40, context cost: changed lines of the document and URL the model read with its last snapshot,
+    and a dialog holding the tab, are their own news; the page line (tab, title, URL) repeated over them is
+    most of an action's reply. It stays wherever the page may have changed as a whole, and alone."""
     page = {"tab": "t1", "url": "http://127.0.0.1:8000/app", "title": "Dashboard"}
     diff = {"action": "click", "session": "s", "page": page, "change": "dom", "refs_reset": False,
             "snapshot": "[t1] Dashboard — http://127.0.0.1:8000/app\n- text \"In basket\"", "snapshot_kind": "diff"}
-    assert browse_text(diff) == '[t1] Dashboard · change: dom\nchanged lines:\n- text "In basket"'
+    assert browse_text(diff) == 'changed:\n- text "In basket"'
+    assert browse_text({**diff, "forced": "offline"}) == 'forced: offline\nchanged:\n- text "In basket"'
     pushed = {**diff, "change": "same_document", "page": {**page, "url": "http://127.0.0.1:8000/app#/orders"}}
     assert browse_text(pushed).split("\n")[0] == ("[t1] Dashboard — http://127.0.0.1:8000/app#/orders · "
-                                                  "change: same_document")
+                                                  "new URL, same document")
     full = {**diff, "change": "navigation", "refs_reset": True, "snapshot_kind": "full"}
-    assert browse_text(full).split("\n")[0] == ("[t1] Dashboard — http://127.0.0.1:8000/app · change: navigation "
-                                                "(new document: old refs are stale)")
+    assert browse_text(full) == '[t1] Dashboard — http://127.0.0.1:8000/app · new page\n- text "In basket"'
     nothing = {**diff, "change": "none", "snapshot": "", "snapshot_kind": "none"}
-    assert browse_text(nothing) == "[t1] Dashboard — http://127.0.0.1:8000/app · change: none"
+    assert browse_text(nothing) == "[t1] Dashboard — http://127.0.0.1:8000/app · no change"
+    filled = {**nothing, "change": "dom", "value": "ann"}  # all that changed is what `value` says
+    assert browse_text(filled) == "value now: ann"
+    held = {**nothing, "dialog": {"type": "confirm", "message": "Delete everything?"}}
+    assert browse_text(held) == 'dialog (confirm) waits for action dialog: "Delete everything?"'

@@ -88,7 +88,7 @@ test("pi's model logs in through agent_browser by refs; the server gets the form
 	assert.equal(results.length, 6, run.stdout.slice(0, 3000));
 	const [opened, filled, clicked, submitted, stale, shot] = results;
 	const openText = opened.content[0].text;
-	assert.ok(openText.startsWith(`[t1] Sign in — ${url("/login")} · change: navigation`), openText);
+	assert.ok(openText.startsWith(`[t1] Sign in — ${url("/login")} · new page\n`), openText);
 	assert.match(openText, /- textbox "Password" \[ref=e2\]/);
 	assert.equal(opened.details.category, "result");
 	assert.equal(opened.details.snapshot_kind, "full");

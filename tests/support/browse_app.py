@@ -143,6 +143,9 @@ addEventListener("pageshow", e => { if (e.persisted) console.log("shown again fr
 </body></html>"""
 HISTORY_B = """<!doctype html><html><head><title>Elsewhere</title></head><body><h1>Elsewhere</h1>
 <script>console.log("on the other page");</script></body></html>"""
+# a page whose button changes its title and nothing else (a tab's unread count)
+INBOX = """<!doctype html><html><head><title>Inbox</title></head><body><h1>Inbox</h1>
+<button onclick="document.title = 'Inbox (1)'">Fetch mail</button></body></html>"""
 
 # an app whose Save posts to an API that answers 500 (with a cookie and a bearer token on the way out, and a
 # cookie set on the way back), then reaches for an address the policy refuses (`to`) and for a port nothing
@@ -283,6 +286,8 @@ class App:
                     self.reply(200, HISTORY_A)
                 elif path == "/history-b":
                     self.reply(200, HISTORY_B)
+                elif path == "/inbox":
+                    self.reply(200, INBOX)
                 elif path == "/network":
                     query = urllib.parse.parse_qs(self.path.split("?", 1)[1])
                     to = query["to"][0]

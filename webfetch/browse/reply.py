@@ -5,6 +5,7 @@ action's entries."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -37,9 +38,11 @@ class Reply:
 
 
 async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Sequence[BrowseTab], max_chars: int, *,
-                       full: bool = False, snapshot: bool = True, **fields: Any) -> BrowseResult:
+                       full: bool = False, snapshot: bool = True, stated: str | None = None,
+                       **fields: Any) -> BrowseResult:
     """The result of an action that may have changed the page: the page, what changed since `marks`, and the
-    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown."""
+    snapshot (whole, or what changed). `opened` are the tabs the page opened meanwhile; the newest is shown.
+    `stated`: the ref whose new value the result states (`value`), which changed lines do not repeat."""
     if opened:
         fields["new_tabs"] = [{"tab": t.name, "url": t.url} for t in opened]
         tab = opened[-1]  # the newest tab is the active one now: show it
@@ -48,7 +51,7 @@ async def after_action(reply: Reply, tab: BrowseTab, marks: Marks, opened: Seque
     change = "navigation" if navigated else "same_document" if tab.same_doc != marks.same_doc else "none"
     fields.update(_events_since(tab, marks))
     if snapshot and tab.dialog is None:
-        shown = await _shown(tab, whole=full or navigated)
+        shown = await _shown(tab, whole=full or navigated, stated=stated)
     else:
         shown = _Shown(title=await tab.title())
     if shown.dom_changed and change == "none":
@@ -66,7 +69,7 @@ async def snapshot(reply: Reply, tab: BrowseTab, req: BrowseRequest, max_chars: 
     whole = req.ref is None and req.find is None
     snap = await tab.worlds.snapshot(req.mode, req.ref, req.find, both=whole)
     if whole and snap.full is not None:
-        tab.worlds.remember_lines(snap.full)
+        tab.worlds.remember_lines(_with_title(snap.title, snap.full))
     title = snap.title
     text = header(tab, title) + "\n" + snap.text
     if snap.truncated:
@@ -103,24 +106,53 @@ class _Shown(NamedTuple):
     dom_changed: bool = False
 
 
-async def _shown(tab: BrowseTab, *, whole: bool) -> _Shown:
-    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document."""
+async def _shown(tab: BrowseTab, *, whole: bool, stated: str | None = None) -> _Shown:
+    """The tab's interactive snapshot: whole, or only what changed since the last one of the same document.
+    The line of `stated` is left out when all that changed on it is its value (and focus, and a checkbox's
+    checked): the result says the value, and the model knows which element it acted on (issue 40)."""
     snap = await tab.worlds.snapshot("interactive", None, None, both=True)
     old = tab.worlds.previous_lines()
     assert snap.full is not None
-    tab.worlds.remember_lines(snap.full)
+    new = _with_title(snap.title, snap.full)
+    tab.worlds.remember_lines(new)
     if whole or old is None:
         return _Shown(snap.title, "full", snap.text)
-    # what changed is told from every line, text included ("Profile saved"), not only controls
-    added, removed = diff(old, snap.full)
-    added = [line.lstrip() for line in added]
-    if not added and not removed and not snap.inside:
-        return _Shown(snap.title)
+    # what changed is told from every line, text included ("Profile saved"), not only controls; and the
+    # title, which changed lines' reply does not otherwise repeat (a script may change only it)
+    added, removed = diff(old, new)
+    told = [line.lstrip() for line in added if not (stated and _only_value_changed(stated, old, line))]
+    if not told and not removed and not snap.inside:  # nothing changed, or only what `value` says
+        return _Shown(snap.title, dom_changed=len(told) < len(added))
+    added = told
     inside = _dedent(snap.inside)
     body = "\n".join(added + inside + ([f"- (removed: {', '.join(removed)})"] if removed else []))
     if len(body) > len(snap.text) + len("\n".join(inside)):
         return _Shown(snap.title, "full", "\n".join([snap.text] + inside), dom_changed=True)
     return _Shown(snap.title, "diff", body, dom_changed=True)
+
+
+def _only_value_changed(ref: str, old: list[str], line: str) -> bool:
+    """Whether `line` is the line of `ref` and differs from its line in `old` only in what an action's `value`
+    states: the value after the brackets, the checked state, and focus (which the action moved there)."""
+    mark = f"ref={ref}]"
+    if mark not in line:
+        return False
+    before = next((o for o in old if mark in o), None)
+    return before is not None and _valueless(before) == _valueless(line)
+
+
+def _valueless(line: str) -> str:
+    """A snapshot line without its value (`: …` after the ref's bracket), its checked state and its focus."""
+    head, _, _ = line.partition("]")
+    name, _, attrs = head.partition(" [")
+    kept = [a for a in attrs.split(", ") if a not in ("focused", "checked")]
+    return f"{name.strip()} [{', '.join(kept)}]"
+
+
+def _with_title(title: str, lines: list[str]) -> list[str]:
+    """A snapshot's lines as remembered to tell what the next action changed: the page's title first, as a
+    line of its own, so a new title is a changed line like any other."""
+    return [f"- title {json.dumps(title, ensure_ascii=False)}", *lines]
 
 
 def _dedent(lines: list[str]) -> list[str]:

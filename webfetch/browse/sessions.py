@@ -644,8 +644,8 @@ class Browse:
         if tab.blocked is not None:
             raise BlockedUrl(f"the page tried to go where the address policy refuses: {tab.blocked}; the tab "
                              f"shows an error page now (nav back returns to the page before)")
-        return await self.answer(call.session, tab, reply, call.marks, full=acted.full, notes=notes or None,
-                                 **acted.fields)
+        return await self.answer(call.session, tab, reply, call.marks, full=acted.full, stated=acted.stated,
+                                 notes=notes or None, **acted.fields)
 
     async def answer(self, session: Session, tab: BrowseTab, reply: Reply, marks: Marks,
                      **options: Any) -> BrowseResult:

@@ -50,6 +50,7 @@ class Acted:
 
     fields: dict[str, Any] = field(default_factory=dict)
     full: bool = False
+    stated: str | None = None  # the ref whose new value `fields` state: its line is not repeated for it
 
 
 @dataclass
@@ -120,7 +121,7 @@ async def fill(c: Call) -> Acted:
     value = await actions.fill(c.tab, need(c.req.ref, "fill", "ref"), need(c.req.text, "fill", "text"))
     if c.req.submit:
         await actions.press(c.tab, "Enter")
-    return Acted(fields={"value": value})
+    return Acted(fields={"value": value}, stated=c.req.ref)
 
 
 async def type_(c: Call) -> Acted:
@@ -139,12 +140,12 @@ async def press(c: Call) -> Acted:
 
 async def select(c: Call) -> Acted:
     value = await actions.select(c.tab, need(c.req.ref, "select", "ref"), need(c.req.values, "select", "values"))
-    return Acted(fields={"value": value})
+    return Acted(fields={"value": value}, stated=c.req.ref)
 
 
 async def check(c: Call) -> Acted:
     value = await actions.check(c.tab, need(c.req.ref, "check", "ref"), need(c.req.checked, "check", "checked"))
-    return Acted(fields={"value": value})
+    return Acted(fields={"value": value}, stated=c.req.ref)
 
 
 async def hover(c: Call) -> Acted:

@@ -210,13 +210,7 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     lines, or the page's content), cut to fit."""
     if r.get("action") == "close":
         return f"closed the browser session {r.get('session')}"
-    lines: list[str] = []
-    p = r.get("page")
-    if p:
-        reset = " (new document: old refs are stale)" if r.get("refs_reset") else ""
-        forced = f" · forced: {r['forced']}" if r.get("forced") else ""
-        lines.append(f"[{p['tab']}] {p.get('title') or '(no title)'}{_url_part(r)} · change: {r.get('change')}{reset}"
-                     f"{forced}")
+    lines = _page_line(r)
     if (r.get("status") or 0) >= 400:
         lines.append(f"HTTP {r['status']}")
     if r.get("value") is not None:
@@ -230,21 +224,46 @@ def browse_text(r: dict[str, Any], limits: Limits = Limits()) -> str:
     elif r.get("content"):
         lines += ["", r["content"]]
     elif r.get("snapshot"):
-        # the snapshot's header line says what the page line above already said
-        lines += ["changed lines:" if r.get("snapshot_kind") == "diff" else "snapshot:",
-                  "\n".join(r["snapshot"].split("\n")[1:])]
+        # the snapshot's own header line says what the page line says; changed lines say they are
+        body = "\n".join(r["snapshot"].split("\n")[1:])
+        lines += ["changed:", body] if r.get("snapshot_kind") == "diff" else [body]
     if r.get("next_offset") is not None:
         lines.append(f"(more: call again with offset {r['next_offset']})")
     return cut_to_fit("\n".join(lines), limits.bytes, limits.lines)
 
 
-def _url_part(r: dict[str, Any]) -> str:
-    """The page's URL, unless the reply is changed lines of a page whose URL did not change: the model read
-    it with the snapshot those lines change (a diff is only ever against the same document's last snapshot),
-    and it is the longest part of the line an action's every reply starts with (issue 40, context cost)."""
-    if r.get("snapshot_kind") == "diff" and r.get("change") == "dom":
-        return ""
-    return f" — {r['page']['url']}"
+# What the page line says of the change; that old refs are stale after a new page, the tool's description
+# says once (tools.json), and a stale one is refused with stale_ref, never guessed.
+CHANGE_WORDS = {"navigation": " · new page", "same_document": " · new URL, same document", "dom": " · changed",
+                "none": " · no change"}
+
+
+def _page_line(r: dict[str, Any]) -> list[str]:
+    """The page line (tab, title, URL, change, what the session forces), when the reply starts with it; else
+    only what the session forces, which is on every reply (docs/HONESTY.md, a forced state)."""
+    p = r.get("page")
+    forced = f" · forced: {r['forced']}" if r.get("forced") else ""
+    if p and _page_line_shown(r):
+        change = CHANGE_WORDS[r.get("change") or "none"]
+        return [f"[{p['tab']}] {p.get('title') or '(no title)'} — {p['url']}{change}{forced}"]
+    return [f"forced: {r['forced']}"] if forced else []
+
+
+def _page_line_shown(r: dict[str, Any]) -> bool:
+    """Whether the reply starts with the page line (tab, title, URL, change). Not when the page stayed the
+    document and URL the model read with its last snapshot and the reply has its own news: changed lines
+    (a changed title is one of them), the value of the field it filled, or a dialog that holds the tab.
+    Repeating the page line there is the largest part of most action replies and tells nothing (issue 40,
+    context cost)."""
+    if r.get("change") == "dom" and r.get("snapshot_kind") != "full":  # changed lines, or only `value now`
+        return False
+    return not (_blocking(r) and r.get("change") == "none")
+
+
+def _blocking(r: dict[str, Any]) -> bool:
+    """The reply's dialog holds the tab until the `dialog` action answers it."""
+    d = r.get("dialog") or {}
+    return d.get("type") in ("confirm", "prompt") and r.get("snapshot_kind") == "none"
 
 
 def _device_and_file(r: dict[str, Any]) -> list[str]:
@@ -264,9 +283,8 @@ def _browse_events(r: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     d = r.get("dialog")
     if d:
-        blocking = d.get("type") in ("confirm", "prompt") and r.get("snapshot_kind") == "none"
-        lines.append(f"dialog ({d.get('type')}): {json.dumps(d.get('message'), ensure_ascii=False)}"
-                     + (" — open: answer it with action dialog" if blocking else " — accepted"))
+        state = "waits for action dialog" if _blocking(r) else "accepted"
+        lines.append(f"dialog ({d.get('type')}) {state}: {json.dumps(d.get('message'), ensure_ascii=False)}")
     lines += [f"new tab {t['tab']}: {t['url']} (now active)" for t in r.get("new_tabs") or []]
     lines += [download_line(x) for x in r.get("downloads") or []]
     lines += files_line(r)

@@ -170,26 +170,40 @@ export function formatBatch(
 
 // ---- the browser tool's text --------------------------------------------------------------------
 
+/** tool_text.py's CHANGE_WORDS: what the page line says of the change (that old refs are stale after a new
+ * page, the tool's description says once). */
+const CHANGE_WORDS: Record<BrowseResult["change"], string> = {
+	navigation: " · new page",
+	same_document: " · new URL, same document",
+	dom: " · changed",
+	none: " · no change",
+};
+
+/** tool_text.py's _blocking: the reply's dialog holds the tab until the `dialog` action answers it. */
+const blocking = (r: BrowseResult) =>
+	(r.dialog?.type === "confirm" || r.dialog?.type === "prompt") && r.snapshot_kind === "none";
+
+/** tool_text.py's _page_line_shown: not when the page stayed the document and URL the model read with its last
+ * snapshot and the reply has its own news (changed lines, a changed title among them; the value of the field it
+ * filled; a dialog holding the tab). */
+const pageLineShown = (r: BrowseResult) =>
+	!(r.change === "dom" && r.snapshot_kind !== "full") && !(blocking(r) && r.change === "none");
+
 /** The text the model reads for one browse result: what happened, then the snapshot or content. */
 export function browseText(r: BrowseResult): string {
 	const lines: string[] = [];
 	const p = r.page;
 	if (r.action === "close") return `closed the browser session ${r.session}`;
-	// the URL is left out of changed lines of a page whose URL did not change: the model read it with the
-	// snapshot they change (tool_text.py's _url_part says why)
-	const url = r.snapshot_kind === "diff" && r.change === "dom" ? "" : ` — ${p?.url}`;
-	if (p) lines.push(`[${p.tab}] ${p.title || "(no title)"}${url} · change: ${r.change}${r.refs_reset ? " (new document: old refs are stale)" : ""}${r.forced ? ` · forced: ${r.forced}` : ""}`);
+	const forced = r.forced ? ` · forced: ${r.forced}` : "";
+	if (p && pageLineShown(r)) lines.push(`[${p.tab}] ${p.title || "(no title)"} — ${p.url}${CHANGE_WORDS[r.change]}${forced}`);
+	else if (r.forced) lines.push(`forced: ${r.forced}`);
 	if (r.status && r.status >= 400) lines.push(`HTTP ${r.status}`);
 	if (r.value != null) lines.push(`value now: ${r.value}`);
 	if (r.waited_for) lines.push(`waited for ${r.waited_for}`);
 	const v = r.viewport;
 	if (v) lines.push(`viewport: ${v.width}×${v.height} CSS px at ${v.scale}× device pixels, ${v.mobile ? "mobile (touch, a phone's user agent)" : "desktop"}`);
 	if (r.path != null) lines.push(`saved ${r.path} (${r.size} bytes)`);
-	if (r.dialog) {
-		const d = r.dialog;
-		const blocking = (d.type === "confirm" || d.type === "prompt") && r.snapshot_kind === "none";
-		lines.push(`dialog (${d.type}): ${JSON.stringify(d.message)}${blocking ? " — open: answer it with action dialog" : " — accepted"}`);
-	}
+	if (r.dialog) lines.push(`dialog (${r.dialog.type}) ${blocking(r) ? "waits for action dialog" : "accepted"}: ${JSON.stringify(r.dialog.message)}`);
 	for (const t of r.new_tabs ?? []) lines.push(`new tab ${t.tab}: ${t.url} (now active)`);
 	for (const d of r.downloads ?? []) lines.push(downloadLine(d));
 	if (r.files != null) lines.push(`the file input holds: ${r.files.join(", ") || "no file"}`);
@@ -199,7 +213,11 @@ export function browseText(r: BrowseResult): string {
 	for (const n of r.notes ?? []) lines.push(`note: ${n}`);
 	if (r.console != null) lines.push(...consoleLines(r.console, r.console_dropped ?? 0, r.console_navs ?? []));
 	else if (r.content) lines.push("", r.content);
-	else if (r.snapshot) lines.push(r.snapshot_kind === "diff" ? "changed lines:" : "snapshot:", r.snapshot.split("\n").slice(1).join("\n"));
+	else if (r.snapshot) {
+		// the snapshot's own header line says what the page line says; changed lines say they are
+		const body = r.snapshot.split("\n").slice(1).join("\n");
+		lines.push(...(r.snapshot_kind === "diff" ? ["changed:", body] : [body]));
+	}
 	if (r.next_offset != null) lines.push(`(more: call again with offset ${r.next_offset})`);
 	return cutToFit(lines.join("\n"), MAX_BYTES, MAX_LINES);
 }
