@@ -10,7 +10,7 @@ import trio
 
 from webfetch.parse.hidden import drop_hidden
 
-from .support.hidden_pages import VISIBLE, WAYS, page, path
+from .support.hidden_pages import REACHABLE, VISIBLE, WAYS, page, path
 
 # What trafilatura itself keeps when webfetch keeps the hidden text: it drops some inline-hidden markup on
 # its own (display:none, visibility:hidden, aria-hidden, a clip), so "keep" can give back only these.
@@ -73,3 +73,34 @@ def test_react_streamed_segments_are_not_hidden_text():
         "<div hidden id='other'><p>" + WAYS["hidden attribute"][0] + "</p></div></body></html>")
     assert drop_hidden(doc) == len("".join(WAYS["hidden attribute"][0].split()))
     assert VISIBLE[0] in doc.text_content() and WAYS["hidden attribute"][0] not in doc.text_content()
+
+
+async def test_text_hidden_at_load_that_the_person_can_open_in_place_is_kept(daemon, site):
+    # a <details> body, an accordion's panel its button names, a region labelled by an expanding button, a tab's
+    # panel, a collapse toggle's target, hidden="until-found" and a FAQ's answer after its question: a click (or
+    # the browser's find) shows each
+    for way in REACHABLE:
+        site.html(path(way), page(way))
+    wrong = []
+    with trio.fail_after(120):
+        for way, (sentence, _) in REACHABLE.items():
+            r = await daemon.fetch(site.url(path(way)))
+            assert r["type"] == "result", r
+            if sentence not in r["content"]:
+                wrong.append(f"{way}: the sentence the person can open is not in the markdown")
+            wrong += [f"{way}: visible sentence lost: {v}" for v in VISIBLE if v not in r["content"]]
+    assert wrong == []
+
+
+def test_an_open_panel_is_opened_and_what_no_control_opens_stays_out():
+    doc = lxml.html.document_fromstring(
+        "<html><body><p>" + VISIBLE[0] + "</p>" + REACHABLE["accordion panel"][1].format(VISIBLE[1])
+        + WAYS["display none"][1].format(WAYS["display none"][0])
+        # a panel named by a control that is itself hidden with nothing opening it: no one can reach it
+        + "<div hidden><button aria-controls='p2'>More</button></div><div id='p2' hidden><p>"
+        + WAYS["hidden attribute"][0] + "</p></div></body></html>")
+    removed = drop_hidden(doc)
+    text = doc.text_content()
+    assert VISIBLE[1] in text and WAYS["display none"][0] not in text and WAYS["hidden attribute"][0] not in text
+    assert doc.get_element_by_id("method").get("hidden") is None  # opened, as a click would
+    assert removed == len("".join((WAYS["display none"][0] + "More" + WAYS["hidden attribute"][0]).split()))
