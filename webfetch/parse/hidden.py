@@ -1,8 +1,10 @@
 """Text a person does not see on the page, taken out of it before extraction (issue 41 item 3): a page can
 hide an instruction for the agent in markup no reader is shown. What counts as hidden is what the markup
-itself says, element by element: the `hidden` attribute, `<template>`, `aria-hidden="true"`, and an inline
+itself says, element by element: the `hidden` attribute, `<template>`, `aria-hidden="true"`, an inline
 style that hides (display:none, visibility:hidden or collapse, a zero font size, a position far off the
-screen, a clip to nothing or a box of zero or one pixel with its overflow hidden).
+screen, a clip to nothing or a box of zero or one pixel with its overflow hidden), and in a rendered page
+what the page's own styles hide (computed display:none or visibility:hidden, marked by
+webfetch/js/capture.js: STYLE_MARK).
 
 Text hidden at load that the person can open in place is content, and stays, opened: a panel whose id a
 control the person sees names (`aria-controls`, a `role="region"` labelled by a button with `aria-expanded`,
@@ -34,8 +36,11 @@ QUESTION_MAX_CHARS = 200
 # elements and the odd comment; a wrapper of hundreds is no pair, and is not walked.
 _PAIR_MAX_NODES = 8
 
+# The mark webfetch/js/capture.js puts on what a rendered page's own styles hide (computed display:none or
+# visibility:hidden): in a page's own HTML it can only hide more, which the page could do anyway.
+STYLE_MARK = "data-webfetch-hidden"
 _CANDIDATES = lxml.etree.XPath(
-    "//template|//*[@hidden or @aria-hidden='true' or @style]")
+    f"//template|//*[@hidden or @aria-hidden='true' or @style or @{STYLE_MARK}]")
 # Inline style declarations, white space removed and lowercased, that hide an element's text.
 _STYLE_HIDES = re.compile(
     r"(?:^|;)(?:display:none|visibility:(?:hidden|collapse)"
@@ -78,7 +83,7 @@ def style_hides(style: str) -> bool:
 
 def _hides(el: lxml.html.HtmlElement) -> bool:
     """Whether the element itself is hidden (aria-hidden judged apart: see drop_hidden)."""
-    if el.tag == "template" or el.get("hidden") is not None:
+    if el.tag == "template" or el.get("hidden") is not None or el.get(STYLE_MARK) is not None:
         return True
     style = el.get("style")
     return bool(style) and style_hides(style)
@@ -176,7 +181,7 @@ def _answers_a_question(el: lxml.html.HtmlElement) -> bool:
 def _open(el: lxml.html.HtmlElement) -> None:
     """Takes the hiding markup off a panel the person can open, as opening it would: what reads the page
     next (the extractor) sees it shown."""
-    for name in ("hidden", "aria-hidden"):
+    for name in ("hidden", "aria-hidden", STYLE_MARK):
         el.attrib.pop(name, None)
     style = el.get("style")
     if style and style_hides(style):
