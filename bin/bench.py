@@ -841,8 +841,9 @@ def quality(daemon: ServedDaemon | None, server: CorpusServer | None, corpora: d
 
 def hidden_rows(daemon: ServedDaemon) -> None:
     """Issue 41 item 3: tests/support/hidden_pages.py through the daemon, an instruction hidden each way beside a
-    visible article: hidden sentences that reached the markdown (goal 0), visible ones lost (goal 0)."""
-    from tests.support.hidden_pages import VISIBLE, WAYS, page, path
+    visible article: hidden sentences that reached the markdown (goal 0), visible ones lost (goal 0); and the
+    pages whose sentence a person can open in place (REACHABLE): those lost (goal 0)."""
+    from tests.support.hidden_pages import REACHABLE, VISIBLE, WAYS, page, path
     from tests.support.site import Site
     site = Site().start()
     try:
@@ -854,11 +855,18 @@ def hidden_rows(daemon: ServedDaemon) -> None:
             leaked += [way] if sentence in content else []
             lost += sum(v not in content for v in VISIBLE)
             removed += frame.get("hidden_text_removed", 0)
+        closed = []
+        for way, (sentence, _) in REACHABLE.items():
+            site.html(path(way), page(way))
+            frame, _ = daemon.fetch(site.url(path(way)), fresh=True)
+            closed += [way] if sentence not in frame.get("content", "") else []
     finally:
         site.stop()
     print(f"hidden text: {len(WAYS)} pages, each hiding an instruction one way: hidden sentences in the markdown "
           f"{len(leaked)}{' (' + ', '.join(leaked) + ')' if leaked else ''}, visible sentences lost {lost} of "
-          f"{len(WAYS) * len(VISIBLE)}, hidden_text_removed {removed} characters", flush=True)
+          f"{len(WAYS) * len(VISIBLE)}, hidden_text_removed {removed} characters; {len(REACHABLE)} pages hiding a "
+          f"sentence a person can open: lost {len(closed)}{' (' + ', '.join(closed) + ')' if closed else ''}",
+          flush=True)
 
 
 def corpus_quality(daemon: ServedDaemon | None, server: CorpusServer | None, name: str, pages: list[dict]) -> None:

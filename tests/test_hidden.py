@@ -8,9 +8,11 @@ from __future__ import annotations
 import lxml.html
 import trio
 
+from webfetch.config import FetchConfig
 from webfetch.parse.hidden import drop_hidden
 
-from .support.hidden_pages import VISIBLE, WAYS, page, path
+from .support.daemon import make_config
+from .support.hidden_pages import REACHABLE, VISIBLE, WAYS, page, path
 
 # What trafilatura itself keeps when webfetch keeps the hidden text: it drops some inline-hidden markup on
 # its own (display:none, visibility:hidden, aria-hidden, a clip), so "keep" can give back only these.
@@ -73,3 +75,64 @@ def test_react_streamed_segments_are_not_hidden_text():
         "<div hidden id='other'><p>" + WAYS["hidden attribute"][0] + "</p></div></body></html>")
     assert drop_hidden(doc) == len("".join(WAYS["hidden attribute"][0].split()))
     assert VISIBLE[0] in doc.text_content() and WAYS["hidden attribute"][0] not in doc.text_content()
+
+
+async def test_text_hidden_at_load_that_the_person_can_open_in_place_is_kept(daemon, site):
+    # a <details> body, an accordion's panel its button names, a region labelled by an expanding button, a tab's
+    # panel, a collapse toggle's target, hidden="until-found" and a FAQ's answer after its question: a click (or
+    # the browser's find) shows each
+    for way in REACHABLE:
+        site.html(path(way), page(way))
+    wrong = []
+    with trio.fail_after(120):
+        for way, (sentence, _) in REACHABLE.items():
+            r = await daemon.fetch(site.url(path(way)))
+            assert r["type"] == "result", r
+            if sentence not in r["content"]:
+                wrong.append(f"{way}: the sentence the person can open is not in the markdown")
+            wrong += [f"{way}: visible sentence lost: {v}" for v in VISIBLE if v not in r["content"]]
+    assert wrong == []
+
+
+def test_an_open_panel_is_opened_and_what_no_control_opens_stays_out():
+    doc = lxml.html.document_fromstring(
+        "<html><body><p>" + VISIBLE[0] + "</p>" + REACHABLE["accordion panel"][1].format(VISIBLE[1])
+        + WAYS["display none"][1].format(WAYS["display none"][0])
+        # a panel named by a control that is itself hidden with nothing opening it: no one can reach it
+        + "<div hidden><button aria-controls='p2'>More</button></div><div id='p2' hidden><p>"
+        + WAYS["hidden attribute"][0] + "</p></div></body></html>")
+    removed = drop_hidden(doc)
+    text = doc.text_content()
+    assert VISIBLE[1] in text and WAYS["display none"][0] not in text and WAYS["hidden attribute"][0] not in text
+    assert doc.get_element_by_id("method").get("hidden") is None  # opened, as a click would
+    assert removed == len("".join((WAYS["display none"][0] + "More" + WAYS["hidden attribute"][0]).split()))
+
+
+# A page whose own stylesheet (a <style> element: a render refuses stylesheet files) hides by class what no
+# attribute or inline style says; one panel it hides is opened by a button, one paragraph is shown again inside
+# a hidden block (visibility:visible overrides its parent's hidden).
+STYLED = ("<!doctype html><html><head><meta charset='utf-8'><title>Seals of the estuary</title><style>"
+          ".promo { display: none } .ghost { visibility: hidden } .ghost .again { visibility: visible }"
+          " .panel { display: none }</style></head><body><main><article><h1>Seals counted from the air</h1>"
+          f"<p>{VISIBLE[0]}</p><p>{VISIBLE[1]}</p>"
+          f"<div class='promo'><p>{WAYS['display none'][0]}</p></div>"
+          f"<p class='ghost'>{WAYS['visibility hidden'][0]}</p>"
+          f"<div class='ghost'><p class='again'>{VISIBLE[2]}</p></div>"
+          "<h3><button aria-expanded='false' aria-controls='method'>Method</button></h3>"
+          f"<div id='method' class='panel'><p>{REACHABLE['accordion panel'][0]}</p></div>"
+          f"<p>{VISIBLE[3]}</p><p>{VISIBLE[4]}</p></article></main></body></html>")
+
+
+async def test_what_a_rendered_pages_own_styles_hide_is_left_out_and_what_a_person_can_open_stays(
+        start_daemon, site):
+    d = await start_daemon(make_config(fetch=FetchConfig(allow_private=True, render="always")))
+    site.html("/styled", STYLED)
+    with trio.fail_after(60):
+        r = await d.fetch(site.url("/styled"))
+    assert r["type"] == "result", r
+    content = r["content"]
+    assert WAYS["display none"][0] not in content and WAYS["visibility hidden"][0] not in content, content
+    assert all(v in content for v in VISIBLE), content
+    assert REACHABLE["accordion panel"][0] in content, content
+    hidden = WAYS["display none"][0] + WAYS["visibility hidden"][0]
+    assert r["hidden_text_removed"] >= len("".join(hidden.split())), r["hidden_text_removed"]

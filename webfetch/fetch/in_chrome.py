@@ -110,7 +110,10 @@ def _header(headers: list[dict[str, str]] | None, name: str) -> str | None:
 # sleep on every fetch; capture.js takes the page once it settled.
 SETTLE_SCRIPT = page_scripts.load("settle").call()
 SETTLED = page_scripts.load("settled")
-CAPTURE_SCRIPT = page_scripts.load("capture").call(SHELL_VISIBLE_MAX_CHARS)
+# capture.js marks what the page's own styles hide (for webfetch/parse/hidden.py) looking at this many elements
+# at most: a page's elements past it go unmarked, so that a page of a million elements costs a bounded walk.
+HIDDEN_MARK_MAX_ELEMENTS = 50_000
+CAPTURE_SCRIPT = page_scripts.load("capture").call(SHELL_VISIBLE_MAX_CHARS, HIDDEN_MARK_MAX_ELEMENTS)
 
 # Every request the page makes is paused once, at the request stage, for the host gate (urls.py); the main
 # document also at the response stage, to read it before Chrome renders it. A paused request costs one CDP

@@ -85,6 +85,14 @@ IN_PROCESS_FIND_MAX_CHARS = 200_000
 RENDERED_MIN_SHARE = 0.9
 
 
+def _rendered_lost_text(rendered: Extracted, server: Extracted) -> bool:
+    """Whether the rendering lost more than RENDERED_MIN_SHARE of the server's text. Text the rendered page's
+    own styles hide, which the server's HTML does not say (webfetch/parse/hidden.py: left out of both as far
+    as each can tell), is not lost: the page holds it, and people do not see it."""
+    hidden_by_styles = max(0, rendered.hidden_text_removed - server.hidden_text_removed)
+    return rendered.text_len + hidden_by_styles < RENDERED_MIN_SHARE * server.text_len
+
+
 class Page(msgspec.Struct, frozen=True):
     """What the cache holds for a URL: the whole extraction, before paging and shaping."""
 
@@ -661,7 +669,7 @@ class Pipeline:
                 # the flag is the answer.
                 return _Read(Extracted("", "trafilatura"), "rendered", outcome.title, outcome.html, failed=e)
             extracted = outcome.server
-        if outcome.server is not None and extracted.text_len < RENDERED_MIN_SHARE * outcome.server.text_len:
+        if outcome.server is not None and _rendered_lost_text(extracted, outcome.server):
             extracted = outcome.server  # scripts took text away (or rendering broke it)
         judged = outcome.html if extracted is not outcome.server else outcome.server_body
         return _Read(extracted, "rendered", outcome.title, judged)
