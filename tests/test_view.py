@@ -21,6 +21,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from webfetch.chrome.cdp import open_cdp
 from webfetch.config import ServerConfig, ViewConfig
 from webfetch.daemon import Daemon, bind_socket
+from webfetch.frontends.client import Client as SocketClient
 
 from .support.chromium import Chromium
 from .support.client import run_cli
@@ -89,10 +90,27 @@ def served(tmp_path_factory):
             time.sleep(0.1)
         assert status["view"] is not None, (d.tmp / "daemon.log").read_text()
         d.view_port = int(status["view"].rsplit(":", 1)[1].strip("/"))
-        d.token = (d.tmp / "view-token").read_text().strip()
+        d.token = (d.tmp / "view-token").read_text().strip()  # /mcp's bearer
+        d.view_url = lambda: view_url(d.sock)
         yield d
     finally:
         d.stop()
+
+
+def view_url(sock: Path) -> str:
+    """The page's URL with a new one-time key, as `webfetch view` gets it."""
+    with SocketClient(sock, autostart=False, timeout=30) as c:
+        answer = list(c.request("view"))[-1]
+    assert answer["type"] == "result", answer
+    return answer["url"]
+
+
+def sign_in(port: int, url: str) -> str:
+    """The Cookie header a browser sends after opening `url` (its key traded at the door)."""
+    path = url.split(str(port), 1)[1]
+    status, headers, _ = raw_request(port, f"GET {path} HTTP/1.1\nHost: 127.0.0.1:{port}\nConnection: close\n")
+    assert status == 303, (status, headers)
+    return headers["set-cookie"].split(";")[0]
 
 
 def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone(short_tmp):
@@ -106,7 +124,8 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
         url = out.stdout.strip()
         port = int(url.split(":")[2].split("/")[0])
         token = (short_tmp / "view-token").read_text().strip()
-        assert url == f"http://127.0.0.1:{port}/?token={token}"
+        key = url.split("?token=")[1]
+        assert url == f"http://127.0.0.1:{port}/?token={key}" and len(key) == 64 and key != token
         assert f"ssh -L {port}:127.0.0.1:{port} HOST" in out.stderr
         assert os.stat(short_tmp / "view-token").st_mode & 0o777 == 0o600
         opened = listening(d.proc.pid) - before
@@ -114,7 +133,8 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
         assert all(host in ("127.0.0.1", "::1") for host, _ in listening(d.proc.pid))
         assert d.status()["view"] == f"http://127.0.0.1:{port}/"
         again = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
-        assert again.stdout.strip() == url and listening(d.proc.pid) - before == opened  # the same door
+        assert listening(d.proc.pid) - before == opened  # the same door, a new one-time key
+        assert again.stdout.strip().split("?token=")[0] == url.split("?token=")[0] and again.stdout.strip() != url
     finally:
         d.stop()
 
@@ -122,15 +142,28 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
 def test_the_door_wants_the_token_a_loopback_host_and_its_own_origin(served):
     port, token = served.view_port, served.token
     host = f"127.0.0.1:{port}"
-    cookie = f"Cookie: webfetch_view={token}\n"
     status, _, body = raw_request(port, f"GET / HTTP/1.1\nHost: {host}\nConnection: close\n")
     assert status == 401 and b"webfetch view" in body
-    wrong = "Cookie: webfetch_view=wrong\n"
+    wrong = f"Cookie: webfetch_view_{port}=wrong\n"
     assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\n{wrong}Connection: close\n")[0] == 403
     assert raw_request(port, f"GET /?token=wrong HTTP/1.1\nHost: {host}\nConnection: close\n")[0] == 403
-    status, headers, _ = raw_request(port, f"GET /?token={token} HTTP/1.1\nHost: {host}\nConnection: close\n")
+    # the bearer is never a URL key nor a cookie: neither opens the page
+    status, _, body = raw_request(port, f"GET /?token={token} HTTP/1.1\nHost: {host}\nConnection: close\n")
+    assert status == 403 and b"webfetch view" in body and token.encode() not in body
+    as_cookie = f"Cookie: webfetch_view_{port}={token}\n"
+    assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\n{as_cookie}Connection: close\n")[0] == 403
+    key = served.view_url().split("?token=")[1]
+    status, headers, _ = raw_request(port, f"GET /?token={key} HTTP/1.1\nHost: {host}\nConnection: close\n")
     assert status == 303 and headers["location"] == "/"
-    assert headers["set-cookie"] == f"webfetch_view={token}; Path=/; HttpOnly; SameSite=Strict"
+    value = headers["set-cookie"].split(";")[0].split("=", 1)[1]
+    assert headers["set-cookie"] == f"webfetch_view_{port}={value}; Path=/; HttpOnly; SameSite=Strict"
+    assert len(value) == 64 and value not in (token, key)
+    # the key works once: opened again it opens nothing, unless the browser is signed in already
+    status, _, body = raw_request(port, f"GET /?token={key} HTTP/1.1\nHost: {host}\nConnection: close\n")
+    assert status == 403 and b"used already" in body
+    cookie = f"Cookie: webfetch_view_{port}={value}\n"
+    status, headers, _ = raw_request(port, f"GET /?token={key} HTTP/1.1\nHost: {host}\n{cookie}Connection: close\n")
+    assert status == 303 and headers["location"] == "/" and "set-cookie" not in headers
     assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\n{cookie}Connection: close\n")[0] == 200
     assert raw_request(port, f"GET / HTTP/1.1\nHost: localhost:{port}\n{cookie}Connection: close\n")[0] == 200
     # DNS rebinding: a foreign name pointed at 127.0.0.1 sends its own name; the right cookie changes nothing
@@ -158,6 +191,7 @@ def test_the_door_wants_the_token_a_loopback_host_and_its_own_origin(served):
     mcp = f"POST /mcp HTTP/1.1\nHost: {host}\nContent-Type: application/json\nContent-Length: 2\nConnection: close\n"
     assert raw_request(port, mcp, b"{}")[0] == 401
     assert raw_request(port, mcp + cookie, b"{}")[0] == 401
+    assert raw_request(port, mcp + f"Authorization: Bearer {value}\n", b"{}")[0] == 403  # the cookie's secret
     assert raw_request(port, mcp + "Authorization: Bearer wrong\n", b"{}")[0] == 403
     bearer = f"Authorization: Bearer {token}\n"
     assert raw_request(port, mcp + bearer + "Origin: http://evil.example\n", b"{}")[0] == 403
@@ -186,8 +220,7 @@ async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(ser
             tab = await conn.call("Target.createTarget", {"url": "about:blank"})
             session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"],
                                                                  "flatten": True}))["sessionId"]
-            await conn.call("Page.navigate", {"url": f"http://127.0.0.1:{served.view_port}/?token={served.token}"},
-                            session)
+            await conn.call("Page.navigate", {"url": served.view_url()}, session)
             await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
             # the token left the address bar; the cookie is not the page's to read
             assert await evaluate(conn, session, "location.href") == f"http://127.0.0.1:{served.view_port}/"
@@ -260,11 +293,77 @@ async def test_a_daemon_started_on_demand_does_not_exit_while_its_view_is_watche
             await nursery.start(run)
             while daemon.view.port is None:
                 await trio.sleep(0.05)
-            port, token = daemon.view.port, daemon.view.token.value
+            port, cookie = daemon.view.port, daemon.view.passes.cookie
             async with trio_websocket.open_websocket_url(
-                    f"ws://127.0.0.1:{port}/live", extra_headers=[("Cookie", f"webfetch_view={token}"),
+                    f"ws://127.0.0.1:{port}/live", extra_headers=[("Cookie", f"webfetch_view_{port}={cookie}"),
                                                                   ("Origin", f"http://127.0.0.1:{port}")]) as ws:
                 for _ in range(4):  # 4 s of frames: eight idle times, and the daemon is still there
                     assert json.loads(await ws.get_message())["status"]["daemon"]["pid"] == os.getpid()
                 assert not ended.is_set() and daemon.view.watchers == 1
             await ended.wait()  # unwatched, it exits as an idle daemon does
+
+
+async def test_what_another_local_port_gets_from_the_persons_browser_opens_neither_mcp_nor_the_token(
+        served, tmp_path):
+    # another server on 127.0.0.1 (another user's, a dev server's hostile code): the person's browser, signed
+    # in to the view, sends it the view's cookie, since browsers do not scope cookies by port
+    seen: list[str] = []  # the Cookie headers it received
+    other = Site()
+    other.route("/", lambda h: (seen.append(h.headers.get("Cookie") or ""),
+                                h.reply(200, "text/html", "<title>another local server</title><p>hello</p>")))
+    other.start()
+    browser = Chromium(tmp_path / "user-chrome")
+    try:
+        async with open_cdp(browser.ws_url) as conn:
+            tab = await conn.call("Target.createTarget", {"url": "about:blank"})
+            session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"],
+                                                                 "flatten": True}))["sessionId"]
+            await conn.call("Page.navigate", {"url": served.view_url()}, session)
+            await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
+            await conn.call("Page.navigate", {"url": other.url("/")}, session)
+            await wait_for(conn, session, "document.title === 'another local server'")
+        assert seen and seen[-1], "the other port got no cookie: this test no longer shows what it guards"
+        assert not any(served.token in c for c in seen)
+        stolen = seen[-1].split(f"webfetch_view_{served.view_port}=")[1].split(";")[0]
+        host = f"127.0.0.1:{served.view_port}"
+        mcp = (f"POST /mcp HTTP/1.1\nHost: {host}\nContent-Type: application/json\nContent-Length: 2\n"
+               "Connection: close\n")
+        for header in (f"Authorization: Bearer {stolen}\n", f"Cookie: {seen[-1]}\n"):
+            assert raw_request(served.view_port, mcp + header, b"{}")[0] in (401, 403)
+    finally:
+        browser.stop()
+        other.stop()
+
+
+def test_a_url_or_cookie_from_before_a_restart_opens_nothing_and_the_bearer_still_does(short_tmp):
+    # what a process squatting a fixed view.port while the daemon is down collects from a bookmark
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = f"[view]\nenabled = true\nport = {port}\n"
+    first = ServedDaemon(short_tmp, config)
+    try:
+        first.wait_ready(60)
+        bookmark = view_url(first.sock)
+        cookie = sign_in(port, view_url(first.sock))
+        host = f"127.0.0.1:{port}"
+        assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\nCookie: {cookie}\nConnection: close\n")[0] == 200
+    finally:
+        first.stop()
+    (short_tmp / "daemon.log").unlink()
+    second = ServedDaemon(short_tmp, config)
+    try:
+        second.wait_ready(60)
+        deadline = time.monotonic() + 30
+        while second.status()["view"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        path = bookmark.split(str(port), 1)[1]
+        status, _, body = raw_request(port, f"GET {path} HTTP/1.1\nHost: {host}\nConnection: close\n")
+        assert status == 403 and b"webfetch view" in body
+        assert raw_request(port, f"GET / HTTP/1.1\nHost: {host}\nCookie: {cookie}\nConnection: close\n")[0] == 403
+        token = (short_tmp / "view-token").read_text().strip()  # an MCP client's config keeps working
+        mcp = (f"POST /mcp HTTP/1.1\nHost: {host}\nContent-Type: application/json\nContent-Length: 2\n"
+               f"Authorization: Bearer {token}\nConnection: close\n")
+        assert raw_request(port, mcp, b"{}")[0] not in (401, 403)
+    finally:
+        second.stop()

@@ -1,10 +1,11 @@
 """`webfetch view`: the daemon's local web page. Asks the daemon (the `view` op, which opens the front door
-when view.enabled is false, and starts a daemon when none runs) for the page's URL with its token, prints it,
-and opens it in the user's browser when there is a display.
+when view.enabled is false, and starts a daemon when none runs) for the page's URL with a new one-time key
+(view/door.py's `Passes`), prints it, and opens it in the user's browser when there is a display.
 
 The browser is handed a file, not the URL: a command line is readable by every user of the machine
-(/proc/PID/cmdline), so the token goes in a 0600 file in the daemon's runtime directory (`view-open.html`,
-which sends the browser on to the URL) and only that file's path is on the browser's command line."""
+(/proc/PID/cmdline) and an unused key is a sign-in, so the URL goes in a 0600 file in the daemon's runtime
+directory (`view-open.html`, which sends the browser on to the URL) and only that file's path is on the browser's
+command line."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ OPENER = "view-open.html"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                common: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("view", help="the daemon's local web page (dashboard, browse sessions): print its URL "
-                                    "with the token, and open it when there is a display")
+                                    "with a one-time key, and open it when there is a display")
     common(p)
     p.add_argument("--no-open", action="store_true", help="print the URL only (as over ssh)")
     handles(p, run)

@@ -44,7 +44,7 @@ from starlette.routing import BaseRoute
 
 from ..config import Config
 from . import dashboard, session_page
-from .door import Door, Token
+from .door import Door, Passes, Token
 from .viewed import Viewed
 
 log = logging.getLogger("webfetch.view")
@@ -104,7 +104,8 @@ class View:
         self.mounts = tuple(mounts)
         self.port: int | None = None          # while open
         self.addresses: list[str] = []
-        self.token: Token | None = None
+        self.token: Token | None = None       # /mcp's bearer, kept across restarts
+        self.passes = Passes()                # the page's cookie and URL keys: this daemon's life only
         self.watchers = 0                     # live feeds open now (viewed.Watched)
         self._runtime_dir: Path | None = None
         self._nursery: trio.Nursery | None = None
@@ -112,11 +113,13 @@ class View:
         self._lock = trio.Lock()
 
     @property
-    def url(self) -> str | None:
-        """The page's address with the token, to open once; None while the door is closed."""
-        if self.port is None or self.token is None:
-            return None
-        return f"http://127.0.0.1:{self.port}/?token={self.token.value}"
+    def base(self) -> str | None:
+        """The page's address, no key: what status shows; None while the door is closed."""
+        return None if self.port is None else f"http://127.0.0.1:{self.port}/"
+
+    def new_url(self) -> str | None:
+        """The page's address with a new one-time key (door.Passes); None while the door is closed."""
+        return None if self.base is None else f"{self.base}?token={self.passes.issue()}"
 
     async def run(self, runtime_dir: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -170,7 +173,7 @@ class View:
                     routes = [route for page in PAGES for route in page(self.daemon)]
                     for mount in self.mounts:
                         routes += await stack.enter_async_context(mount(self.daemon))
-                    app = Door(Starlette(routes=routes), self.token, port)
+                    app = Door(Starlette(routes=routes), self.token, self.passes, port)
                     self.port, self.addresses = port, [address(s) for s in sockets]
                     log.info("view: listening on %s", ", ".join(self.addresses))
                     # Starlette's ASGI types are looser than hypercorn's, the same protocol
