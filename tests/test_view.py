@@ -367,3 +367,62 @@ def test_a_url_or_cookie_from_before_a_restart_opens_nothing_and_the_bearer_stil
         assert raw_request(port, mcp, b"{}")[0] not in (401, 403)
     finally:
         second.stop()
+
+
+def websocket_close_code(port: int, head: str, message: bytes) -> int | None:
+    """Open a websocket by hand, send `message` as one text frame, read frames until the server's close:
+    its code (None: the connection ended without one)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        assert data.startswith(b"HTTP/1.1 101"), data[:200]
+        data = data.partition(b"\r\n\r\n")[2]
+        # a client's frame is masked; an all-zero mask leaves the payload as it is
+        s.sendall(b"\x81\xff" + len(message).to_bytes(8, "big") + b"\0\0\0\0" + message)
+        while True:
+            while len(data) < 2 or len(data) < _frame_end(data):
+                chunk = s.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            end = _frame_end(data)
+            if data[0] & 0x0F == 0x8:  # close: its code is the payload's first two bytes
+                return int.from_bytes(data[end - (data[1] & 0x7F):][:2], "big")
+            data = data[end:]
+
+
+def _frame_end(data: bytes) -> int:
+    """Where the (unmasked, server's) frame at the start of `data` ends (past its end: its head is not in)."""
+    length = data[1] & 0x7F
+    if len(data) < {126: 4, 127: 10}.get(length, 2):
+        return len(data) + 1
+    if length == 126:
+        return 4 + int.from_bytes(data[2:4], "big")
+    if length == 127:
+        return 10 + int.from_bytes(data[2:10], "big")
+    return 2 + length
+
+
+def test_a_websocket_message_past_the_bound_closes_the_socket_before_a_page_reads_it(served):
+    port = served.view_port
+    cookie = sign_in(port, served.view_url())
+    head = (f"GET /live HTTP/1.1\nHost: 127.0.0.1:{port}\nCookie: {cookie}\nOrigin: http://127.0.0.1:{port}\n"
+            + WS_UPGRADE)
+    assert websocket_close_code(port, head, b"x" * 100_000) == 1009  # message too big
+
+
+def test_an_mcp_body_past_the_bound_is_413_and_not_read_whole(served):
+    port, token = served.view_port, served.token
+    head = (f"POST /mcp HTTP/1.1\nHost: 127.0.0.1:{port}\nAuthorization: Bearer {token}\n"
+            "Content-Type: application/json\nAccept: application/json, text/event-stream\nConnection: close\n")
+    # declared too long: answered before a byte of it is read
+    status, _, body = raw_request(port, head + "Content-Length: 2000000\n")
+    assert status == 413 and b"server.max_line_bytes" in body
+    # sent too long, with no length declared (chunked): 17 chunks of 64 KiB, past 1 MiB
+    chunk = b"%x\r\n" % 65536 + b" " * 65536 + b"\r\n"
+    status, _, body = raw_request(port, head + "Transfer-Encoding: chunked\n", chunk * 17 + b"0\r\n\r\n")
+    assert status == 413 and b"1048576 bytes" in body
+    # within the bound, the SDK answers as before
+    assert raw_request(port, head + "Content-Length: 2\n", b"{}")[0] not in (401, 403, 413)

@@ -60,6 +60,11 @@ PAGES: tuple[PageRoutes, ...] = (
 )
 
 LISTEN_BACKLOG = 64
+# What hypercorn takes in before any page sees it (its defaults allow a 16 MiB websocket message). A page's
+# message is at most session_page.MESSAGE_CHARS (4096) characters, 4 bytes each at most in UTF-8; the head
+# of a request holds the Host and the cookies of every server on loopback (not scoped by port), so 16 KiB.
+WEBSOCKET_MESSAGE_BYTES = 4 * session_page.MESSAGE_CHARS
+HEAD_BYTES = 16 * 1024
 
 
 def bind_loopback(port: int) -> list[socket.socket]:
@@ -196,4 +201,8 @@ def _hypercorn_config() -> HypercornConfig:
     config.errorlog = log
     config.include_server_header = False
     config.graceful_timeout = 1.0
+    config.websocket_max_message_size = WEBSOCKET_MESSAGE_BYTES  # past it: closed with 1009
+    config.h11_max_incomplete_size = HEAD_BYTES
+    config.h2_max_header_list_size = HEAD_BYTES
+    config.h2_max_concurrent_streams = 16
     return config
