@@ -119,6 +119,8 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
         d.wait_ready(60)
         before = listening(d.proc.pid)
         assert d.status()["view"] is None
+        where = ("--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
+        assert "\nview:     off (`webfetch view` opens it;" in run_cli("status", *where).stdout
         out = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
         assert out.returncode == 0, out.stderr
         url = out.stdout.strip()
@@ -132,6 +134,8 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
         assert opened in ({("127.0.0.1", port), ("::1", port)}, {("127.0.0.1", port)}), opened
         assert all(host in ("127.0.0.1", "::1") for host, _ in listening(d.proc.pid))
         assert d.status()["view"] == f"http://127.0.0.1:{port}/"
+        status = run_cli("status", *where).stdout
+        assert f"\nview:     http://127.0.0.1:{port}/ (`webfetch view` prints it" in status and key not in status
         again = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
         assert listening(d.proc.pid) - before == opened  # the same door, a new one-time key
         assert again.stdout.strip().split("?token=")[0] == url.split("?token=")[0] and again.stdout.strip() != url
