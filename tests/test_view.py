@@ -22,6 +22,7 @@ from webfetch.chrome.cdp import open_cdp
 from webfetch.config import ServerConfig, ViewConfig
 from webfetch.daemon import Daemon, bind_socket
 from webfetch.frontends.client import Client as SocketClient
+from webfetch.view.address import own_address
 
 from .support.chromium import Chromium
 from .support.client import run_cli
@@ -55,9 +56,16 @@ def listening(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+def view_host() -> str:
+    """The address the tests' daemons' views listen on: this install's own (view/address.py), which they all
+    read from the tests' $XDG_STATE_HOME, as this process does."""
+    return own_address()
+
+
 def raw_request(port: int, head: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-    """One HTTP/1.1 request written by hand (any Host header we like): its status, headers and body."""
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+    """One HTTP/1.1 request to the view's `port` written by hand (any Host header we like): its status,
+    headers and body."""
+    with socket.create_connection((view_host(), port), timeout=20) as s:
         s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
         data = b""
         while chunk := s.recv(65536):
@@ -127,15 +135,17 @@ def test_the_view_is_off_by_default_and_webfetch_view_opens_it_on_loopback_alone
         port = int(url.split(":")[2].split("/")[0])
         token = (short_tmp / "view-token").read_text().strip()
         key = url.split("?token=")[1]
-        assert url == f"http://127.0.0.1:{port}/?token={key}" and len(key) == 64 and key != token
-        assert f"ssh -L {port}:127.0.0.1:{port} HOST" in out.stderr
+        host = view_host()
+        assert host.startswith("127.") and not host.startswith("127.0.")  # an address of its own
+        assert url == f"http://{host}:{port}/?token={key}" and len(key) == 64 and key != token
+        assert f"ssh -L {port}:{host}:{port} HOST, then open http://127.0.0.1:{port}/?token={key} there" in out.stderr
         assert os.stat(short_tmp / "view-token").st_mode & 0o777 == 0o600
         opened = listening(d.proc.pid) - before
-        assert opened in ({("127.0.0.1", port), ("::1", port)}, {("127.0.0.1", port)}), opened
-        assert all(host in ("127.0.0.1", "::1") for host, _ in listening(d.proc.pid))
-        assert d.status()["view"] == f"http://127.0.0.1:{port}/"
+        assert opened == {(host, port)}, opened  # not 127.0.0.1, whose cookies are every local server's
+        assert all(a.startswith("127.") or a == "::1" for a, _ in listening(d.proc.pid))
+        assert d.status()["view"] == f"http://{host}:{port}/"
         status = run_cli("status", *where).stdout
-        assert f"\nview:     http://127.0.0.1:{port}/ (`webfetch view` prints it" in status and key not in status
+        assert f"\nview:     http://{host}:{port}/ (`webfetch view` prints it" in status and key not in status
         again = run_cli("view", "--no-open", "--socket", str(d.sock), "--config", str(short_tmp / "config.toml"))
         assert listening(d.proc.pid) - before == opened  # the same door, a new one-time key
         assert again.stdout.strip().split("?token=")[0] == url.split("?token=")[0] and again.stdout.strip() != url
@@ -227,7 +237,7 @@ async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(ser
             await conn.call("Page.navigate", {"url": served.view_url()}, session)
             await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
             # the token left the address bar; the cookie is not the page's to read
-            assert await evaluate(conn, session, "location.href") == f"http://127.0.0.1:{served.view_port}/"
+            assert await evaluate(conn, session, "location.href") == f"http://{view_host()}:{served.view_port}/"
             assert await evaluate(conn, session, "document.cookie") == ""
             assert f"pid{served.proc.pid}" in await evaluate(conn, session,
                                                               "document.getElementById('daemon').textContent")
@@ -247,7 +257,7 @@ async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(ser
             await wait_for(conn, session, "document.readyState === 'complete' && location.port !== "
                                           f"'{served.view_port}'")
             opened = await evaluate(conn, session, f"""new Promise(done => {{
-                const ws = new WebSocket('ws://127.0.0.1:{served.view_port}/live');
+                const ws = new WebSocket('ws://{view_host()}:{served.view_port}/live');
                 ws.onopen = () => done('opened'); ws.onclose = () => done('refused');
             }})""")
             assert opened == "refused"
@@ -258,7 +268,7 @@ async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(ser
 
 async def test_mcp_over_http_lists_and_calls_the_tools_with_the_bearer_alone(served):
     site = Site().start()
-    endpoint = f"http://127.0.0.1:{served.view_port}/mcp"
+    endpoint = f"http://{view_host()}:{served.view_port}/mcp"
     try:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {served.token}"})
         with trio.fail_after(60):
@@ -299,8 +309,9 @@ async def test_a_daemon_started_on_demand_does_not_exit_while_its_view_is_watche
                 await trio.sleep(0.05)
             port, cookie = daemon.view.port, daemon.view.passes.cookie
             async with trio_websocket.open_websocket_url(
-                    f"ws://127.0.0.1:{port}/live", extra_headers=[("Cookie", f"webfetch_view_{port}={cookie}"),
-                                                                  ("Origin", f"http://127.0.0.1:{port}")]) as ws:
+                    f"ws://{daemon.view.host}:{port}/live",
+                    extra_headers=[("Cookie", f"webfetch_view_{port}={cookie}"),
+                                   ("Origin", f"http://{daemon.view.host}:{port}")]) as ws:
                 for _ in range(4):  # 4 s of frames: eight idle times, and the daemon is still there
                     assert json.loads(await ws.get_message())["status"]["daemon"]["pid"] == os.getpid()
                 assert not ended.is_set() and daemon.view.watchers == 1
@@ -309,12 +320,13 @@ async def test_a_daemon_started_on_demand_does_not_exit_while_its_view_is_watche
 
 async def test_what_another_local_port_gets_from_the_persons_browser_opens_neither_mcp_nor_the_token(
         served, tmp_path):
-    # another server on 127.0.0.1 (another user's, a dev server's hostile code): the person's browser, signed
-    # in to the view, sends it the view's cookie, since browsers do not scope cookies by port
+    # another server on 127.0.0.1 (another user's, a dev server's hostile code), visited by the person's browser
+    # signed in to the view: browsers do not scope cookies by port, but the view is a host of its own
     seen: list[str] = []  # the Cookie headers it received
     other = Site()
     other.route("/", lambda h: (seen.append(h.headers.get("Cookie") or ""),
-                                h.reply(200, "text/html", "<title>another local server</title><p>hello</p>")))
+                                h.reply(200, "text/html", "<title>another local server</title><p>hello</p>",
+                                        {"Set-Cookie": "theirs=1; Path=/"})))
     other.start()
     browser = Chromium(tmp_path / "user-chrome")
     try:
@@ -324,15 +336,19 @@ async def test_what_another_local_port_gets_from_the_persons_browser_opens_neith
                                                                  "flatten": True}))["sessionId"]
             await conn.call("Page.navigate", {"url": served.view_url()}, session)
             await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
-            await conn.call("Page.navigate", {"url": other.url("/")}, session)
-            await wait_for(conn, session, "document.title === 'another local server'")
-        assert seen and seen[-1], "the other port got no cookie: this test no longer shows what it guards"
-        assert not any(served.token in c for c in seen)
-        stolen = seen[-1].split(f"webfetch_view_{served.view_port}=")[1].split(";")[0]
-        host = f"127.0.0.1:{served.view_port}"
-        mcp = (f"POST /mcp HTTP/1.1\nHost: {host}\nContent-Type: application/json\nContent-Length: 2\n"
-               "Connection: close\n")
-        for header in (f"Authorization: Bearer {stolen}\n", f"Cookie: {seen[-1]}\n"):
+            for _ in range(2):  # the second visit carries what the browser holds for it (its own cookie)
+                await conn.call("Page.navigate", {"url": other.url("/")}, session)
+                await wait_for(conn, session, "document.title === 'another local server'")
+            held = (await conn.call("Storage.getCookies", {}))["cookies"]
+        assert seen[-1] == "theirs=1", seen  # what it can read: its own cookie, nothing of the view's
+        assert not any(served.token in c or "webfetch_view" in c for c in seen)
+        [ours] = [c for c in held if c["name"] == f"webfetch_view_{served.view_port}"]
+        assert ours["domain"] == view_host() and ours["httpOnly"] and ours["sameSite"] == "Strict"
+        assert ours["value"] != served.token
+        # the cookie, had it been taken, does not open /mcp: neither as a cookie nor as a bearer
+        mcp = (f"POST /mcp HTTP/1.1\nHost: 127.0.0.1:{served.view_port}\nContent-Type: application/json\n"
+               "Content-Length: 2\nConnection: close\n")
+        for header in (f"Authorization: Bearer {ours['value']}\n", f"Cookie: {ours['name']}={ours['value']}\n"):
             assert raw_request(served.view_port, mcp + header, b"{}")[0] in (401, 403)
     finally:
         browser.stop()
@@ -376,7 +392,7 @@ def test_a_url_or_cookie_from_before_a_restart_opens_nothing_and_the_bearer_stil
 def websocket_close_code(port: int, head: str, message: bytes) -> int | None:
     """Open a websocket by hand, send `message` as one text frame, read frames until the server's close:
     its code (None: the connection ended without one)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+    with socket.create_connection((view_host(), port), timeout=30) as s:
         s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n")
         data = b""
         while b"\r\n\r\n" not in data:

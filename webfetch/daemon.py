@@ -228,7 +228,7 @@ class Daemon:
         try:
             started = await self.view.open()
         except OSError as e:
-            raise ViewUnavailable(f"cannot open the view on 127.0.0.1:{self.config.view.port}: {e.strerror or e}; "
+            raise ViewUnavailable(f"cannot open the view on loopback port {self.config.view.port}: {e.strerror or e}; "
                                 f"free the port or set another view.port (0 picks one) and restart") from None
         url = self.view.new_url()
         assert url is not None and self.view.port is not None and self.view.token is not None

@@ -2,7 +2,8 @@
 websocket, the ones added later too), so that no page can forget it.
 
 Three checks, in this order:
-- the Host header must be a loopback name or address (`localhost`, `127.0.0.1`, `[::1]`), with any port:
+- the Host header must be a loopback name or address (`localhost`, `[::1]`, an address of 127.0.0.0/8 such
+  as 127.0.0.1 or this install's own, address.py), with any port:
   a page on a foreign site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
   name, and is refused (403). The port is not checked: `ssh -L 8765:127.0.0.1:PORT` makes the person's
   browser send its own end's port, and a browser sends the port of the URL it connects to, so a page of
@@ -44,6 +45,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..trust.private_files import write_private
+from .address import loopback_literal
 
 COOKIE = "webfetch_view_"  # + the port the door listens on
 MCP_PATH = "/mcp"
@@ -51,9 +53,9 @@ TOKEN_FILE = "view-token"
 TOKEN_BYTES = 32
 KEY_LIFE_S = 3600.0          # a URL's one-time key, unused, dies after this (or at the daemon's stop)
 KEYS_KEPT = 32               # unused keys remembered at once; the oldest is forgotten first
-# The loopback names a browser may put in Host for our listeners; any other name is DNS rebinding or a
-# proxy we did not ask for.
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+# The loopback names a browser may put in Host for our listeners, besides an IPv4 loopback address written
+# out; any other name is DNS rebinding or a proxy we did not ask for.
+LOOPBACK_HOSTS = ("localhost", "[::1]")
 
 
 class Token:
@@ -136,7 +138,7 @@ def loopback_host(host: str | None) -> bool:
         name = host.lower()
     elif not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
         return False
-    return name in LOOPBACK_HOSTS
+    return name in LOOPBACK_HOSTS or loopback_literal(name)
 
 
 def _cookie(header: str | None, name: str) -> str | None:
@@ -174,9 +176,9 @@ class Door:
         headers = _headers(scope)
         host = headers.get("host")
         if not loopback_host(host):
-            await _refuse(scope, receive, send, 403, "this page answers only on 127.0.0.1, localhost or [::1] "
-                          "(from another machine: ssh -L PORT:127.0.0.1:PORT HOST); open the URL `webfetch view` "
-                          "prints")
+            await _refuse(scope, receive, send, 403, "this page answers only on a loopback address (127.0.0.1, "
+                          "localhost; from another machine: the ssh -L that `webfetch view` prints); open the URL "
+                          "`webfetch view` prints")
             return
         own_origin = f"http://{host}"
         origin = headers.get("origin")
