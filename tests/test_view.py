@@ -23,6 +23,7 @@ from webfetch.config import ServerConfig, ViewConfig
 from webfetch.daemon import Daemon, bind_socket
 from webfetch.frontends.client import Client as SocketClient
 from webfetch.view.address import own_address
+from webfetch.view.server import bind_loopback
 
 from .support.chromium import Chromium
 from .support.client import run_cli
@@ -446,3 +447,20 @@ def test_an_mcp_body_past_the_bound_is_413_and_not_read_whole(served):
     assert status == 413 and b"1048576 bytes" in body
     # within the bound, the SDK answers as before
     assert raw_request(port, head + "Content-Length: 2\n", b"{}")[0] not in (401, 403, 413)
+
+
+def test_where_its_own_address_is_not_there_the_view_listens_on_127_0_0_1():
+    # as on macOS, where 127.0.0.1 is the only loopback address: an address this machine does not have
+    sockets = bind_loopback(0, "192.0.2.1")
+    try:
+        hosts = {s.getsockname()[0] for s in sockets}
+        assert "127.0.0.1" in hosts and hosts <= {"127.0.0.1", "::1"}, hosts
+        assert len({s.getsockname()[1] for s in sockets}) == 1  # one port
+    finally:
+        for s in sockets:
+            s.close()
+    with pytest.raises(OSError):  # its own address with the port taken is an error, not a fallback
+        with socket.socket() as taken:
+            taken.bind((view_host(), 0))
+            taken.listen()
+            bind_loopback(taken.getsockname()[1], view_host())
