@@ -5,7 +5,7 @@ Three checks, in this order:
 - the Host header must be a loopback name or address (`localhost`, `[::1]`, an address of 127.0.0.0/8 such
   as 127.0.0.1 or this install's own, address.py), with any port:
   a page on a foreign site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
-  name, and is refused (403). The port is not checked: `ssh -L 8765:127.0.0.1:PORT` makes the person's
+  name, and is refused (403). The port is not checked: `ssh -L 8765:ADDRESS:PORT` makes the person's
   browser send its own end's port, and a browser sends the port of the URL it connects to, so a page of
   another local port never reaches ours with its own Host (the Origin check below holds it anyway);
 - a secret. Three kinds, so that none that travels far is worth much (`Passes`):
