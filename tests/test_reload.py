@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -239,9 +240,9 @@ async def test_view_enabled_reloaded_opens_and_closes_the_front_door_and_its_por
     with trio.fail_after(10):
         while (view := (await status(d))["view"]) is None:
             await trio.sleep(0.05)
-    port = int(view.rsplit(":", 1)[1].strip("/"))
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    await stream.send_all(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    host, port = urlsplit(view).hostname, urlsplit(view).port
+    stream = await trio.open_tcp_stream(host, port)
+    await stream.send_all(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
     assert (await stream.receive_some(100)).startswith(b"HTTP/1.1 401")  # the door, wanting its token
     await stream.aclose()
 
@@ -251,4 +252,4 @@ async def test_view_enabled_reloaded_opens_and_closes_the_front_door_and_its_por
         while (await status(d))["view"] is not None:
             await trio.sleep(0.05)
     with pytest.raises(OSError):
-        await trio.open_tcp_stream("127.0.0.1", port)
+        await trio.open_tcp_stream(host, port)

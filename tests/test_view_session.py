@@ -236,6 +236,54 @@ async def test_a_recording_replays_with_its_actions(start_daemon, site, chromium
         json.dumps(rows)  # the rows are plain text
 
 
+async def click_element(v: Viewer, selector: str) -> None:
+    """A person's click (the mouse, through CDP) on the middle of the first element `selector` finds."""
+    x, y = await v.until(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null; "
+                         "const r = e.getBoundingClientRect(); "
+                         "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+    await v.click(x, y)
+
+
+async def test_the_dashboard_links_a_session_and_a_recording_to_their_pages(start_daemon, site, chromium, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    site.html("/spin", ANIMATED)
+    h = await start_daemon()
+    old = Browser(await h.client(), session="old")
+    await old.ok("open", url=site.url("/spin"), record=True)
+    await trio.sleep(1)
+    await old.ok("close")
+    [path] = list((tmp_path / "webfetch" / "recordings").iterdir())
+    await wait_for_file_end(path)
+    b = Browser(await h.client())
+    await b.ok("open", url=site.url("/spin"))
+    url = await view_url(h)
+    base = url.split("/?")[0]
+    async with viewer(chromium, url) as v:
+        await v.until("document.getElementById('live').textContent === 'live'")
+        with v.conn.subscribe(v.session_id) as sub:
+            await click_element(v, "#sessions tbody a")
+            with trio.fail_after(30):
+                while (await sub.receive()).get("method") != "Page.loadEventFired":
+                    pass
+        assert await v.js("location.pathname") == "/session/s1"
+        await v.until("document.getElementById('live').className === 'on'")
+        await v.open(f"{base}/")
+        assert await v.until("document.querySelector('#recordings tbody a')?.textContent") == path.name
+        with v.conn.subscribe(v.session_id) as sub:
+            await click_element(v, "#recordings tbody a")
+            with trio.fail_after(30):
+                while (await sub.receive()).get("method") != "Page.loadEventFired":
+                    pass
+        assert await v.js("location.pathname") == f"/recordings/{path.name}"
+        await v.until("document.body.dataset.loaded")
+        # the name as `webfetch browse recordings` shows it, without .jsonl, replays the same
+        await v.open(f"{base}/recordings/{path.stem}")
+        await v.until("document.body.dataset.loaded")
+        state = await v.js("document.getElementById('state').textContent")
+        assert state.split(" frames")[0].isdigit() and int(state.split(" frames")[0]) > 0, state
+
+
 async def test_profile_login_without_a_display_is_done_in_the_view(app, chromium, short_tmp, tmp_path):
     """`webfetch profile login` on a machine with no display: it prints the view's page for the login, the
     person signs in there (their clicks and keys on the frame) and clicks Done, and the profile holds the

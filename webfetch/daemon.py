@@ -229,12 +229,13 @@ class Daemon:
         try:
             started = await self.view.open()
         except OSError as e:
-            raise ViewUnavailable(f"cannot open the view on 127.0.0.1:{self.config.view.port}: {e.strerror or e}; "
+            raise ViewUnavailable(f"cannot open the view on loopback port {self.config.view.port}: {e.strerror or e}; "
                                 f"free the port or set another view.port (0 picks one) and restart") from None
-        assert self.view.url is not None and self.view.port is not None and self.view.token is not None
+        url = self.view.new_url()
+        assert url is not None and self.view.port is not None and self.view.token is not None
         if started:
             log.info("view: opened by a client on %s", ", ".join(self.view.addresses))
-        return ViewResult(id=rid, url=self.view.url, port=self.view.port, addresses=self.view.addresses,
+        return ViewResult(id=rid, url=url, port=self.view.port, addresses=self.view.addresses,
                           started=started, token_file=str(self.view.token.path))
 
     def reload(self) -> ReloadResult:
@@ -309,7 +310,7 @@ class Daemon:
             problems=[redact.text(p) for p in [*c.problems, *self.subagent.problems, *self.user_browser.problems]],
             browse=self.browse.statistics(), browse_enabled=self.config.browse.enabled,
             browse_allow_local=self.config.browse.allow_local, daemon=self.identity(),
-            view=f"http://127.0.0.1:{self.view.port}/" if self.view.port is not None else None,
+            view=self.view.base,
             user_browser=UserBrowserStatus(state=self.user_browser.state,
                                            detail=redact.text(self.user_browser.describe()),
                                            hosts=self.user_browser.config.hosts))

@@ -70,7 +70,7 @@ class ReloadRequest(Struct, tag_field="op", tag="reload", kw_only=True):
 
 
 class ViewRequest(Struct, tag_field="op", tag="view", kw_only=True):
-    """The daemon's local web page (`webfetch view`): its URL with the token, the front door started first
+    """The daemon's local web page (`webfetch view`): its URL with a one-time key, the front door started first
     when it is off (view.enabled = false)."""
 
 
@@ -744,7 +744,7 @@ class CacheClearResult(Struct, tag_field="type", tag="result", kw_only=True):
 class ViewResult(Struct, tag_field="type", tag="result", kw_only=True):
     id: RequestId
     op: str = "view"
-    url: str                          # http://127.0.0.1:PORT/?token=…: opened once, it trades the token for a cookie
+    url: str                          # http://127.0.0.1:PORT/?token=KEY: a new one-time key, traded for a cookie
     port: int
     addresses: list[str]              # where it listens: 127.0.0.1:PORT, and [::1]:PORT when the host has IPv6
     started: bool                     # this request turned the front door on (view.enabled was false)

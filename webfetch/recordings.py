@@ -86,7 +86,10 @@ def prune(max_total: int, keep: str | None = None) -> list[str]:
 
 
 def find(name: str) -> Path | None:
-    """The recording called `name`, if there is one (a name from listing(); anything else is none)."""
+    """The recording called `name`, if there is one (a name from listing(), `.jsonl` or not: a person types
+    what `webfetch browse recordings` shows; anything else is none)."""
+    if not name.endswith(SUFFIX):
+        name += SUFFIX
     if not _NAME.match(name):
         return None
     path = directory() / name

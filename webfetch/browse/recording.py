@@ -3,6 +3,10 @@ the screencast's frames (at most one every `FRAME_EVERY_S`), each action with it
 and requests of its tabs, through redact.py's one rule whatever browse.redact_secrets says (a recording is
 a file that outlives the session).
 
+Frames are thinned to one every `FRAME_EVERY_S`, yet the newest one skipped is kept and written when that
+interval ends, or at the end: a page's last change is in the file even when it came just after a frame (a
+static page sends no more frames, so one skipped would be a final state never recorded).
+
 Lines are queued in the event loop and written by a task of the session's in a worker thread, one whole
 line at a time (O_APPEND), so a crash leaves a file that reads up to its last line. The file stops growing
 at browse.record_max_bytes: a `truncated` line says so, and the session's next result carries a note. With
@@ -48,7 +52,9 @@ class Recording:
         self.truncated = False
         self.told = False                   # the session's result said it was truncated
         self.failed = False                 # an action failed (on_error keeps the file)
-        self._last_frame = 0.0
+        self._last_frame = -FRAME_EVERY_S    # when the last frame was written (trio's clock)
+        self._pending: Frame | None = None  # the newest frame skipped since
+        self._pending_set = trio.Event()
         self._console: dict[str, int] = {}  # tab -> console entries recorded
         self._network = 0                   # requests recorded (by number)
         self._send, self._receive = trio.open_memory_channel[bytes](QUEUE)
@@ -77,8 +83,11 @@ class Recording:
         assert self.path is not None
         fd = await trio.to_thread.run_sync(os.open, self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            async for line in self._receive:
-                await trio.to_thread.run_sync(os.write, fd, line)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_skipped)
+                async for line in self._receive:
+                    await trio.to_thread.run_sync(os.write, fd, line)
+                nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(os.close, fd)
@@ -89,11 +98,26 @@ class Recording:
     # --- what the session feeds in ------------------------------------------------------------------
 
     def frame(self, frame: Frame) -> None:
-        if frame.at - self._last_frame < FRAME_EVERY_S:
+        if trio.current_time() - self._last_frame < FRAME_EVERY_S:
+            self._pending = frame
+            self._pending_set.set()
             return
-        self._last_frame = frame.at
+        self._write_frame(frame)
+
+    def _write_frame(self, frame: Frame) -> None:
+        self._last_frame = trio.current_time()
+        self._pending = None
         self._line({"type": "frame", "at": frame.at, "tab": frame.tab, "width": frame.width, "height": frame.height,
                     "data": frame.data}, droppable=True)
+
+    async def _write_skipped(self) -> None:
+        """Write the newest skipped frame once its interval ends, unless a newer frame was written first."""
+        while True:
+            await self._pending_set.wait()
+            self._pending_set = trio.Event()
+            await trio.sleep_until(self._last_frame + FRAME_EVERY_S)
+            if self._pending is not None:
+                self._write_frame(self._pending)
 
     def step(self, step: Step) -> None:
         if not step.ok and step.by == "agent":
@@ -121,7 +145,9 @@ class Recording:
                         "blocked": r.blocked, "time_ms": r.time_ms()})
 
     def close(self) -> None:
-        """The session ended: the end line, then the writer stops."""
+        """The session ended: the frame skipped last if any, the end line, then the writer stops."""
+        if self._pending is not None:
+            self._write_frame(self._pending)
         self._line({"type": "end", "at": time.time(), "bytes": self.size, "truncated": self.truncated}, final=True)
         self._send.close()
 

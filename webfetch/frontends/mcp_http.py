@@ -11,6 +11,10 @@ and the Origin before a request reaches the SDK (view/door.py); the SDK's own DN
 
 Each MCP session (one client's connection) gets its own browse session, as each `webfetch mcp` process has
 one; it closes with `close`, or when idle for `browse.idle_s`.
+
+A request's body is read whole by the SDK before it is parsed, so `BoundedBody` reads it first, up to
+`server.max_line_bytes` (what the socket takes as one request, which a tool call becomes): past that it is
+a 413 that says so, and no more of it is read.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..view.door import MCP_PATH
@@ -66,6 +71,56 @@ class HttpFrontDoor(McpFrontDoor):
             CLIENT.reset(token)
 
 
+class BoundedBody:
+    """`app` given a request's body only when it is at most `limit` bytes (a declared Content-Length is
+    checked before anything is read); a longer one is answered 413."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.limit:
+            await self._too_large(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away mid-body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: Message | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is not None:
+                message, body = body, None
+                return message
+            return await receive()  # after the body: the disconnect
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Send) -> None:
+        text = (f"request body larger than {self.limit} bytes (server.max_line_bytes, what one request may "
+                "be): send a smaller tool call\n").encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                (b"content-length", str(len(text)).encode()), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": text})
+
+
 def build_server(link: DaemonLink) -> Server[Any]:
     sessions = BrowseSessions()
     tools = [dataclasses.replace(spec, call=sessions.call) if spec.tool.name == contract.BROWSER.name else spec
@@ -84,6 +139,7 @@ def mount(socket: Path, config: str | None) -> Mounted:
         # its own across calls.
         manager = StreamableHTTPSessionManager(app=build_server(DaemonLink(socket, config, in_daemon=True)))
         async with manager.run():
-            yield [Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+            endpoint = BoundedBody(StreamableHTTPASGIApp(manager), daemon.config.server.max_line_bytes)
+            yield [Route(MCP_PATH, endpoint=endpoint)]
 
     return mounted

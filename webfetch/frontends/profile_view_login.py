@@ -12,10 +12,10 @@ import time
 from collections import deque
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..profiles.store import ProfileError, ProfileStore
-from ..trust import shell
+from .view_cli import tunnel
 
 WAIT_S = 1.0     # how often the session is looked for while the person logs in
 
@@ -39,12 +39,12 @@ def view_login(socket: Path, name: str, url: str, store: ProfileStore) -> int:
         if view.get("type") != "result":
             raise ProfileError(f"could not open the daemon's view: {view.get('code')}: {view.get('message')}")
         base, _, token = str(view["url"]).partition("/?token=")
-        print(f"{base}/session/{quote(session)}?token={token}", flush=True)
-        port = urlsplit(base).port
+        page = f"{base}/session/{quote(session)}?token={token}"
+        print(page, flush=True)
+        ssh, there = tunnel(page)
         print(f"webfetch: no display here, so the login runs in the daemon's headless Chrome: open the address above "
-              f"in your browser (from another machine: {shell.command('ssh', '-L', f'{port}:127.0.0.1:{port}', 'HOST')}"
-              f" first), click 'Take over', sign in on the page, then click 'Done: save the login'. Waiting…",
-              file=sys.stderr, flush=True)
+              f"in your browser (from another machine: {ssh} first, then open {there}), click 'Take over', sign "
+              f"in on the page, then click 'Done: save the login'. Waiting…", file=sys.stderr, flush=True)
         while any(s.get("session") == session for s in (_last(c.request("status")).get("browse") or [])):
             time.sleep(WAIT_S)
     profile = store.load(name)

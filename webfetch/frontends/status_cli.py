@@ -1,5 +1,5 @@
 """`webfetch status`: which daemon answers (pid, since when, socket, config, log), its browser, cache,
-requests, search backends and browse sessions, and its problems (exit 1 when it has any)."""
+requests, search backends, browse sessions and local page (the view), and its problems (exit 1 when it has any)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,15 @@ def _yours(status: dict[str, Any]) -> str:
     return f"\nyours:    {mine['detail']}" if mine else ""
 
 
+def _view_line(status: dict[str, Any]) -> str:
+    """Where the daemon's local page is served, with no key (none from a daemon older than the view)."""
+    if "view" not in status:
+        return ""
+    if status["view"] is None:
+        return "\nview:     off (`webfetch view` opens it; `view.enabled = true` opens it at every start)"
+    return f"\nview:     {status['view']} (`webfetch view` prints it with a one-time key that signs you in)"
+
+
 def _with_profile(session: dict[str, Any]) -> str:
     if session.get("browser") == "user":
         return ", in your browser"
@@ -125,7 +134,7 @@ def _status(client: Client, inv: Invocation) -> int:
         print(f"disk:     {_disk_line(c)}")
         print(f"requests: {r['in_flight']} in flight, {r['served']} served")
         print(f"search:   {', '.join(frame.get('search') or []) or 'no backend configured'}")
-        print(f"browse:   {_browse_state(frame)}{_yours(frame)}")
+        print(f"browse:   {_browse_state(frame)}{_yours(frame)}{_view_line(frame)}")
         problems = [*frame.get("problems", []), *filter(None, [broken_config(inv)])]
         for problem in problems:
             print(f"problem:  {problem}")

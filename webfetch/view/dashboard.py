@@ -4,7 +4,9 @@ and a chart of the last hour's request times. Live: the page opens the websocket
 state (`snapshot`) once a second while it is open, and nothing when nobody watches.
 
 The page is static (static/dashboard.html, .js, .css: no CDN, no build step); everything it shows comes
-as JSON over the websocket and is put in the page as text, never as HTML.
+as JSON over the websocket (and the recordings' list from `/recordings.json`) and is put in the page as
+text, never as HTML; a session and a recording are links to their pages. `static/common.js` is what every
+page's script shares (served here, loaded first by each page).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ SECURITY_HEADERS = {
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
-FILES = {"dashboard.js": "text/javascript", "view.css": "text/css"}
+FILES = {"dashboard.js": "text/javascript", "common.js": "text/javascript", "view.css": "text/css"}
 
 
 def routes(daemon: Viewed) -> list[BaseRoute]:

@@ -1,5 +1,7 @@
-"""The view's front door, an actor in the daemon's nursery: an HTTP server on loopback (127.0.0.1, and [::1]
-on the same port where the host has IPv6) serving the pages behind `door.Door`.
+"""The view's front door, an actor in the daemon's nursery: an HTTP server on loopback serving the pages
+behind `door.Door`: on this install's own address (address.py, 127.A.B.C: no other server's cookies are
+the page's, nor its cookie theirs), or where the system has no such address, on 127.0.0.1 and [::1] on the
+same port.
 
 Why hypercorn and Starlette: the daemon runs on trio, and hypercorn has a trio worker (`worker_serve`, the
 one `hypercorn.trio.serve` calls: handed our own sockets, so we choose the addresses and learn the port
@@ -44,7 +46,8 @@ from starlette.routing import BaseRoute
 
 from ..config import Config
 from . import dashboard, session_page
-from .door import Door, Token
+from .address import FALLBACK, own_address
+from .door import Door, Passes, Token
 from .viewed import Viewed
 
 log = logging.getLogger("webfetch.view")
@@ -60,22 +63,27 @@ PAGES: tuple[PageRoutes, ...] = (
 )
 
 LISTEN_BACKLOG = 64
+# What hypercorn takes in before any page sees it (its defaults allow a 16 MiB websocket message). A page's
+# message is at most session_page.MESSAGE_CHARS (4096) characters, 4 bytes each at most in UTF-8; the head
+# of a request holds the Host and the cookies of every server on loopback (not scoped by port), so 16 KiB.
+WEBSOCKET_MESSAGE_BYTES = 4 * session_page.MESSAGE_CHARS
+HEAD_BYTES = 16 * 1024
 
 
-def bind_loopback(port: int) -> list[socket.socket]:
-    """Listening sockets on 127.0.0.1:`port` (0: a free one) and [::1] on the same port when the host has
-    IPv6 loopback; never another address. OSError when 127.0.0.1 cannot be bound (the port taken)."""
-    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def bind_loopback(port: int, host: str = FALLBACK) -> list[socket.socket]:
+    """Listening sockets on `host`:`port` (0: a free port), a loopback address. On 127.0.0.1 (`host` itself,
+    or when `host` is not an address this system has), [::1] on the same port too when the host has IPv6
+    loopback; never another address. OSError when the address cannot be bound (the port taken)."""
     try:
-        v4.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        v4.bind(("127.0.0.1", port))
-        v4.listen(LISTEN_BACKLOG)
-    except OSError:
-        v4.close()
-        raise
+        v4 = _listen(host, port)
+    except OSError as e:
+        if host == FALLBACK or e.errno != errno.EADDRNOTAVAIL:
+            raise
+        log.info("view: %s is no address here (only 127.0.0.1 is loopback on this system): on 127.0.0.1", host)
+        host, v4 = FALLBACK, _listen(FALLBACK, port)
     sockets = [v4]
     chosen = v4.getsockname()[1]
-    if socket.has_ipv6:
+    if host == FALLBACK and socket.has_ipv6:
         v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
         try:
             v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
@@ -88,6 +96,18 @@ def bind_loopback(port: int) -> list[socket.socket]:
             if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EADDRINUSE):
                 log.warning("view: not listening on [::1]:%d: %s", chosen, e)
     return sockets
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    v4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        v4.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        v4.bind((host, port))
+        v4.listen(LISTEN_BACKLOG)
+    except OSError:
+        v4.close()
+        raise
+    return v4
 
 
 def address(sock: socket.socket) -> str:
@@ -103,8 +123,10 @@ class View:
         self.daemon = daemon
         self.mounts = tuple(mounts)
         self.port: int | None = None          # while open
+        self.host = FALLBACK                  # the IPv4 address it listens on (address.py)
         self.addresses: list[str] = []
-        self.token: Token | None = None
+        self.token: Token | None = None       # /mcp's bearer, kept across restarts
+        self.passes = Passes()                # the page's cookie and URL keys: this daemon's life only
         self.watchers = 0                     # live feeds open now (viewed.Watched)
         self._runtime_dir: Path | None = None
         self._nursery: trio.Nursery | None = None
@@ -112,11 +134,13 @@ class View:
         self._lock = trio.Lock()
 
     @property
-    def url(self) -> str | None:
-        """The page's address with the token, to open once; None while the door is closed."""
-        if self.port is None or self.token is None:
-            return None
-        return f"http://127.0.0.1:{self.port}/?token={self.token.value}"
+    def base(self) -> str | None:
+        """The page's address, no key: what status shows; None while the door is closed."""
+        return None if self.port is None else f"http://{self.host}:{self.port}/"
+
+    def new_url(self) -> str | None:
+        """The page's address with a new one-time key (door.Passes); None while the door is closed."""
+        return None if self.base is None else f"{self.base}?token={self.passes.issue()}"
 
     async def run(self, runtime_dir: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -130,7 +154,7 @@ class View:
                 try:
                     await self.open()
                 except OSError as e:
-                    log.error("view: cannot listen on 127.0.0.1:%d: %s; the daemon serves on without it",
+                    log.error("view: cannot listen on loopback port %d: %s; the daemon serves on without it",
                               self.daemon.config.view.port, e)
             await trio.sleep_forever()
 
@@ -161,8 +185,9 @@ class View:
 
     async def _serve(self, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
         assert self.token is not None
-        sockets = bind_loopback(self.daemon.config.view.port)
-        port = sockets[0].getsockname()[1]
+        wanted = await trio.to_thread.run_sync(own_address)  # a file in the state directory
+        sockets = bind_loopback(self.daemon.config.view.port, wanted)
+        host, port = sockets[0].getsockname()[:2]
         try:
             with trio.CancelScope() as scope:
                 self._scope = scope
@@ -170,8 +195,8 @@ class View:
                     routes = [route for page in PAGES for route in page(self.daemon)]
                     for mount in self.mounts:
                         routes += await stack.enter_async_context(mount(self.daemon))
-                    app = Door(Starlette(routes=routes), self.token, port)
-                    self.port, self.addresses = port, [address(s) for s in sockets]
+                    app = Door(Starlette(routes=routes), self.token, self.passes, port)
+                    self.host, self.port, self.addresses = host, port, [address(s) for s in sockets]
                     log.info("view: listening on %s", ", ".join(self.addresses))
                     # Starlette's ASGI types are looser than hypercorn's, the same protocol
                     try:
@@ -193,4 +218,8 @@ def _hypercorn_config() -> HypercornConfig:
     config.errorlog = log
     config.include_server_header = False
     config.graceful_timeout = 1.0
+    config.websocket_max_message_size = WEBSOCKET_MESSAGE_BYTES  # past it: closed with 1009
+    config.h11_max_incomplete_size = HEAD_BYTES
+    config.h2_max_header_list_size = HEAD_BYTES
+    config.h2_max_concurrent_streams = 16
     return config

@@ -8,8 +8,8 @@ page is open; the new steps of the timeline; the console and network panes; who 
 browse/control.py checks each). Each websocket is one person: their control ends when it closes, so a page
 closed while holding the browser hands it back.
 
-`/recordings` lists the recordings (recordings.py), `/recordings/NAME` replays one: the page reads the file's
-lines from `/recordings/NAME/lines` and shows a scrubber over its frames with the actions beside them.
+`/recordings` lists the recordings (recordings.py), `/recordings/NAME` (`.jsonl` or not) replays one: the page
+reads the file's lines from `/recordings/NAME/lines` and shows a scrubber over its frames with the actions beside them.
 
 Pages are static files (static/session.*, static/replay.*: no CDN, no inline script); everything from the
 session or a recording is put in the page as text, never as HTML. Every route is behind the front door."""

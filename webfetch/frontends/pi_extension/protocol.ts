@@ -676,7 +676,7 @@ export interface CacheClearRequest {
 }
 
 /**
- * The daemon's local web page (`webfetch view`): its URL with the token, the front door started first
+ * The daemon's local web page (`webfetch view`): its URL with a one-time key, the front door started first
  * when it is off (view.enabled = false).
  */
 export interface ViewRequest {

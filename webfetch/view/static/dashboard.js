@@ -1,28 +1,14 @@
 // The dashboard: state from the websocket /live (once a second), put in the page as text only.
 "use strict";
 
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-
 function fill(id, pairs) {
   const dl = document.getElementById(id);
   dl.replaceChildren(...pairs.flatMap(([k, v]) => [el("dt", k), el("dd", v)]));
 }
 
 function rows(id, items, cells) {
-  const body = document.querySelector(`#${id} tbody`);
-  body.replaceChildren(...items.map((item) => {
-    const tr = el("tr");
-    for (const [text, cls] of cells(item)) tr.appendChild(el("td", text, cls));
-    return tr;
-  }));
+  document.querySelector(`#${id} tbody`).replaceChildren(...items.map((item) => row(cells(item))));
 }
-
-function time(t) { return new Date(t * 1000).toLocaleTimeString(); }
 
 function chart(times) {
   const svg = document.getElementById("chart");
@@ -52,10 +38,25 @@ function show(s) {
   rows("in-flight", s.in_flight, (r) => [[r.op], [r.url, "url"], [`${Math.round(now - r.started)} s`], [r.progress]]);
   rows("recent", s.recent, (r) => [[time(r.started)], [r.op], [r.url, "url"], [r.ms],
     [r.outcome + (r.cached ? " (cached)" : ""), r.outcome === "ok" ? "" : "error"], [r.flags.join(", ")]]);
-  rows("sessions", st.browse, (b) => [[b.session], [b.tabs], [b.url, "url"], [Math.round(b.idle_s)]]);
+  rows("sessions", st.browse, (b) => [[b.session, "", `/session/${encodeURIComponent(b.session)}`], [b.tabs],
+    [b.url, "url"], [Math.round(b.idle_s)]]);
   fill("config", Object.entries(s.config).flatMap(([section, values]) =>
     Object.entries(values).map(([k, v]) => [`${section}.${k}`, JSON.stringify(v)])));
   chart(s.times);
+}
+
+// The recordings, newest first, each a link to its replay (read at load and every RECORDINGS_MS: a file
+// list, not part of the live state).
+const RECORDINGS_MS = 10000;
+
+async function recordings() {
+  const response = await fetch("/recordings.json");
+  if (response.ok) {
+    rows("recordings", (await response.json()).slice(0, 20), (f) => [
+      [f.name, "", `/recordings/${encodeURIComponent(f.name)}`], [f.size.toLocaleString()],
+      [new Date(f.modified * 1000).toLocaleString()]]);
+  }
+  setTimeout(recordings, RECORDINGS_MS);
 }
 
 function connect() {
@@ -67,3 +68,4 @@ function connect() {
 }
 
 connect();
+recordings();

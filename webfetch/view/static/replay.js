@@ -7,33 +7,12 @@ const parts = location.pathname.split("/");
 const name = decodeURIComponent(parts[2] || "");
 let frames = [], steps = [], timer = null;
 
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-
-function time(t) { return new Date(t * 1000).toLocaleTimeString(); }
-
-function row(cells, cls) {
-  const tr = el("tr", undefined, cls);
-  for (const [text, c] of cells) tr.appendChild(el("td", text, c));
-  return tr;
-}
-
 async function list() {
   document.getElementById("player").hidden = true;
   const files = await (await fetch("/recordings.json")).json();
-  document.querySelector("#recordings tbody").replaceChildren(...files.map((f) => {
-    const tr = el("tr");
-    const a = el("a", f.name);
-    a.href = `/recordings/${encodeURIComponent(f.name)}`;
-    const td = el("td");
-    td.appendChild(a);
-    tr.append(td, el("td", f.size.toLocaleString()), el("td", new Date(f.modified * 1000).toLocaleString()));
-    return tr;
-  }));
+  document.querySelector("#recordings tbody").replaceChildren(...files.map((f) => row([
+    [f.name, "", `/recordings/${encodeURIComponent(f.name)}`], [f.size.toLocaleString()],
+    [new Date(f.modified * 1000).toLocaleString()]])));
   document.getElementById("summary").textContent = `${files.length} recordings`;
 }
 

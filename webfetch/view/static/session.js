@@ -7,21 +7,6 @@ const name = decodeURIComponent(location.pathname.split("/")[2] || "");
 const frame = document.getElementById("frame");
 let me = null, holder = null, socket = null, closed = false, lastMove = 0, profile = null;
 
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-
-function time(t) { return new Date(t * 1000).toLocaleTimeString(); }
-
-function row(cells, cls) {
-  const tr = el("tr", undefined, cls);
-  for (const [text, c] of cells) tr.appendChild(el("td", text, c));
-  return tr;
-}
-
 function send(message) {
   if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
 }
