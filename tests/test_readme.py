@@ -234,3 +234,44 @@ def test_every_file_architecture_names_exists() -> None:
     missing = sorted({n for n in names if not (any((base / n).is_file() for base in _PATH_BASES) if "/" in n
                                                else n in known)})
     assert not missing, f"docs/ARCHITECTURE.md names files that do not exist: {missing}"
+
+
+def _toml_blocks(text: str) -> list[str]:
+    """The TOML the README has a reader write: its ```toml blocks and its `cat >> config.toml <<'EOF'` bodies."""
+    blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
+    return blocks + re.findall(r"config\.toml <<'EOF'\n(.*?)\nEOF\n", text, re.S)
+
+
+async def test_the_readmes_address_policy_is_what_the_policy_does() -> None:
+    """README says: after the first-five-minutes config (fetch.allow_hosts), 127.0.0.1 is open to fetch and
+    browse alike; browse.allow_local opens a dev server's port to browse sessions alone, fetch still refused.
+    The policy, read from the README's own config lines, must do just that (doctor and the errors are held to
+    it by tests/test_browse_local.py)."""
+    from webfetch.config import parse_config
+    from webfetch.errors import BlockedUrl
+    from webfetch.urls import AddressPolicy, admit_host
+
+    text = README.read_text()
+    assert "Browse follows the same address policy as fetch: after step 2, `127.0.0.1` is open to both." in text
+    assert "To open your\ndev server to browse sessions alone (`fetch` stays refused)" in text
+    [step2] = [b for b in _toml_blocks(text) if "allow_hosts" in b]
+    [local] = [b for b in _toml_blocks(text) if "allow_local" in b]
+
+    def policies(toml: str) -> tuple[AddressPolicy, AddressPolicy]:
+        c = parse_config(toml)
+        fetch = AddressPolicy.from_config(c.fetch.allow_private, c.fetch.allow_hosts)
+        return fetch, fetch.for_browse(c.browse.allow_local)
+
+    async def reaches(policy: AddressPolicy, host: str, port: int) -> bool:
+        try:
+            await admit_host(host, policy, port)
+        except BlockedUrl:
+            return False
+        return True
+
+    fetch, browse = policies(step2)
+    for port in (8000, 3000, 5173):
+        assert await reaches(fetch, "127.0.0.1", port) and await reaches(browse, "127.0.0.1", port)
+    fetch, browse = policies(local)
+    assert await reaches(browse, "127.0.0.1", 5173) and not await reaches(browse, "127.0.0.1", 8000)
+    assert not await reaches(fetch, "127.0.0.1", 5173)
