@@ -252,3 +252,48 @@ async def test_sitemaps_are_read_up_to_one_sitemaps_worth_of_urls_in_all(served,
     assert r["sitemaps"] == [site.url("/many/index.xml"), *(site.url(n) for n in names[:3])]
     assert site.hits.get(names[3], 0) == 0
     assert "the sitemaps list more than 50000 URLs: the rest were not read" in r["notes"]
+
+
+# A class of all of Unicode under (?i): `re` compiles each in ~12 ms, so a pattern of the protocol's 1000
+# characters takes seconds to compile, before any matching (an attacker review found them compiled in the
+# event loop: status answered after 33.6 s)
+ALL_OF_UNICODE = "[\x00-\U0010ffff]"
+
+
+async def _status_meanwhile(daemon: ServedDaemon, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The terminal frames of `requests`, sent at once; a second client's `status` is answered within 1 s once
+    the daemon has had them for a second."""
+    results: list[dict[str, Any]] = []
+
+    async def one(request: dict[str, Any]) -> None:
+        results.append(await _request(daemon, request, TIMEOUT_S + 25))
+
+    async with trio.open_nursery() as nursery:
+        for request in requests:
+            nursery.start_soon(one, request)
+        await trio.sleep(1)
+        status = await _request(daemon, {"id": "s", "op": "status"}, 1)
+        assert status["type"] == "result", status
+    return results
+
+
+async def test_include_patterns_slow_to_compile_leave_the_daemon_answering_and_end_at_the_deadline(served, site):
+    include = [f"/(?i){'x' * n}{ALL_OF_UNICODE * 190}/" for n in range(20)]   # distinct: re's cache helps not
+    [r] = await _status_meanwhile(served, [{"id": 1, "op": "map", "url": site.url("/nothing/"), "include": include,
+                                            "timeout_s": TIMEOUT_S}])
+    assert r["type"] == "error" and r["code"] == "timeout", r
+    assert r["message"].startswith(f"compiling the include/exclude patterns took more than {TIMEOUT_S} s")
+
+
+async def test_find_and_schema_patterns_slow_to_compile_leave_the_daemon_answering(served, site):
+    site.html("/compiled/", simple_page("Docs", ARTICLE * 3))
+    finds = [{"id": n, "op": "fetch", "url": site.url("/compiled/"), "find": f"/{'x' * n}{ALL_OF_UNICODE * 198}/i",
+              "timeout_s": TIMEOUT_S} for n in range(6)]
+    slow = ALL_OF_UNICODE * 60
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"(?i){slow}{i}"}
+                                               for i in range(20)}}
+    schemas = [{"id": "schema", "op": "fetch", "url": site.url("/compiled/"), "schema": schema,
+                "timeout_s": TIMEOUT_S}]
+    results = await _status_meanwhile(served, finds + schemas)
+    for r in results:   # each compiled in a worker: found nothing, or stopped at its deadline
+        assert (r["type"], r.get("code")) in {("result", None), ("error", "timeout"), ("error", "subagent_failed")}, r

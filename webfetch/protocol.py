@@ -169,6 +169,8 @@ class BrowseRequest(Struct, tag_field="op", tag="browse", kw_only=True):
 
 # A crawl's or map's patterns: globs over the URL's path and query (`/docs/*`), or `/regex/` (PROTOCOL.md).
 CrawlPattern = Annotated[str, Meta(min_length=1, max_length=1000)]
+# at most this many include (and as many exclude) patterns: each is compiled and tried on every link
+CrawlPatterns = Annotated[list[CrawlPattern], Meta(max_length=64)]
 CRAWL_MAX_LIMIT = 500     # pages in one crawl result (each with its markdown, up to its share: crawl/crawler.py)
 MAP_MAX_LIMIT = 10_000    # URLs in one map result
 
@@ -179,8 +181,8 @@ class CrawlRequest(Struct, tag_field="op", tag="crawl", kw_only=True):
     url: str
     limit: Annotated[int, Meta(ge=1, le=CRAWL_MAX_LIMIT)] = 20
     depth: Annotated[int, Meta(ge=0, le=50)] = 3
-    include: list[CrawlPattern] = []
-    exclude: list[CrawlPattern] = []
+    include: CrawlPatterns = []
+    exclude: CrawlPatterns = []
     timeout_s: Annotated[float, Meta(gt=0)] | None = None   # the whole crawl; default crawl.timeout_s
     fresh: bool = False
     # Each page's characters in the result, at most (default: an equal share of crawl.result_chars, which
@@ -196,8 +198,8 @@ class MapRequest(Struct, tag_field="op", tag="map", kw_only=True):
     url: str
     limit: Annotated[int, Meta(ge=1, le=MAP_MAX_LIMIT)] = 500
     depth: Annotated[int, Meta(ge=0, le=50)] = 3
-    include: list[CrawlPattern] = []
-    exclude: list[CrawlPattern] = []
+    include: CrawlPatterns = []
+    exclude: CrawlPatterns = []
     timeout_s: Annotated[float, Meta(gt=0)] | None = None
     fresh: bool = False
 

@@ -26,6 +26,7 @@ from msgspec.structs import replace as replace_struct
 from .. import __version__
 from ..config import Config
 from ..errors import (
+    BadRequest,
     HttpError,
     NetworkError,
     RobotsDisallowed,
@@ -88,7 +89,7 @@ class Scope:
 
     @classmethod
     def of(cls, start: str, include: list[str], exclude: list[str]) -> Scope:
-        crawl_patterns.check(include, exclude)
+        crawl_patterns.check_globs(include, exclude)   # regular expressions: compiled in a worker (_begin)
         parts = urlsplit(start)
         prefix = parts.path[:parts.path.rfind("/") + 1] or "/"
         return cls(f"{parts.scheme}://{parts.netloc}", prefix, tuple(include), tuple(exclude))
@@ -267,9 +268,16 @@ class Crawler:
     async def _begin(self, kind: Literal["crawl", "map"], req: CrawlRequest | MapRequest,
                      progress: ReportProgress) -> tuple[_Run, Literal["obeyed", "ignored", "none"]]:
         """The start URL checked (address policy, robots.txt), the scope and the first URLs to visit."""
-        crawl_patterns.check(req.include, req.exclude)  # a bad pattern is refused before anything is loaded
         timeout = req.timeout_s or self.config.crawl.timeout_s
         deadline = trio.current_time() + timeout   # robots.txt and the sitemaps count against it too
+        if req.include or req.exclude:   # a bad pattern is refused before anything is asked of the network
+            with trio.move_on_at(deadline) as compiling:
+                trouble = await self.extractor.patterns_problem(req.include, req.exclude)
+            if compiling.cancelled_caught:
+                raise Timeout(f"compiling the include/exclude patterns took more than {timeout:g} s: write "
+                              f"simpler regular expressions, or globs")
+            if trouble is not None:
+                raise BadRequest(trouble)
         start = await prepare_url(req.url, self.policy.current)
         scope = Scope.of(start, req.include, req.exclude)
         run: _Run | None = None

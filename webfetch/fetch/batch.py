@@ -22,7 +22,7 @@ from ..protocol import (
     SendFrame,
     Stage,
 )
-from .pipeline import Pipeline, checked
+from .pipeline import Pipeline
 
 log = logging.getLogger("webfetch.batch")
 
@@ -38,7 +38,7 @@ async def fetch_batch(pipeline: Pipeline, req: FetchRequest, rid: RequestId, pro
     never opens 50 tabs and a fetch from another client waits its turn beside the batch's, not behind all
     of it. Without a `prompt`, pages are read raw (no sub-agent summary per page): an agent reads a page
     on by its `next_offset`; with one, each page's answer is the sub-agent's, under its own limits."""
-    checked(req)  # a bad pattern or schema is the batch's error, before anything loads
+    await pipeline.checked(req)  # a bad pattern or schema is the batch's error, before anything loads
     urls = req.urls or []
     budget = req.max_chars or max(MIN_PAGE_CHARS, pipeline.config.fetch.page_chars // len(urls))
     single = replace(req, urls=None, max_chars=budget, raw=req.raw or (req.prompt is None and req.schema is None))

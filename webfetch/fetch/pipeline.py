@@ -35,7 +35,7 @@ from ..errors import (
     Timeout,
 )
 from ..paging import paginate
-from ..parse import find, json_answer
+from ..parse import find
 from ..parse.extractor import Extracted, Extractor, decode_text
 from ..parse.flags import LOGIN_PATH, Flag
 from ..profiles.store import Cookie, Profile, ProfileError, StorageState, headless_login
@@ -187,8 +187,25 @@ class Pipeline:
         if self.http is not None and _address_policy(old) != _address_policy(config):
             self.http.close()
 
+    async def checked(self, req: FetchRequest) -> None:
+        """The request's `find` and `schema` checked before anything loads (BadRequest naming what is wrong):
+        the text rules here, a regular expression compiled in a parser worker within the request's time (a
+        model's pattern can take seconds to compile, which the event loop must not)."""
+        pattern = checked(req)
+        find = pattern.source if pattern is not None and pattern.expression is not None else None
+        if find is None and req.schema is None:
+            return
+        timeout = req.timeout_s or self.config.fetch.timeout_s
+        with trio.move_on_after(timeout) as compiling:
+            trouble = await self.extractor.request_problem(find, req.schema)
+        if compiling.cancelled_caught:
+            raise Timeout(f"checking the `find` regular expression or the `schema`'s patterns took more than "
+                          f"{timeout:g} s: write simpler regular expressions")
+        if trouble is not None:
+            raise BadRequest(trouble)
+
     async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
-        checked(req)  # a bad pattern or schema costs no load
+        await self.checked(req)  # a bad pattern or schema costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
         if req.browser == "user":
@@ -421,7 +438,7 @@ class Pipeline:
         searched here (linear time, a few ms); a regular expression can backtrack for minutes and `re` holds
         the GIL, and a huge page takes tenths of a second, so those run in a worker process, killed at the
         request's deadline."""
-        if pattern.regex is None and len(page.markdown) <= IN_PROCESS_FIND_MAX_CHARS:
+        if pattern.expression is None and len(page.markdown) <= IN_PROCESS_FIND_MAX_CHARS:
             found = find.search(page.markdown, pattern)
         else:
             timeout = req.timeout_s or self.config.fetch.timeout_s
@@ -430,7 +447,7 @@ class Pipeline:
                     found = await self.extractor.find(page.markdown, pattern)
             except trio.TooSlowError:
                 why = ("; it backtracks (nested repeats such as (a+)+ or (.*)*): simplify it, or search for words"
-                       if pattern.regex is not None else "; pass a larger `timeout_s`")
+                       if pattern.expression is not None else "; pass a larger `timeout_s`")
                 raise Timeout(f"the search for {pattern.described} ran for {timeout:g} s on the page's "
                               f"{len(page.markdown)} characters without finishing{why}") from None
         total = len(page.markdown)
@@ -696,12 +713,12 @@ MAX_PARTS = 8
 
 
 def checked(req: FetchRequest) -> find.Pattern | None:
-    """A request's `find` pattern and `schema` checked before anything loads (BadRequest naming where)."""
+    """A request's `find` pattern and `schema` checked by their text before anything loads (BadRequest naming
+    where); what needs compiling is checked in a worker (Pipeline.checked)."""
     pattern = find.checked(req)
     if req.schema is not None and req.find is not None:
         raise BadRequest("`schema` answers from the whole page and `find` returns passages: pass one of them - at "
                          "`$.find`")
-    json_answer.checked(req.schema)
     return pattern
 
 

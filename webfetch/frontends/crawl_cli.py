@@ -138,14 +138,12 @@ def ready(args: argparse.Namespace) -> bool:
 
 def patterns_ready(include: list[str], exclude: list[str]) -> bool:
     """Whether the --include and --exclude patterns can work; if not, says why on stderr, as the daemon
-    would refuse them (crawl_patterns.check), in the flags' words."""
-    from ..errors import BadRequest
-    from ..parse.crawl_patterns import check
+    would refuse them (crawl_patterns.problem: compiled here, in the CLI's own process), in the flags' words."""
+    from ..parse.crawl_patterns import problem
 
-    try:
-        check(include, exclude)
-    except BadRequest as e:
-        print(f"webfetch: {e.code}: {cli_words(e.message)}", file=sys.stderr)
+    trouble = problem(include, exclude)
+    if trouble is not None:
+        print(f"webfetch: bad_request: {cli_words(trouble)}", file=sys.stderr)
         return False
     return True
 

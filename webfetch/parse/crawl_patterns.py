@@ -2,11 +2,13 @@
 or a Python regular expression between slashes, searched in them (PROTOCOL.md).
 
 They are a tool argument the model chooses, and a regular expression can backtrack for ever (`/(a+)+$/`
-against a path of forty a's and a `!`) while `re` holds the GIL with no timeout. So a pattern is compiled in
-the daemon (`check`: a bad one is a bad_request before anything is loaded) and matched in a parser worker
-process (`admitted`, through Extractor.matching), a page's links or a sitemap's URLs in one job, where the
-crawl's deadline kills the worker, as it does for `find`'s regular expressions. Globs go with them: one job
-for all of a batch's patterns, and a glob of many `*` against a long path is not free either."""
+against a path of forty a's and a `!`) while `re` holds the GIL with no timeout, and even compiling one is
+not free (`(?i)` over a class of all Unicode is ~12 ms a class). So a pattern is compiled in a parser worker
+(`problem`, through Extractor.patterns_problem, under the request's deadline: a bad one is a bad_request
+before anything is loaded) and matched in one too (`admitted`, through Extractor.matching), a page's links
+or a sitemap's URLs in one job, where the crawl's deadline kills the worker, as it does for `find`'s regular
+expressions. Globs go with them: one job for all of a batch's patterns, and a glob of many `*` against a long
+path is not free either."""
 
 from __future__ import annotations
 
@@ -59,15 +61,28 @@ def glob_problem(text: str) -> str | None:
     return None
 
 
-def check(include: list[str], exclude: list[str]) -> None:
-    """BadRequest for the first pattern that does not compile, or a glob that cannot match as meant
-    (`glob_problem`), naming it and whether it is an include."""
+def check_globs(include: list[str], exclude: list[str]) -> None:
+    """BadRequest for the first glob that cannot match as meant (`glob_problem`), naming it and whether it is an
+    include. Text work only, linear in the patterns: the daemon (and the CLI) may run it; regular expressions
+    are compiled by `problem`, in a worker."""
     for patterns, name in ((include, "include"), (exclude, "exclude")):
         for pattern in patterns:
-            _compiled(pattern, name)
-            problem = None if _is_regex(pattern) else glob_problem(pattern)
-            if problem is not None:
-                raise BadRequest(f"`{name}` pattern {pattern!r} {problem}")
+            trouble = None if _is_regex(pattern) else glob_problem(pattern)
+            if trouble is not None:
+                raise BadRequest(f"`{name}` pattern {pattern!r} {trouble}")
+
+
+def problem(include: list[str], exclude: list[str]) -> str | None:
+    """Why the patterns are refused (the first glob that cannot match as meant, or regular expression that does
+    not compile), else None. Compiles them: for a parser worker (Extractor.patterns_problem)."""
+    try:
+        check_globs(include, exclude)
+        for patterns, name in ((include, "include"), (exclude, "exclude")):
+            for pattern in patterns:
+                _compiled(pattern, name)
+    except BadRequest as e:
+        return e.message
+    return None
 
 
 def admitted(include: tuple[str, ...], exclude: tuple[str, ...], targets: list[str]) -> list[int]:

@@ -16,15 +16,18 @@ from typing import Any
 import lxml.html
 import trio
 
-from ..errors import ExtractionFailed
+from ..errors import BadRequest, ExtractionFailed
 from .crawl_patterns import admitted
+from .crawl_patterns import problem as crawl_patterns_problem
 from .find import Found, Pattern, search
+from .find import problem as find_problem
 from .flags import Evidence, Flag, gather, needs_markup
 from .flags import detect as detect_flags
 from .flags import detect_on_text as detect_flags_on_text
 from .flags import judge as judge_flags
 from .hidden import drop_hidden
 from .json_answer import Merged, Reply, merge_parts, read_reply
+from .json_answer import checked as check_schema
 from .links import html_links
 from .pdf import PdfText, extract_pdf
 from .render_need import Need, judge, measure
@@ -522,6 +525,18 @@ def import_parsers() -> None:
         importlib.import_module(name)
 
 
+
+def request_problem(find: str | None, schema: dict[str, Any] | None) -> str | None:
+    """Why a fetch's `find` (a regular expression that does not compile: find.problem) or `schema` (not one
+    webfetch takes: json_answer.checked) is refused, else None. Compiles what the model wrote: for a worker."""
+    if find is not None and (trouble := find_problem(find)) is not None:
+        return trouble
+    try:
+        check_schema(schema)
+    except BadRequest as e:
+        return e.message
+    return None
+
 class Extractor:
     """The extractor actor: every parse of a page's HTML, text or PDF, and the flags judged on it, runs in
     its worker processes (webfetch/parse/workers.py), so the event loop never blocks and a parser's crash is
@@ -556,6 +571,19 @@ class Extractor:
         """webfetch/parse/crawl_patterns.py's `admitted` in a worker process: a crawl's regular expression that
         backtracks without end costs a worker, killed at the crawl's deadline, never the event loop."""
         return await self.workers.call(admitted, include, exclude, targets)
+
+    async def patterns_problem(self, include: list[str], exclude: list[str]) -> str | None:
+        """Why a crawl's include/exclude patterns are refused (crawl_patterns.problem), compiled in a worker
+        process: a tool argument the model chose, whose compiling alone can take seconds; the caller's
+        deadline kills the worker."""
+        if not include and not exclude:
+            return None
+        return await self.workers.call(crawl_patterns_problem, include, exclude)
+
+    async def request_problem(self, find: str | None, schema: dict[str, Any] | None) -> str | None:
+        """Why a fetch's `find` regular expression or `schema` is refused (`request_problem`), in a worker process,
+        as above: a schema's `pattern`s are compiled by its check as well."""
+        return await self.workers.call(request_problem, find, schema)
 
     async def find(self, markdown: str, pattern: Pattern) -> Found:
         """webfetch/parse/find.py's search in a worker process: a regular expression that backtracks without end

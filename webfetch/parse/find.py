@@ -22,6 +22,7 @@ Words are searched with escaped literals (linear time). A regular expression can
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 
@@ -50,13 +51,23 @@ class BadPattern(BadRequest):
 
 @dataclass(frozen=True)
 class Pattern:
-    source: str                # as the caller wrote it
-    regex: re.Pattern[str] | None  # a regular expression, or None for words
+    """A `find` pattern as parsed in the daemon: a regular expression stays text there (`expression`, `flags`)
+    and is compiled where it is searched (`regex`, in a parser worker): compiling is no free step either
+    (`(?i)` over a class of all Unicode is ~12 ms a class), and in the daemon it would hold the event loop."""
+
+    source: str                    # as the caller wrote it
+    expression: str | None         # a regular expression's text, or None for words
     words: tuple[str, ...] = ()
+    flags: int = 0
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str] | None:
+        """The compiled expression (None for words): for a parser worker, never the daemon's event loop."""
+        return None if self.expression is None else re.compile(self.expression, self.flags)
 
     @property
     def described(self) -> str:
-        if self.regex is not None:
+        if self.expression is not None:
             return f"the regular expression {self.source}"
         if len(self.words) == 1:
             return f'the word "{self.words[0]}"'
@@ -98,13 +109,19 @@ def parse(source: str) -> Pattern:
     if not body:
         raise BadPattern("`find` is an empty regular expression (//): write the expression between the slashes, "
                          "for example /v\\d+\\.\\d+/")
+    return Pattern(source, body, flags=sum(REGEX_FLAGS[f] for f in set(flags)))
+
+
+def problem(source: str) -> str | None:
+    """Why `source`, a `find` that parses, is no regular expression `re` can compile (None: it is one, or
+    words). Compiles it: for a parser worker (Extractor.find_problem), under the request's deadline."""
+    pattern = parse(source)
     try:
-        regex = re.compile(body, sum(REGEX_FLAGS[f] for f in set(flags)))
+        _ = pattern.regex
     except re.error as e:
         pos = 1 + (e.pos or 0)  # in `source`, past the opening slash
-        raise BadPattern(f"`find` is not a valid regular expression: {e.msg} at position {pos}\n  {source}\n"
-                         f"  {' ' * pos}^") from None
-    return Pattern(source, regex)
+        return f"`find` is not a valid regular expression: {e.msg} at position {pos}\n  {source}\n  {' ' * pos}^"
+    return None
 
 
 def _words(source: str) -> tuple[str, ...]:
@@ -206,7 +223,8 @@ class _Lines:
 def search(md: str, pattern: Pattern) -> Found:
     """The passages of `md` that match `pattern`, in page order, and the page's outline."""
     lines = _Lines(md)
-    hits = _regex_hits(md, pattern.regex) if pattern.regex is not None else _word_hits(md, lines, pattern.words)
+    regex = pattern.regex
+    hits = _regex_hits(md, regex) if regex is not None else _word_hits(md, lines, pattern.words)
     blocks: dict[tuple[int, int], int] = {}  # each matching block, and where its first match is
     for offset in hits:
         blocks.setdefault(lines.block(offset), offset)
