@@ -243,12 +243,30 @@ def test_the_upload_rule(tmp_path: Path, project: Path):
     # a relative root in the config is no root (it would be the daemon's own directory)
     with pytest.raises(UploadRefused, match="no directory is open"):
         upload_path(str(project / "notes.txt"), None, BrowseConfig(upload_roots=["project"]))
+
     # a hard link to a file outside (`ln ~/.ssh/id_ed25519 ./k`) is inside only by its name
     os.link(tmp_path / "outside" / "id_ed25519", project / "k")
     with pytest.raises(UploadRefused, match="other hard links"):
         upload_path("k", str(project), config)
     with pytest.raises(BadRequest, match="NUL"):
         upload_path("notes\0.txt", str(project), config)
+
+def test_a_clients_working_directory_of_slash_or_home_opens_nothing(tmp_path: Path, monkeypatch):
+    """An MCP host may start its servers in / or the home directory: as a root, that would open every file
+    of the user's to a model a page talks to. Only browse.upload_roots, which the user writes, may be so broad."""
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "bank.txt").write_text("IBAN")
+    monkeypatch.setenv("HOME", str(home))
+    for cwd in ("/", str(home), str(tmp_path)):
+        with pytest.raises(UploadRefused) as refused:
+            upload_path(str(home / "Documents" / "bank.txt"), cwd, BrowseConfig())
+        assert refused.value.message.startswith(
+            f"no directory is open to uploads: the client's working directory ({cwd}) is / or your home "
+            "directory, too broad to open to a page, and browse.upload_roots is empty"), refused.value.message
+    # a project under the home directory is a root as before; the user may open the home in the config
+    assert upload_path("bank.txt", str(home / "Documents"), BrowseConfig()) == str(home / "Documents" / "bank.txt")
+    assert upload_path(str(home / "Documents" / "bank.txt"), "/", BrowseConfig(upload_roots=[str(home)]))
 
 
 @pytest.mark.parametrize(("given", "saved"), [

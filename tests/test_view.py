@@ -464,3 +464,37 @@ def test_where_its_own_address_is_not_there_the_view_listens_on_127_0_0_1():
             taken.bind((view_host(), 0))
             taken.listen()
             bind_loopback(taken.getsockname()[1], view_host())
+
+
+def test_mcp_over_http_opens_no_file_under_the_daemons_own_directory_to_uploads(tmp_path):
+    """Over /mcp the browser tool runs in the daemon: its working directory (the home, under systemd) is no
+    client's project, so it is no upload root; only browse.upload_roots are (an attacker review read
+    ~/Documents through a route's body_file)."""
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "bank.txt").write_text("IBAN-SECRET-123")
+    d = ServedDaemon(tmp_path, "[view]\nenabled = true\n[fetch]\nallow_private = true\n",
+                     env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}, tree=home)
+    try:
+        d.wait_ready(60)
+        deadline = time.monotonic() + 30
+        while (status := d.status())["view"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        token = (d.tmp / "view-token").read_text().strip()
+        endpoint = f"http://{status['view'].split('//')[1].split('/')[0]}/mcp"
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+
+        async def route() -> str:
+            async with Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client:
+                r = await client.call_tool("agent_browser", {"action": "route", "url": "*/leak*",
+                                                             "body_file": str(home / "Documents" / "bank.txt")})
+                assert r.is_error
+                return r.content[0].text
+
+        said = trio.run(route)
+        assert said.startswith("upload_refused: no directory is open to uploads: the client sent no working "
+                               "directory, and browse.upload_roots is empty"), said
+    finally:
+        d.proc.terminate()
+        d.proc.wait(20)
+        d.log.close()

@@ -2,8 +2,11 @@
 page talks to, must not make the daemon hand it the user's keys).
 
 A file may be uploaded when, once symlinks and `..` are resolved, it is a regular file under one of the
-roots: the client's working directory (sent with the request) and `browse.upload_roots`; and no part of
-its path below that root starts with a dot (`.env`, `.ssh/id_ed25519`) unless `browse.upload_dotfiles`.
+roots: the client's working directory (sent with the request: its project) and `browse.upload_roots`; and no
+part of its path below that root starts with a dot (`.env`, `.ssh/id_ed25519`) unless
+`browse.upload_dotfiles`. A client's working directory that is `/` or the home directory is no root (an MCP
+host that starts its servers there would open every file of the user's to a model a page talks to): only
+`browse.upload_roots`, which the user writes, may be that broad.
 
 Chrome is not handed the checked path: a file swapped there between the check and the form's submit (a
 symlink to ~/.ssh put in its place) would be what it sends. It gets a private copy (`private_copy`), read
@@ -39,8 +42,10 @@ def checked_upload(given: str, cwd: str | None, config: BrowseConfig) -> tuple[s
         raise BadRequest("a file path or the working directory holds a NUL character; give real paths")
     roots = _roots(cwd, config)
     if not roots:
-        raise UploadRefused(f"no directory is open to uploads: the client sent no working directory and "
-                            f"{ROOTS_KEY} is empty; add the directory to {ROOTS_KEY} in the config")
+        why = ("the client sent no working directory" if cwd is None else
+               f"the client's working directory ({cwd}) is / or your home directory, too broad to open to a page")
+        raise UploadRefused(f"no directory is open to uploads: {why}, and {ROOTS_KEY} is empty; start the agent in "
+                            f"the project's directory, or add the directory to {ROOTS_KEY} in the config")
     real = _real(given, cwd)
     root = next((r for r in roots if real.is_relative_to(r)), None)
     if root is None:
@@ -146,10 +151,18 @@ def _real(given: str, cwd: str | None) -> Path:
 
 def _roots(cwd: str | None, config: BrowseConfig) -> list[Path]:
     """The allowed directories, resolved as the files are (a root given through a symlink still matches)."""
-    given = ([cwd] if cwd else []) + list(config.upload_roots)
-    roots = []
-    for r in given:
+    roots = [] if cwd is None or _too_broad(cwd) else [Path(cwd).resolve()]
+    for r in config.upload_roots:
         path = os.path.expanduser(r)
         if os.path.isabs(path):  # a relative root would mean the daemon's own directory: never
             roots.append(Path(path).resolve())
     return roots
+
+
+def _too_broad(cwd: str) -> bool:
+    """A client's working directory that would open too much as a root: a relative one (the daemon's own
+    directory), `/`, or the home directory (or above it)."""
+    if not os.path.isabs(cwd):
+        return True
+    real = Path(cwd).resolve()
+    return Path.home().resolve().is_relative_to(real)

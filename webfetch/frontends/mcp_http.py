@@ -55,7 +55,9 @@ class BrowseSessions:
         client = CLIENT.get()
         session = self.by_client.get(client)
         if session is None:
-            session = self.by_client[client] = BrowseSession()
+            # no working directory: this runs in the daemon, whose own is no client's project; uploads read
+            # only under browse.upload_roots
+            session = self.by_client[client] = BrowseSession(cwd=lambda: None)
         return await session.call(link, args, progress)
 
 

@@ -249,9 +249,12 @@ class BrowseSession:
     session a killed process left behind). The daemon makes the session on its first action; after the
     model's `close`, the next action starts a fresh one (new cookies, tab t1) under the same name."""
 
-    def __init__(self) -> None:
+    def __init__(self, cwd: Callable[[], str | None] = os.getcwd) -> None:
         self.name = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.opened = False  # an action since the last close may have made it in the daemon
+        # the directory uploads start from and may read under: the one the MCP client started us in (its
+        # project); none over HTTP, where this runs in the daemon, whose own directory is no client's
+        self.cwd = cwd
 
     async def call(self, link: DaemonLink, args: dict[str, Any], progress: Progress) -> types.CallToolResult:
         # a model's null means "not given", so the daemon's defaults apply; the session (and the request's
@@ -260,7 +263,9 @@ class BrowseSession:
         body |= {"op": "browse", "session": self.name, "action": args.get("action")}
         # the directory the MCP client started us in (its project): an upload's relative paths start there,
         # and uploads may read only under it (and the user's browse.upload_roots)
-        body["cwd"] = os.getcwd()
+        cwd = self.cwd()
+        if cwd is not None:
+            body["cwd"] = cwd
         closing = body["action"] == "close"
         if not closing:
             self.opened = True  # before the request: even an action that fails or is cancelled makes the session
