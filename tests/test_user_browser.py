@@ -618,3 +618,54 @@ def test_a_host_on_this_machine_is_listed_with_its_port_or_refused_at_load():
         assert str(info.value).startswith(f"config.toml: line 2: key `user_browser`: user_browser.hosts entry "
                                           f"{bare!r} is on this machine: add the port of the server you mean ("), bare
         assert "your browser's DevTools among them, stays out of the agent's reach" in str(info.value)
+
+
+@pytest.mark.chromium
+@pytest.mark.parametrize("rules", ["prefetch", "prerender"])
+async def test_a_page_chrome_preloaded_from_an_unlisted_host_is_left_and_never_read(start_daemon, person, app, rules):
+    """Chrome's preloading (speculation rules) fetches a same-site page without a request the tab's
+    interception sees; a navigation there then shows it. The committed document is judged again: left at
+    once, never read (an attacker review read the members page, and the person's DevTools /json/list)."""
+    site = Site()
+    site.start()
+    members = app.url("/members")   # same site as the listed 127.0.0.1:SITE (a site ignores the port)
+    devtools = f"http://127.0.0.1:{person.browser.port}/json/list"
+    try:
+        daemon = await start_daemon(user_config([f"127.0.0.1:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        await b.ok("open", url=f"http://127.0.0.1:{site.port}/", browser="user")
+        for target in (members, devtools):
+            body = (f'<title>x</title><script type="speculationrules">{{"{rules}":[{{"source":"list","urls":'
+                    f'["{target}"]}}]}}</script><script>setTimeout(() => location = {target!r}, 1500)</script>')
+            await b.ok("route", url="*/injected", status=200, body=body, headers={"content-type": "text/html"})
+            await b("open", url=f"http://127.0.0.1:{site.port}/injected")
+            await trio.sleep(3)   # the page has gone there, whether its own request was seen or not
+            snap = (await b.ok("snapshot", mode="full"))["snapshot"]
+            assert MEMBER_TEXT not in snap and "devtoolsFrontendUrl" not in snap, snap
+            assert target not in snap, snap
+    finally:
+        site.stop()
+
+
+@pytest.mark.chromium
+async def test_what_a_page_sends_as_the_session_closes_meets_the_gate(start_daemon, person, app):
+    """A page's pagehide handler runs as its tab closes: its beacon and keepalive fetch go to an unlisted host
+    of the same site, with the person's cookie, unless the tab's interception still answers then."""
+    site = Site()
+    beacon, keepalive = app.url("/beacon"), app.url("/keepalive")
+    site.routes["/bye"] = lambda h: h.reply(200, "text/html", f"""<title>Bye</title><p>bye</p><script>
+        addEventListener("pagehide", () => {{
+          navigator.sendBeacon({beacon!r}, "x");
+          fetch({keepalive!r}, {{keepalive: true, mode: "no-cors", credentials: "include"}});
+        }});</script>""")
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"127.0.0.1:{site.port}"], reachable=["127.0.0.1"]))
+        b = Browser(await daemon.client())
+        hits = len(app.hits)
+        await b.ok("open", url=f"http://127.0.0.1:{site.port}/bye", browser="user")
+        await b.ok("close")
+        await trio.sleep(3)
+        assert [h[1] for h in app.hits[hits:]] == [], app.hits[hits:]
+    finally:
+        site.stop()

@@ -406,6 +406,11 @@ class HostGate:
     def policy(self) -> AddressPolicy:
         return self._holder.current
 
+    @property
+    def in_persons_browser(self) -> bool:
+        """Whether this is the gate of the person's own browser (user_browser.hosts), the only check there."""
+        return self._listed is not None
+
     async def check(self, url: str, navigation: bool = False) -> str | None:
         """None when the page may request `url` (`navigation`: as its top-level document), else why not (a
         BlockedUrl message)."""

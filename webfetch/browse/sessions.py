@@ -84,6 +84,16 @@ def _check_profile_fields(req: BrowseRequest, session: Session | None) -> None:
                          "`browser: \"user\"`, not both")
 
 
+# How long a closing session in the person's browser gives its pages to leave (their `pagehide` handlers run,
+# under the gate) before its tabs close
+LEAVE_PAGES_S = 3.0
+
+
+async def _leave(tab: BrowseTab) -> None:
+    with suppress(CDPError, CDPClosed):
+        await tab.call("Page.navigate", {"url": "about:blank"})
+        await trio.sleep(0.5)   # what the page sent as it went has reached the interception
+
 class Session:
     """One browse session: a browser context, its tabs, and the nursery their event pumps run in (the
     actor's, not a request's: a cancelled action leaves the session intact)."""
@@ -217,6 +227,8 @@ class Session:
         if self.recording is not None:
             self.recording.logs(list(self.tabs.values()), self.network)
             self.recording.close()
+        if self.user:
+            await self._leave_pages()
         for tab in self.tabs.values():
             tab.mark_closed()
         self.watch.end()
@@ -231,6 +243,16 @@ class Session:
         with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
             await self._done.wait()
         return notes
+
+    async def _leave_pages(self) -> None:
+        """In the person's browser, each tab's page left for a blank one while the tabs' interception still
+        answers: a page's `pagehide` may send a beacon or a keepalive fetch, which must meet the gate too (a
+        tab closed with its pump already gone sent them to unlisted hosts). Bounded, shielded."""
+        with trio.move_on_after(LEAVE_PAGES_S, shield=True):
+            async with trio.open_nursery() as nursery:
+                for tab in self.tabs.values():
+                    if not tab.closed:
+                        nursery.start_soon(_leave, tab)
 
     def record(self, recording: Recording) -> None:
         """Record the session from now on: its frames (the screencast runs for it), steps, console, requests."""

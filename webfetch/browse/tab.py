@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from .. import redact
 from .._trio import single_error
 from ..chrome.browser import CRASH_EVENTS, PageTarget
 from ..chrome.cdp import CDPClosed, CDPError, Subscription
@@ -351,6 +353,22 @@ class BrowseTab:
             self._url = f["url"] + f.get("urlFragment", "")  # frame.url leaves the fragment out
             if old is None or old.loader != f["loaderId"]:
                 self._new_document(p.get("type") == "BackForwardCacheRestore")
+                if self._gate.in_persons_browser and f["url"].startswith(("http://", "https://")):
+                    nursery.start_soon(self._held_to_the_list, f["url"])
+
+    async def _held_to_the_list(self, url: str) -> None:
+        """A document committed in the person's browser, judged again by the gate: Chrome's own preloading
+        (speculation rules' prefetch and prerender, to a host of the same site) loads a page without a request
+        the tab's interception sees, and a navigation there then shows it. One the gate refuses is left at
+        once for a blank page, and the action that brought it fails `blocked_url`: the agent never reads it."""
+        why = await self._gate.check(url, navigation=True)
+        if why is None:
+            return
+        log.warning("browse: your browser showed %s without a request the gate saw (preloaded): left it: %s",
+                    redact.url(url), why)
+        self._blocked = why
+        with suppress(CDPError, CDPClosed):
+            await self.call("Page.navigate", {"url": "about:blank"})
 
     def _new_document(self, restored: bool) -> None:
         """The main frame is at another document (at `self._url`)."""
