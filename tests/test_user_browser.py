@@ -669,3 +669,28 @@ async def test_what_a_page_sends_as_the_session_closes_meets_the_gate(start_daem
         assert [h[1] for h in app.hits[hits:]] == [], app.hits[hits:]
     finally:
         site.stop()
+
+
+@pytest.mark.chromium
+async def test_a_fetch_in_the_persons_browser_never_reads_a_page_chrome_preloaded(start_daemon, person, app):
+    site = Site()
+    members = app.url("/members")   # same site as the listed 127.0.0.1:SITE, not listed
+    site.routes["/shell"] = lambda h: h.reply(200, "text/html", (
+        f'<title>Loading</title><div id="root"></div><script type="speculationrules">{{"prerender":[{{"source":'
+        f'"list","urls":["{members}"]}}]}}</script><script>setTimeout(() => location = {members!r}, 800)</script>'))
+    site.start()
+    try:
+        daemon = await start_daemon(user_config([f"127.0.0.1:{site.port}"], reachable=["127.0.0.1"]))
+        r = await daemon.fetch(f"http://127.0.0.1:{site.port}/shell", browser="user")
+        assert MEMBER_TEXT not in str(r), r
+        assert r["type"] == "error" and r["code"] == "blocked_url", r
+        assert "without a request webfetch could check (Chrome preloaded it)" in r["message"], r
+        # a plain redirect to the same host's other port is held to the listed port too
+        site.routes["/hop"] = lambda h: h.reply(302, "text/html", "", {"Location": members})
+        hits = len(app.hits)
+        hop = await daemon.fetch(f"http://127.0.0.1:{site.port}/hop", browser="user")
+        assert hop["type"] == "error" and hop["code"] == "blocked_url", hop
+        assert hop["message"].startswith(f"127.0.0.1:{app.port} is not in user_browser.hosts"), hop
+        assert app.hits[hits:] == []
+    finally:
+        site.stop()

@@ -440,18 +440,20 @@ class UserBrowser:
         ends; the person's tabs are never touched."""
         context = await self.context(notify, wait_s)
         try:
-            async with trio.open_nursery() as nursery:
-                async def close(target_id: str) -> None:
-                    with suppress(CDPClosed, CDPError):  # gone already
-                        await context.close_tab(target_id)
-                await nursery.start(context.watch_popups, lambda target_id: nursery.start_soon(close, target_id))
-                page = await context.new_tab()
-                await nursery.start(hold_children, page, gate.check)
-                tab = Tab(context, page)
-                tab.uses = 1
-                await set_up(tab, setup)
-                yield tab
-                nursery.cancel_scope.cancel()
+            # the block's own error as itself (a BlockedUrl stays one), not in the nursery's group
+            with single_error():
+                async with trio.open_nursery() as nursery:
+                    async def close(target_id: str) -> None:
+                        with suppress(CDPClosed, CDPError):  # gone already
+                            await context.close_tab(target_id)
+                    await nursery.start(context.watch_popups, lambda target_id: nursery.start_soon(close, target_id))
+                    page = await context.new_tab()
+                    await nursery.start(hold_children, page, gate.check)
+                    tab = Tab(context, page)
+                    tab.uses = 1
+                    await set_up(tab, setup)
+                    yield tab
+                    nursery.cancel_scope.cancel()
         finally:
             await context.aclose()  # shielded and bounded; the browser stops holding pages for it
 

@@ -266,6 +266,17 @@ class _Render:
             nursery.start_soon(self._paused_safely, params)  # never hold up other events
 
     async def _on_document_phase(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Page.frameNavigated" and self.gate.in_persons_browser:
+            frame = params.get("frame", {})
+            url = str(frame.get("url", ""))
+            if _is_page_commit(frame, self.tab.target_id) and url.startswith(("http://", "https://")):
+                # judged again as it commits: Chrome's preloading (speculation rules) shows a same-site page
+                # without the request _main_request judges, and such a page must not be read
+                why = await self.gate.check(url, navigation=True)
+                if why is not None:
+                    self._end(failure=BlockedUrl(f"the page went to {url} without a request webfetch could check "
+                                                 f"(Chrome preloaded it), and {why}; it is not read"))
+                    return
         self._document_phase(method, params)
 
     async def _on_dialog(self, params: dict[str, Any]) -> None:
@@ -362,6 +373,9 @@ class _Render:
             await self._fail(rid, "BlockedByClient")
             raise BlockedUrl(f"the page navigated to {url.split(':', 1)[0]}: URL, which webfetch does not follow")
         await admit_host(parse_url(url)[1], self.policy)
+        if self.gate.in_persons_browser and (why := await self.gate.check(url, navigation=True)) is not None:
+            await self._fail(rid, "BlockedByClient")   # its port, too, is held to user_browser.hosts
+            raise BlockedUrl(why)
         if not same_host(self.url, url):
             await self._fail(rid)
             self._end(Redirect(self.facts.response(), url))
