@@ -410,7 +410,7 @@ async def test_a_navigation_the_action_started_is_waited_for_until_it_loads(auto
         marks = tab.start_action()
         page.navigate(TARGET, f"{ALLOWED}/slow", load=False)
         await handled()
-        assert tab.navigating() and tab.main_loading and tab.loading
+        assert tab.navigating() and tab.loading
         async with trio.open_nursery() as nursery:
             nursery.start_soon(later, 3.0, partial(page.finish_load, TARGET))
             notes, waited = await timed_settle(tab, marks)

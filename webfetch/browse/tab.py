@@ -193,10 +193,6 @@ class BrowseTab:
     def navigating(self) -> bool:
         return self.target_id in self._loading_frames
 
-    @property
-    def main_loading(self) -> bool:
-        return self.target_id in self._loading_frames
-
     def has_frame(self, frame: str) -> bool:
         return frame in self._frames
 
@@ -215,6 +211,10 @@ class BrowseTab:
         navigation is forgotten."""
         self._blocked = None
         return Marks.of(self, ref)
+
+    def refuse(self, why: str) -> None:
+        """The main frame shows a document the gate refuses (`held_to_the_list`): the action fails so."""
+        self._blocked = why
 
     def start_navigation(self) -> None:
         """Forget the last navigation's status and refusal: the caller is about to navigate."""
@@ -354,21 +354,7 @@ class BrowseTab:
             if old is None or old.loader != f["loaderId"]:
                 self._new_document(p.get("type") == "BackForwardCacheRestore")
                 if self._gate.in_persons_browser and f["url"].startswith(("http://", "https://")):
-                    nursery.start_soon(self._held_to_the_list, f["url"])
-
-    async def _held_to_the_list(self, url: str) -> None:
-        """A document committed in the person's browser, judged again by the gate: Chrome's own preloading
-        (speculation rules' prefetch and prerender, to a host of the same site) loads a page without a request
-        the tab's interception sees, and a navigation there then shows it. One the gate refuses is left at
-        once for a blank page, and the action that brought it fails `blocked_url`: the agent never reads it."""
-        why = await self._gate.check(url, navigation=True)
-        if why is None:
-            return
-        log.warning("browse: your browser showed %s without a request the gate saw (preloaded): left it: %s",
-                    redact.url(url), why)
-        self._blocked = why
-        with suppress(CDPError, CDPClosed):
-            await self.call("Page.navigate", {"url": "about:blank"})
+                    nursery.start_soon(held_to_the_list, self, self._gate, f["url"])
 
     def _new_document(self, restored: bool) -> None:
         """The main frame is at another document (at `self._url`)."""
@@ -554,3 +540,18 @@ _EVENT_HANDLERS: dict[str, Callable[[BrowseTab, dict[str, Any], trio.Nursery], N
 
 def now_ms(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
+
+
+async def held_to_the_list(tab: BrowseTab, gate: HostGate, url: str) -> None:
+    """A document committed in the person's browser, judged again by the gate: Chrome's own preloading
+    (speculation rules' prefetch and prerender, to a host of the same site) loads a page without a request
+    the tab's interception sees, and a navigation there then shows it. One the gate refuses is left at once
+    for a blank page, and the action that brought it fails `blocked_url`: the agent never reads it."""
+    why = await gate.check(url, navigation=True)
+    if why is None:
+        return
+    log.warning("browse: your browser showed %s without a request the gate saw (preloaded): left it: %s",
+                redact.url(url), why)
+    tab.refuse(why)
+    with suppress(CDPError, CDPClosed):
+        await tab.call("Page.navigate", {"url": "about:blank"})

@@ -186,7 +186,7 @@ async def viewport(c: Call) -> Acted:
     if device.mobile == before.mobile:
         return Acted(fields={"viewport": device.describe()})
     await tab.call("Page.reload")
-    await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
+    await tab.wait_for(lambda: tab.navigating() or tab.dialog is not None)
     return Acted(fields={"viewport": device.describe()}, full=True)
 
 
@@ -466,7 +466,7 @@ VERBS: dict[str, Verb] = {
 async def _history(tab: BrowseTab, to: str) -> None:
     if to == "reload":
         await tab.call("Page.reload")
-        await tab.wait_for(lambda: tab.main_loading or tab.dialog is not None)
+        await tab.wait_for(lambda: tab.navigating() or tab.dialog is not None)
         return
     history = await tab.call("Page.getNavigationHistory")
     index = history["currentIndex"] + (-1 if to == "back" else 1)
