@@ -2,6 +2,7 @@
 clients that speak it badly: it refuses what the policy refuses, and keeps serving."""
 
 import ipaddress
+from functools import partial
 
 import pytest
 import trio
@@ -240,3 +241,55 @@ async def test_another_local_user_cannot_tunnel_through_the_proxy(nursery, site)
     stream, code = await socks_connect(proxy, "127.0.0.1", site.port)
     assert code == 0
     await stream.aclose()
+
+
+# Another local user's flood of connections to the proxy's port, run as `nobody`: 1500 at a time, closed
+# and opened again every 50 ms (each leaves a TIME_WAIT behind) until `seconds` have passed.
+FLOOD = r"""
+import resource, socket, sys, time
+port, end = int(sys.argv[1]), time.time() + float(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+while time.time() < end:
+    socks = []
+    for _ in range(1500):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            continue
+        socks.append(s)
+    time.sleep(0.05)
+    for s in socks:
+        s.close()
+"""
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="another user's process (setpriv) needs root")
+async def test_another_users_flood_does_not_refuse_the_daemons_own_connections(nursery, site):
+    """Whose a connection is is asked of the kernel for that one socket, at once: another user's flood costs
+    the daemon's own connections nothing (before, each was checked by scanning /proc/net/tcp, which the flood
+    lengthened, behind a queue the flood filled: the daemon's Chrome was refused or kept waiting)."""
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    proxy = await start_proxy(nursery)
+    outcomes = []
+    async with trio.open_nursery() as flooding:
+        flooding.start_soon(partial(
+            trio.run_process, ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+                               "/usr/bin/python3", "-c", FLOOD, str(proxy.port), "12"], check=False))
+        await trio.sleep(3)  # the flood under way
+        for _ in range(12):
+            try:
+                with trio.fail_after(10):
+                    stream, code = await socks_connect(proxy, "127.0.0.1", site.port)
+                    page = await http_get(stream, "127.0.0.1", "/article")
+                    await stream.aclose()
+                outcomes.append(("served", code, page.startswith(b"HTTP/1.1 200") and ARTICLE_TEXT[0].encode() in page))
+            except (trio.TooSlowError, AssertionError, OSError, trio.BrokenResourceError) as e:
+                outcomes.append(("failed", type(e).__name__, False))
+            await trio.sleep(0.3)
+    assert outcomes == [("served", 0, True)] * 12, outcomes

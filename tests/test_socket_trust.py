@@ -12,6 +12,7 @@ import os
 import pwd
 import select
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ import trio
 from mcp import Client, StdioServerParameters
 
 from webfetch.daemon import DaemonError, bind_socket
+from webfetch.trust import socket_trust
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "webfetch" / "frontends" / "pi_extension" / "index.ts"
@@ -284,3 +286,53 @@ def test_the_daemon_refuses_a_link_another_user_made_to_a_directory_of_ours(shor
         f"`rm -r {link}`), or point webfetch at a directory of your own: set XDG_RUNTIME_DIR, or pass --socket (or "
         f"set WEBFETCH_SOCKET) with a path in one")
     assert os.listdir(mine) == []
+
+
+# The policy proxy's clients are TCP connections on 127.0.0.1 (no SO_PEERCRED): whose they are is asked of
+# the kernel by the exact connection (NETLINK_SOCK_DIAG), /proc/net/tcp's scan only where that cannot be.
+HOLD_CONNECTION = r"""
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("connected", flush=True)
+time.sleep(30)
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("lookup", [socket_trust.sock_diag_uid, socket_trust.proc_net_tcp_uid,
+                                    socket_trust.tcp_peer_uid])
+def test_a_tcp_clients_uid_is_the_user_that_connected(lookup):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        theirs = subprocess.Popen(["setpriv", f"--reuid={NOBODY.pw_uid}", f"--regid={NOBODY.pw_gid}",
+                                   "--clear-groups", "/usr/bin/python3", "-c", HOLD_CONNECTION, str(port)],
+                                  stdout=subprocess.PIPE)
+        try:
+            server.settimeout(30)
+            their_end, _ = server.accept()
+            with their_end, socket.create_connection(("127.0.0.1", port)) as mine:
+                my_end, _ = server.accept()
+                with my_end:
+                    assert lookup(their_end.getpeername(), their_end.getsockname()) == NOBODY.pw_uid
+                    assert lookup(my_end.getpeername(), my_end.getsockname()) == ME
+                    assert mine.getsockname() == my_end.getpeername()
+                    # a connection that does not exist has no owner
+                    assert lookup(("127.0.0.1", 1), my_end.getsockname()) is None
+        finally:
+            theirs.kill()
+            theirs.wait()
+
+
+@pytest.mark.parametrize("lookup", [socket_trust.sock_diag_uid, socket_trust.proc_net_tcp_uid])
+def test_a_closed_clients_lingering_socket_is_nobodys(lookup):
+    """Once the client closes, its socket lingers (FIN_WAIT2, then TIME_WAIT) with uid 0 and no inode: the
+    owner is not known, and a daemon run as root must not take it for its own."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        mine, _ = server.accept()
+        with mine:
+            peer, local = mine.getpeername(), mine.getsockname()
+            assert lookup(peer, local) == ME
+            client.close()
+            assert mine.recv(1) == b""  # its FIN has arrived: it is closed, not yet gone
+            assert lookup(peer, local) is None

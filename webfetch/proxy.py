@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .errors import BlockedUrl
-from .trust.socket_trust import tcp_peer_uid
+from .trust.socket_trust import NoSockDiag, sock_diag_uid, tcp_peer_uid
 from .urls import AddressPolicy, PolicyHolder, vet_host
 
 log = logging.getLogger("webfetch.proxy")
@@ -36,10 +36,14 @@ HANDSHAKE_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 30.0  # Chrome gives up on a connection sooner; this only bounds a stuck one
 CHUNK = 64 * 1024
 REMEMBERED_FAILURES = 256
-# Whose connection it is, read from the kernel's socket table in a thread: on a limiter of its own (never trio's
-# default one, which DNS, libcurl and the disk cache share), and with at most this many connections waiting
-# for it; beyond that a connection is closed at once. Another local user's flood of connections then costs
-# them their own connections, not the daemon's fetches.
+# Whose connection it is: the kernel is asked for that one socket (NETLINK_SOCK_DIAG, a hash lookup, constant
+# time however many sockets another user opens), inline, with no thread and no queue: another local user's
+# flood of connections costs the event loop a few microseconds each and never delays or refuses the daemon's
+# own. Only where netlink cannot be asked is /proc/net/tcp scanned instead, in threads on a limiter of its
+# own (never trio's default one, which DNS, libcurl and the disk cache share) with at most this many
+# connections waiting; beyond that a connection is closed at once. That fallback is slower the more sockets
+# exist and its queue is shared by all comers, so there a flood from another user CAN delay or refuse the
+# daemon's own connections while it lasts.
 PEER_CHECK_THREADS = 4
 MAX_WAITING_PEER_CHECKS = 1024  # far above what the daemon's own Chrome opens at once
 
@@ -273,12 +277,15 @@ async def _ours(client: trio.SocketStream, checks: trio.CapacityLimiter) -> bool
         peer, local = client.socket.getpeername(), client.socket.getsockname()
     except OSError:  # reset already: nothing to serve, nothing to log
         return False
-    if checks.statistics().tasks_waiting >= MAX_WAITING_PEER_CHECKS:
-        log.warning("refused a connection to the address-policy proxy from %s:%d: too many waiting to be "
-                    "checked", peer[0], peer[1])
-        return False
-    uid = await trio.to_thread.run_sync(tcp_peer_uid, (peer[0], peer[1]), (local[0], local[1]),
-                                        limiter=checks)
+    try:
+        uid = sock_diag_uid((peer[0], peer[1]), (local[0], local[1]))
+    except NoSockDiag:
+        if checks.statistics().tasks_waiting >= MAX_WAITING_PEER_CHECKS:
+            log.warning("refused a connection to the address-policy proxy from %s:%d: too many waiting to be "
+                        "checked", peer[0], peer[1])
+            return False
+        uid = await trio.to_thread.run_sync(tcp_peer_uid, (peer[0], peer[1]), (local[0], local[1]),
+                                            limiter=checks)
     if uid == os.geteuid():
         return True
     log.warning("refused a connection to the address-policy proxy from %s:%d: %s", peer[0], peer[1],

@@ -18,6 +18,8 @@ in place of the peer's uid, which Node cannot read."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import pwd
 import socket
@@ -155,10 +157,96 @@ async def open_stream(socket_path: Path) -> trio.SocketStream:
     return stream
 
 
+class NoSockDiag(Exception):
+    """The kernel's NETLINK_SOCK_DIAG cannot be asked here (no netlink, no inet_diag, a sandbox refusing it)."""
+
+
+# linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST = 0x1
+NLMSG_ERROR = 2
+INET_DIAG_NOCOOKIE = 0xFFFFFFFF
+ALL_STATES = 0xFFFFFFFF
+# struct nlmsghdr { u32 nlmsg_len; u16 nlmsg_type; u16 nlmsg_flags; u32 nlmsg_seq; u32 nlmsg_pid; }
+NLMSGHDR = struct.Struct("=IHHII")
+# struct inet_diag_req_v2 { u8 sdiag_family; u8 sdiag_protocol; u8 idiag_ext; u8 pad; u32 idiag_states;
+#                           struct inet_diag_sockid id; }
+REQ_HEAD = struct.Struct("=BBBBI")
+# struct inet_diag_sockid { __be16 idiag_sport; __be16 idiag_dport; __be32 idiag_src[4]; __be32 idiag_dst[4];
+#                           u32 idiag_if; u32 idiag_cookie[2]; }  (ports and addresses in network order)
+SOCKID = struct.Struct("!HH16s16s")
+SOCKID_TAIL = struct.Struct("=III")
+# struct inet_diag_msg { u8 idiag_family; u8 idiag_state; u8 idiag_timer; u8 idiag_retrans;
+#                        struct inet_diag_sockid id; u32 idiag_expires; u32 idiag_rqueue; u32 idiag_wqueue;
+#                        u32 idiag_uid; u32 idiag_inode; }
+DIAG_MSG = struct.Struct("=BBBB" + "HH16s16sIII" + "IIIII")
+# struct nlmsgerr { int error; ... }
+NLMSGERR = struct.Struct("=i")
+REPLY_BYTES = 8192
+
+log = logging.getLogger("webfetch.socket_trust")
+_sock_diag_missing = False  # set once the kernel refused: the /proc scan from then on, logged once
+
+
+def _packed(host: str) -> tuple[int, bytes]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return family, socket.inet_pton(family, host).ljust(16, b"\0")
+
+
+def sock_diag_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
+    """The uid owning the TCP socket at `peer` connected to our `local` one, asked of the kernel by its exact
+    4-tuple (NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY without NLM_F_DUMP: the kernel looks that one socket up
+    in its hash, constant time whatever else is open). The socket wanted is the CLIENT's, so its own source
+    is `peer` and its destination `local`. None when it is not there or no process holds it any more (a
+    closed socket lingering in FIN_WAIT/TIME_WAIT reports uid 0 and inode 0: its owner is not known, and
+    root's daemon must not take it for its own). NoSockDiag when the kernel cannot be asked."""
+    family, source = _packed(peer[0])
+    _, destination = _packed(local[0])
+    request = (REQ_HEAD.pack(family, socket.IPPROTO_TCP, 0, 0, ALL_STATES)
+               + SOCKID.pack(peer[1], local[1], source, destination)
+               + SOCKID_TAIL.pack(0, INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE))
+    message = NLMSGHDR.pack(NLMSGHDR.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0) + request
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as diag:
+            diag.sendto(message, (0, 0))
+            # the kernel answers inside sendto: the reply is queued already, so this never waits
+            reply = diag.recv(REPLY_BYTES, socket.MSG_DONTWAIT)
+    except (OSError, AttributeError) as e:  # AttributeError: no AF_NETLINK (not Linux)
+        raise NoSockDiag(str(e)) from e
+    if len(reply) < NLMSGHDR.size:
+        raise NoSockDiag(f"a reply of {len(reply)} bytes")
+    _length, kind, _flags, _seq, _pid = NLMSGHDR.unpack_from(reply)
+    if kind == NLMSG_ERROR:
+        (error,) = NLMSGERR.unpack_from(reply, NLMSGHDR.size)
+        if -error == errno.ENOENT:  # no such connection (gone already)
+            return None
+        raise NoSockDiag(os.strerror(-error))
+    if kind != SOCK_DIAG_BY_FAMILY or len(reply) < NLMSGHDR.size + DIAG_MSG.size:
+        raise NoSockDiag(f"an answer of type {kind}")
+    fields = DIAG_MSG.unpack_from(reply, NLMSGHDR.size)
+    uid, inode = fields[-2], fields[-1]
+    return None if inode == 0 else int(uid)
+
+
 def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
+    """sock_diag_uid's answer; where the kernel cannot be asked, the same read from /proc/net/tcp, a scan of
+    every TCP socket on the machine (slow, and slower the more any user opens: call it in a thread)."""
+    global _sock_diag_missing
+    if not _sock_diag_missing:
+        try:
+            return sock_diag_uid(peer, local)
+        except NoSockDiag as e:
+            _sock_diag_missing = True
+            log.warning("NETLINK_SOCK_DIAG is not available (%s): the proxy's peer check scans /proc/net/tcp, "
+                        "which another user's flood of connections can slow", e)
+    return proc_net_tcp_uid(peer, local)
+
+
+def proc_net_tcp_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
     """The uid owning the loopback TCP socket at `peer` connected to our `local` one (IPv4), read from the
     kernel's socket table (/proc/net/tcp: TCP has no SO_PEERCRED); None when it is not there (gone already,
-    or no /proc). For the policy proxy, a TCP port on 127.0.0.1 any local user could connect to."""
+    or no /proc) or no process holds it (inode 0, as sock_diag_uid). The fallback only: a linear scan."""
     def hexed(address: tuple[str, int]) -> str:
         return f"{int.from_bytes(socket.inet_aton(address[0]), 'little'):08X}:{address[1]:04X}"
 
@@ -167,8 +255,8 @@ def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
         with open("/proc/net/tcp", encoding="ascii") as table:
             for row in table:
                 fields = row.split()
-                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
-                    return int(fields[7])
+                if len(fields) > 9 and (fields[1], fields[2]) == wanted:
+                    return None if fields[9] == "0" else int(fields[7])
     except (OSError, ValueError):
         return None
     return None
