@@ -503,6 +503,19 @@ async def test_auto_with_no_browser_says_how_to_turn_remote_debugging_on(home):
         await find("auto")
     assert "no running browser has remote debugging on" in e.value.message
     assert "chrome://inspect/#remote-debugging" in e.value.message and "--remote-debugging-port" in e.value.message
+    # a headless browser, or one started with a port, writes no file auto finds: the endpoint is the way
+    assert 'set user_browser.endpoint = "http://127.0.0.1:N" and run `webfetch restart`' in e.value.message
+
+
+async def test_an_endpoint_where_nothing_listens_asks_whether_the_browser_runs_with_that_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    with pytest.raises(UserBrowserUnavailable) as e:
+        await find(f"http://127.0.0.1:{dead}")
+    assert e.value.message.startswith(f"cannot reach user_browser.endpoint http://127.0.0.1:{dead} (")
+    assert e.value.message.endswith("is the browser running, with --remote-debugging-port set to that port? (after a "
+                                    "change to user_browser.endpoint, `webfetch restart` applies it)")
 
 
 async def test_a_port_file_naming_a_dead_port_is_named(home):

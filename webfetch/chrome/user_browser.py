@@ -69,6 +69,13 @@ APPROVAL_HINT_S = 1.0            # a connection still pending after this long is
 APPROVAL_WAIT_S = 600.0          # how long one connection attempt waits for the person's approval
 SETUP = ("turn on remote debugging in your browser (Chrome 144+: open chrome://inspect/#remote-debugging and "
          "allow it; or start it with --remote-debugging-port=9222), or set user_browser.endpoint")
+# "auto" reads a file a headless browser never writes: a new user who started one with a port was told to do
+# what they had done
+AUTO_SETUP = ("turn on remote debugging in your browser (Chrome 144+: open chrome://inspect/#remote-debugging and "
+              "allow it); a browser started with --remote-debugging-port=N (a headless one always) writes no file "
+              "\"auto\" finds: set user_browser.endpoint = \"http://127.0.0.1:N\" and run `webfetch restart`")
+ENDPOINT_SETUP = ("is the browser running, with --remote-debugging-port set to that port? (after a change to "
+                  "user_browser.endpoint, `webfetch restart` applies it)")
 
 State = Literal["off", "idle", "connecting", "waiting for approval", "connected", "gone", "failed"]
 
@@ -149,8 +156,10 @@ async def _find_auto(home: Path | None) -> Found:
         with suppress(OSError):
             live.append((path.stat().st_mtime, found))
     if not live:
-        said = "; ".join(notes) if notes else "no running browser has remote debugging on"
-        raise UserBrowserUnavailable(f"{said}: {SETUP}")
+        said = "; ".join(notes) if notes else (
+            "no running browser has remote debugging on (user_browser.endpoint \"auto\" found no DevToolsActivePort "
+            "file in the usual user-data directories)")
+        raise UserBrowserUnavailable(f"{said}: {AUTO_SETUP}")
     live.sort(key=lambda item: item[0], reverse=True)
     chosen = live[0][1]
     if len(live) > 1:
@@ -189,8 +198,8 @@ async def _from_http(endpoint: str) -> Found:
                     if len(body) > VERSION_MAX:
                         raise UserBrowserUnavailable(not_devtools)
     except httpx.HTTPError as e:
-        raise UserBrowserUnavailable(f"cannot reach user_browser.endpoint {endpoint} ({e or type(e).__name__}); "
-                                     f"{SETUP}") from None
+        raise UserBrowserUnavailable(f"cannot reach user_browser.endpoint {endpoint} ({e or type(e).__name__}): "
+                                     f"{ENDPOINT_SETUP}") from None
     try:
         ws_url = msgspec.json.decode(body).get("webSocketDebuggerUrl")
     except (msgspec.DecodeError, AttributeError):

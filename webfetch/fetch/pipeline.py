@@ -261,7 +261,8 @@ class Pipeline:
         hosts = self.user_browser.config.hosts
         scheme, host, port = parse_url(req.url)[:3]
         if hosts and not user_host_listed(host, effective_port(scheme, port), hosts):
-            raise BlockedUrl(f"{host} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
+            named = host if port is None else f"{host}:{port}"   # the port too: entries may name one
+            raise BlockedUrl(f"{named} is not in user_browser.hosts ({', '.join(hosts)}): the agent uses your "
                              f"browser's logins only for the sites you listed there")
         await self.user_browser.browser(lambda message: progress("person", message),
                                         req.timeout_s or self.config.fetch.timeout_s)
