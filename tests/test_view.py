@@ -498,3 +498,13 @@ def test_mcp_over_http_opens_no_file_under_the_daemons_own_directory_to_uploads(
         d.proc.terminate()
         d.proc.wait(20)
         d.log.close()
+
+
+def test_the_doors_redirect_stays_on_the_page_whatever_the_path(served):
+    """The key is traded by a redirect to the same path without it: a path of `//site` or `/\\site` must not
+    send the browser to that site."""
+    for path in ("//evil.example", "/\\evil.example"):
+        key = served.view_url().split("token=", 1)[1]
+        status, headers, _ = raw_request(served.view_port, f"GET {path}?token={key} HTTP/1.1\n"
+                                                           f"Host: 127.0.0.1:{served.view_port}\nConnection: close\n")
+        assert status == 303 and headers["location"] == "/evil.example", (status, headers)

@@ -233,7 +233,8 @@ class Door:
                           "last start, or is wrong: run `webfetch view` for a new one (each works once)")
             return
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-        location = scope["path"] + (f"?{rest}" if rest else "")
+        # one leading slash: `//site` or `/\site` in Location is another site to a browser (an open redirect)
+        location = "/" + scope["path"].lstrip("/\\") + (f"?{rest}" if rest else "")
         headers = [(b"location", location.encode("latin-1", "replace")), (b"referrer-policy", b"no-referrer")]
         if redeemed:
             cookie_line = f"{self.cookie_name}={self.passes.cookie}; Path=/; HttpOnly; SameSite=Strict"
