@@ -214,6 +214,29 @@ async def test_a_fields_new_value_is_said_once_not_again_as_its_changed_line(dae
     assert '- textbox "Username" [required, focused, ref=e1]: ann' in (await b.ok("snapshot"))["snapshot"]
 
 
+async def test_wait_for_a_url_matches_its_pattern_and_a_hostile_one_never_holds_the_daemon(daemon, app):
+    """`wait url` is the whole URL with `*` for any characters (as routes'), matched by its pieces: a model's
+    pattern once went to fnmatch, whose regular expression of classes took 43 s to compile in the event loop."""
+    b = Browser(await daemon.client())
+    await b.ok("open", url=app.url("/inbox"))
+    assert (await b.ok("wait", url="http://127.0.0.1:*/inbox"))["waited_for"] == f"url {app.url('/inbox')}"
+    hostile = "[a-\U0010ffff]" * 20_000
+    waited: dict[str, Any] = {}
+
+    async def wait() -> None:
+        waited.update(await b("wait", url=hostile, timeout_s=3))
+
+    # the daemon runs in this process: a loop held by the pattern would hold this deadline past its end too
+    with trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.sleep(0.5)
+            other = await daemon.client()
+            with trio.fail_after(1):
+                assert (await other.request({"id": "s", "op": "status"}))["type"] == "result"
+    assert waited["type"] == "error" and waited["code"] == "timeout", waited
+
+
 async def test_errors_name_the_way_forward(daemon, app):
     b = Browser(await daemon.client())
     dashboard = await login(b, app)

@@ -23,7 +23,7 @@ USAGE = """actions:
   click eN [--double]           fill eN TEXT [--submit]        type TEXT [--ref eN]
   press KEY [--ref eN]          select eN VALUE...             check eN [--off]
   hover eN                      scroll [eN] [--up] [--px N]    nav back|forward|reload
-  wait --text T | --gone T | --url GLOB | --ms N [--timeout S]
+  wait --text T | --gone T | --url PATTERN | --ms N [--timeout S]
   dialog accept|dismiss [--text T]                            tabs [list|select|close] [tN]
   read [eN]                     screenshot [eN] [--full-page] [-o FILE] [--overwrite]    console
   network [--find URLPART] [--status 2xx|3xx|4xx|5xx|failed] [--type fetch] [--offset N]
@@ -71,7 +71,7 @@ def add_parser(sub: Any, common: Any) -> None:
     p.add_argument("--px", type=int)
     p.add_argument("--text", help="wait: until this text shows; dialog: the prompt's answer")
     p.add_argument("--gone", help="wait: until this text is gone")
-    p.add_argument("--url", help="wait: until the tab's URL matches this glob")
+    p.add_argument("--url", help="wait: until the tab's whole URL matches this pattern (`*` for any characters)")
     p.add_argument("--ms", type=int)
     p.add_argument("--timeout", type=float)
     p.add_argument("--full-page", action="store_true")
