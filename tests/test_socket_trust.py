@@ -336,3 +336,30 @@ def test_a_closed_clients_lingering_socket_is_nobodys(lookup):
             client.close()
             assert mine.recv(1) == b""  # its FIN has arrived: it is closed, not yet gone
             assert lookup(peer, local) is None
+
+
+def test_a_moments_shortage_of_file_descriptors_refuses_one_connection_and_keeps_the_kernels_lookup():
+    """Another user can push the daemon's descriptors near their limit: the netlink socket of the lookup then
+    fails with EMFILE. That connection's owner is unknown (refused); the lookup is not given up for the slow
+    /proc scan for the rest of the daemon's life (a re-review found one such error did that)."""
+    script = """
+import os, resource, socket
+from webfetch.trust import socket_trust as st
+listener = socket.create_server(("127.0.0.1", 0))
+client = socket.create_connection(listener.getsockname())
+served, _ = listener.accept()
+peer, local = served.getpeername(), served.getsockname()
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+print(st.tcp_peer_uid(peer, local), st._sock_diag_missing)
+for fd in held:
+    os.close(fd)
+print(st.tcp_peer_uid(peer, local) == os.geteuid(), st._sock_diag_missing)
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.stdout.split("\n")[:2] == ["None False", "True False"], (r.stdout, r.stderr)

@@ -186,6 +186,9 @@ NLMSGERR = struct.Struct("=i")
 REPLY_BYTES = 8192
 
 log = logging.getLogger("webfetch.socket_trust")
+# Errors of a moment, not of a kernel that cannot be asked: they refuse one connection, and never send the
+# proxy to the slow /proc scan for the rest of the daemon's life
+PASSING_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 _sock_diag_missing = False  # set once the kernel refused: the /proc scan from then on, logged once
 
 
@@ -212,7 +215,11 @@ def sock_diag_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
             diag.sendto(message, (0, 0))
             # the kernel answers inside sendto: the reply is queued already, so this never waits
             reply = diag.recv(REPLY_BYTES, socket.MSG_DONTWAIT)
-    except (OSError, AttributeError) as e:  # AttributeError: no AF_NETLINK (not Linux)
+    except OSError as e:
+        if e.errno in PASSING_ERRORS:   # a moment's shortage (another user can push the daemon's fds near
+            return None                 # their limit): this connection's owner is unknown, and it is refused
+        raise NoSockDiag(str(e)) from e
+    except AttributeError as e:  # no AF_NETLINK (not Linux)
         raise NoSockDiag(str(e)) from e
     if len(reply) < NLMSGHDR.size:
         raise NoSockDiag(f"a reply of {len(reply)} bytes")
