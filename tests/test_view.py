@@ -227,16 +227,21 @@ async def wait_for(conn, session: str, expression: str, seconds: float = 30):
     return value
 
 
+async def open_view(conn, url: str) -> str:
+    """A new tab of the person's browser (`conn`) that opened the view at `url` and went live: its session."""
+    tab = await conn.call("Target.createTarget", {"url": "about:blank"})
+    session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"], "flatten": True}))["sessionId"]
+    await conn.call("Page.navigate", {"url": url}, session)
+    await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
+    return session
+
+
 async def test_the_dashboard_in_chromium_shows_a_request_made_meanwhile_live(served, tmp_path):
     site = Site().start()
     browser = Chromium(tmp_path / "user-chrome")
     try:
         async with open_cdp(browser.ws_url) as conn:
-            tab = await conn.call("Target.createTarget", {"url": "about:blank"})
-            session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"],
-                                                                 "flatten": True}))["sessionId"]
-            await conn.call("Page.navigate", {"url": served.view_url()}, session)
-            await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
+            session = await open_view(conn, served.view_url())
             # the token left the address bar; the cookie is not the page's to read
             assert await evaluate(conn, session, "location.href") == f"http://{view_host()}:{served.view_port}/"
             assert await evaluate(conn, session, "document.cookie") == ""
@@ -332,11 +337,7 @@ async def test_what_another_local_port_gets_from_the_persons_browser_opens_neith
     browser = Chromium(tmp_path / "user-chrome")
     try:
         async with open_cdp(browser.ws_url) as conn:
-            tab = await conn.call("Target.createTarget", {"url": "about:blank"})
-            session = (await conn.call("Target.attachToTarget", {"targetId": tab["targetId"],
-                                                                 "flatten": True}))["sessionId"]
-            await conn.call("Page.navigate", {"url": served.view_url()}, session)
-            await wait_for(conn, session, "document.getElementById('live')?.textContent === 'live'")
+            session = await open_view(conn, served.view_url())
             for _ in range(2):  # the second visit carries what the browser holds for it (its own cookie)
                 await conn.call("Page.navigate", {"url": other.url("/")}, session)
                 await wait_for(conn, session, "document.title === 'another local server'")
