@@ -51,7 +51,7 @@ async def fetch_batch(pipeline: Pipeline, req: FetchRequest, rid: RequestId, pro
 
         try:
             async with at_once:
-                result = await pipeline.fetch(replace(single, url=url), page_progress)
+                result = await pipeline.fetch(replace(single, url=url), page_progress, checked=True)
         except WebfetchError as e:
             entries[i] = BatchEntry(index=i, url=url, error=e.code, message=e.message)
             await send(PageFailed(id=rid, index=i, url=url, error=_page_error(e)))

@@ -204,8 +204,11 @@ class Pipeline:
         if trouble is not None:
             raise BadRequest(trouble)
 
-    async def fetch(self, req: FetchRequest, progress: ReportProgress) -> FetchResult:
-        await self.checked(req)  # a bad pattern or schema costs no load
+    async def fetch(self, req: FetchRequest, progress: ReportProgress, *, checked: bool = False) -> FetchResult:
+        """One page as `req` asks; `checked`: its find and schema were checked already (a batch checks them once
+        for all its pages, and compiling a model's patterns is a worker's job, not one a page)."""
+        if not checked:
+            await self.checked(req)  # a bad pattern or schema costs no load
         # The profile is read now (an import needs no restart) and checked before the cache: a page cached
         # for it is not served once the profile is gone or no longer lists the host.
         if req.browser == "user":
